@@ -1,0 +1,56 @@
+"""The error hierarchy: every refusal the library makes on purpose is one of these.
+
+Messages are written for the person who has to act on them: they name the field,
+the seq or the byte offset, and the reason.
+"""
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base class of every error raised on purpose by ari-memory-ledger."""
+
+
+class InvalidInput(LedgerError, ValueError):
+    """Bad input to a write or a query; nothing was written."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"{field}: {reason}")
+
+
+class CopyOnWriteViolation(LedgerError):
+    """A write for a node other than the current one (or with no current node)."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+    def as_dict(self) -> dict:
+        """ARI's refusal shape: ``{"ok": False, "error": ...}``."""
+        return {"ok": False, "error": self.message}
+
+
+class UnsupportedVersion(LedgerError):
+    """An event written by a newer version of this library than the one reading it."""
+
+
+class LogCorrupted(LedgerError):
+    """Damage inside the log (not a torn tail): a bad gzip member or a broken hash chain."""
+
+    def __init__(self, message: str, *, seq: int | None = None, offset: int | None = None) -> None:
+        self.seq = seq
+        self.offset = offset
+        super().__init__(message)
+
+
+class LedgerNotFound(LedgerError):
+    """The checkpoint has no ledger (and the caller asked not to create one)."""
+
+
+class ProjectionError(LedgerError):
+    """A projection could not be brought up to date (the log itself is intact)."""
+
+
+class EmbeddingMismatch(ProjectionError):
+    """A projection was built with a different embedding configuration than the one in use."""
