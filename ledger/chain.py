@@ -1,0 +1,68 @@
+"""The hash chain: canonical bytes, event hashes, and checking one event against the last.
+
+The canonical encoding of an event is its JSON object without ``hash``: envelope fields
+in their fixed order, object keys inside ``body`` sorted, no whitespace, UTF-8. A stored
+line is that encoding with ``,"hash":"<sha256 hex>"`` spliced in before the closing
+brace, so anyone can check a line with plain bytes: drop the last 75 bytes of the line
+(``,"hash":"`` + 64 hex + ``"}``), put back ``}``, and sha256 it.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+from .events import Event, UnsignedEvent
+
+_encoder = msgspec.json.Encoder(order="deterministic")
+_decoder = msgspec.json.Decoder(Event)
+
+HASH_SUFFIX_LEN = len(b',"hash":""}') + 64  # 75 bytes at the end of every line
+
+
+def sign(unsigned: UnsignedEvent) -> tuple[Event, bytes]:
+    """Hash an event; return it with its log line (newline included)."""
+    canonical = _encoder.encode(unsigned)
+    digest = hashlib.sha256(canonical).hexdigest()
+    line = canonical[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
+    event = Event(
+        v=unsigned.v,
+        seq=unsigned.seq,
+        id=unsigned.id,
+        ts=unsigned.ts,
+        ckpt=unsigned.ckpt,
+        node=unsigned.node,
+        type=unsigned.type,
+        body=unsigned.body,
+        prev=unsigned.prev,
+        hash=digest,
+    )
+    return event, line
+
+
+class ChainError(ValueError):
+    """One line that does not fit the chain; the log reader adds seq and offset."""
+
+
+def decode_line(line: bytes) -> Event:
+    """Decode one stored line (without its newline) and check its own hash."""
+    try:
+        event = _decoder.decode(line)
+    except msgspec.DecodeError as exc:
+        raise ChainError(f"not a valid event line ({exc})") from None
+    if len(line) <= HASH_SUFFIX_LEN or line[-HASH_SUFFIX_LEN:-66] != b',"hash":"':
+        raise ChainError("the hash is not the last field of the line")
+    digest = hashlib.sha256(line[:-HASH_SUFFIX_LEN] + b"}").hexdigest()
+    if digest != event.hash:
+        raise ChainError("hash does not match the event's bytes (edited or damaged)")
+    return event
+
+
+def check_link(event: Event, expected_seq: int, prev_hash: str, ckpt: str | None) -> None:
+    """Raise ChainError unless ``event`` is the next link after ``prev_hash``."""
+    if event.seq != expected_seq:
+        raise ChainError(f"expected seq {expected_seq}, found seq {event.seq} (missing, repeated or reordered event)")
+    if event.prev != prev_hash:
+        raise ChainError("prev does not match the previous event's hash (missing, reordered or edited event)")
+    if ckpt is not None and event.ckpt != ckpt:
+        raise ChainError(f"checkpoint id {event.ckpt!r} differs from the log's {ckpt!r}")
