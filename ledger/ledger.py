@@ -231,6 +231,8 @@ class Ledger:
         """Bring the head up to the end of the file; recover a torn tail when holding the lock."""
         if self._head.end == 0:
             self._load_start(persist=recover)
+        elif self._file.size() == self._head.end:
+            return  # nobody appended since we last looked
         with self._file.reader() as f:
             try:
                 for member, events in self._walk(f, self._head.end, seq=self._head.seq + 1, prev=self._head.hash):

@@ -1,0 +1,148 @@
+"""Ledger benchmark (issue 2): durable appends, group commit, streamed verify of 1M events.
+
+    python -m bench.ledger_bench [--events 1000000] [--dir DIR]
+
+Every figure is printed beside the raw limit measured in the same run on the same disk.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from ledger import Ledger
+from ledger.log import LOG_NAME, compress_member
+
+from .common import Figure, Timer, report, run_child
+
+BODY_TEXT_CHARS = 250  # with the envelope, each stored event is ~500 bytes
+SINGLE_APPENDS = 2000
+GROUP_EVENTS = 200_000
+GROUP_SIZE = 1000
+
+
+def _text(i: int) -> str:
+    return (f"RESULT SUMMARY node {i} metrics=[GFlops_per_s={i % 97 / 3:.2f}] " * 8)[:BODY_TEXT_CHARS]
+
+
+def bench_single(work: Path) -> list[Figure]:
+    """Alternate rounds of ours and raw so both see the same disk weather."""
+    rounds, per_round = 5, SINGLE_APPENDS // 5
+    ours_s = raw_s = 0.0
+    with Ledger.open(work / "single") as ledger:
+        ledger.append("root", "memory_added", {"text": "warm-up"}, current_node="root")
+        line = gzip.decompress(ledger.path.read_bytes()).splitlines(keepends=True)[-1]
+        member = compress_member(line.replace(b"warm-up", _text(0).encode()))
+        fd = os.open(work / "raw.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            for r in range(rounds):
+                with Timer() as t:
+                    for i in range(per_round):
+                        ledger.append("root", "memory_added", {"text": _text(i)}, current_node="root")
+                ours_s += t.seconds
+                with Timer() as t:
+                    for _ in range(per_round):
+                        os.write(fd, member)
+                        os.fdatasync(fd)
+                raw_s += t.seconds
+        finally:
+            os.close(fd)
+    ours, raw = SINGLE_APPENDS / ours_s, SINGLE_APPENDS / raw_s
+    return [
+        Figure(
+            f"durable single appends ({len(member)} B members)",
+            ours,
+            "appends/s",
+            raw,
+            ">= 0.7 x raw write+fdatasync of the same bytes",
+            ours >= 0.7 * raw,
+        )
+    ]
+
+
+def bench_group(work: Path) -> list[Figure]:
+    ckpt = work / "group"
+    with Ledger.open(ckpt) as ledger:
+        with Timer() as t:
+            for b in range(GROUP_EVENTS // GROUP_SIZE):
+                with ledger.batch() as batch:
+                    for i in range(GROUP_SIZE):
+                        batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
+    rate = GROUP_EVENTS / t.seconds
+    return [Figure(f"group commit ({GROUP_SIZE} events/member)", rate, "events/s", None, ">= 50,000 events/s", rate >= 50_000)]
+
+
+VERIFY_CHILD = """
+import json, sys, time
+from ledger import Ledger
+from bench.common import own_peak_rss_mb
+t = time.perf_counter()
+with Ledger.open(sys.argv[1], create=False) as ledger:
+    report = ledger.verify()  # decodes every line into a typed Event and checks hash and link
+dt = time.perf_counter() - t
+print(json.dumps({"ok": report.ok, "events": report.events, "seconds": dt, "rss": own_peak_rss_mb()}))
+"""
+
+RAW_CHILD = """
+import gzip, json, sys, time
+import msgspec
+from bench.common import own_peak_rss_mb
+decode = msgspec.json.Decoder().decode
+t = time.perf_counter()
+n = 0
+with gzip.open(sys.argv[1], "rb") as f:
+    for line in f:
+        decode(line)
+        n += 1
+dt = time.perf_counter() - t
+print(json.dumps({"events": n, "seconds": dt, "rss": own_peak_rss_mb()}))
+"""
+
+
+def bench_verify(work: Path, events: int) -> list[Figure]:
+    ckpt = work / "big"
+    with Ledger.open(ckpt) as ledger:
+        for b in range(events // GROUP_SIZE):
+            with ledger.batch() as batch:
+                for i in range(GROUP_SIZE):
+                    batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
+    size_mb = (ckpt / LOG_NAME).stat().st_size / 1e6
+    ours = json.loads(run_child(VERIFY_CHILD, str(ckpt)))
+    raw = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME)))
+    assert ours["ok"] and ours["events"] == events == raw["events"]
+    verify_rate = events / ours["seconds"]
+    raw_rate = events / raw["seconds"]
+    return [
+        Figure(
+            f"open + verify + decode, {events:,} events ({size_mb:,.0f} MB log)",
+            verify_rate,
+            "events/s",
+            raw_rate,
+            ">= 0.5 x raw gunzip + msgspec decode",
+            verify_rate >= 0.5 * raw_rate,
+        ),
+        Figure("peak RSS of that verify", ours["rss"], "MB", None, "<= 200 MB", ours["rss"] <= 200),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000, help="events in the verify benchmark")
+    parser.add_argument("--dir", default=None, help="work directory (default: a temp dir on the same disk)")
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="ari-ledger-bench-", dir=args.dir))
+    try:
+        figures = bench_single(work) + bench_group(work) + bench_verify(work, args.events)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return report(figures)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
