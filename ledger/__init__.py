@@ -28,3 +28,12 @@ __all__ = [
     "UnsupportedVersion",
     "VerifyReport",
 ]
+
+
+def __getattr__(name: str):
+    """``from ledger import get_backend``: ARI's API lives on the read side, loaded on demand."""
+    if name in ("get_backend", "MemoryBackend"):
+        from projections import backend
+
+        return getattr(backend, name)
+    raise AttributeError(f"module 'ledger' has no attribute {name!r}")

@@ -15,7 +15,9 @@ import msgspec
 from .events import Event, UnsignedEvent
 
 _encoder = msgspec.json.Encoder(order="deterministic")
-_decoder = msgspec.json.Decoder(Event)
+_decode = msgspec.json.Decoder(Event).decode
+_sha256 = hashlib.sha256
+_HASH_KEY = b',"hash":"'
 
 HASH_SUFFIX_LEN = len(b',"hash":""}') + 64  # 75 bytes at the end of every line
 
@@ -47,13 +49,14 @@ class ChainError(ValueError):
 def decode_line(line: bytes) -> Event:
     """Decode one stored line (without its newline) and check its own hash."""
     try:
-        event = _decoder.decode(line)
+        event = _decode(line)
     except msgspec.DecodeError as exc:
         raise ChainError(f"not a valid event line ({exc})") from None
-    if len(line) <= HASH_SUFFIX_LEN or line[-HASH_SUFFIX_LEN:-66] != b',"hash":"':
+    if line[-HASH_SUFFIX_LEN:-66] != _HASH_KEY or line[-2:] != b'"}':
         raise ChainError("the hash is not the last field of the line")
-    digest = hashlib.sha256(line[:-HASH_SUFFIX_LEN] + b"}").hexdigest()
-    if digest != event.hash:
+    digest = _sha256(memoryview(line)[:-HASH_SUFFIX_LEN])
+    digest.update(b"}")
+    if digest.hexdigest() != event.hash:
         raise ChainError("hash does not match the event's bytes (edited or damaged)")
     return event
 

@@ -91,6 +91,7 @@ class Ledger:
         self._head = _Head()
         self._ckpt: str | None = None
         self._index: list[tuple[int, int]] = []
+        self._last_member = (0, 1)  # (offset, first seq) of the newest member seen: cheap tail reads
         self._thread_lock = threading.RLock()
         self._in_batch = False
         self.recovered: list[RecoveryReport] = []
@@ -264,6 +265,7 @@ class Ledger:
                 if events and events[0].seq == first_seq:
                     self._index = index
                     self._head = _Head(member.end, events[-1].seq, events[-1].hash)
+                    self._last_member = (offset, first_seq)
                     return
             self._index = [(0, 1)]
             if persist:
@@ -312,6 +314,7 @@ class Ledger:
             if persist_index:
                 self._file.add_index(member.offset, events[0].seq)
         self._head = _Head(member.end, events[-1].seq, events[-1].hash)
+        self._last_member = (member.offset, events[0].seq)
 
     def _is_tail(self, f, bad: BadMember) -> bool:
         return bad.incomplete or valid_member_after(f, bad.offset) is None
@@ -344,7 +347,9 @@ class Ledger:
         log.warning("%s", report)
 
     def _index_before(self, seq: int) -> int:
-        """Byte offset of the last indexed member whose first seq is <= ``seq``."""
+        """Byte offset of the last known member whose first seq is <= ``seq``."""
+        if self._last_member[1] <= seq:
+            return self._last_member[0]
         if not self._index:
             return 0
         i = bisect.bisect_right([rec[1] for rec in self._index], seq) - 1

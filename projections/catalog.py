@@ -1,0 +1,159 @@
+"""The catalog projection: every entry, node, ReAct step and core seed, foldable as of any seq.
+
+Nothing is removed when folding: a ``node_cleared`` tombstone stamps the node's earlier
+entries with the seq that hid them, so a read "as of seq N" (R29) sees exactly what a
+node saw when it ran, and the current view hides them.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import msgspec
+
+from ledger.events import Event
+
+NEVER = 2**62  # cleared_at of an entry no tombstone has hidden
+
+
+class Entry(msgspec.Struct, array_like=True):
+    """One node-scope memory entry (a ``memory_added`` event)."""
+
+    entry_id: str
+    node_id: str
+    seq: int
+    ts: str
+    body: dict[str, Any]
+    cleared_at: int = NEVER
+
+    def visible(self, as_of: int | None) -> bool:
+        if as_of is None:
+            return self.cleared_at == NEVER
+        return self.seq <= as_of < self.cleared_at
+
+    @property
+    def text(self) -> str:
+        return self.body["text"]
+
+    @property
+    def kind(self) -> str | None:
+        return self.body.get("kind")
+
+
+class NodeInfo(msgspec.Struct, array_like=True):
+    """A node as recorded by its ``node_started`` event."""
+
+    node_id: str
+    seq: int
+    parent_id: str | None
+    ancestor_ids: list[str]
+    label: str
+    depth: int
+    eval_summary: str | None = None
+
+
+class Step(msgspec.Struct, array_like=True):
+    """One ReAct step of the flat checkpoint trace."""
+
+    step_id: str
+    node_id: str
+    seq: int
+    ts: str
+    content: str
+    metadata: dict[str, Any]
+
+
+class Seed(msgspec.Struct, array_like=True):
+    seq: int
+    persona: str
+    human: str
+    context: dict[str, Any]
+
+
+class CatalogState(msgspec.Struct):
+    """Everything the catalog holds, as stored in the snapshot."""
+
+    entries: list[Entry] = []
+    nodes: list[NodeInfo] = []
+    steps: list[Step] = []
+    seeds: list[Seed] = []
+
+
+class Catalog:
+    """Fold of the log into entries by node, the node tree, the ReAct trace and core seeds."""
+
+    def __init__(self, state: CatalogState | None = None) -> None:
+        state = state or CatalogState()
+        self.entries: dict[str, Entry] = {}
+        self.by_node: dict[str, list[Entry]] = {}
+        for entry in state.entries:
+            self._add(entry)
+        self.nodes: dict[str, NodeInfo] = {n.node_id: n for n in state.nodes}
+        self.steps: list[Step] = list(state.steps)
+        self.seeds: list[Seed] = list(state.seeds)
+
+    def state(self) -> CatalogState:
+        return CatalogState(list(self.entries.values()), list(self.nodes.values()), self.steps, self.seeds)
+
+    # -- folding ---------------------------------------------------------------------
+
+    def apply(self, event: Event) -> None:
+        body = event.body
+        if event.type == "memory_added":
+            self._add(Entry(event.id, event.node, event.seq, event.ts, body))
+        elif event.type == "node_cleared":
+            for entry in self.by_node.get(event.node, ()):
+                if entry.cleared_at == NEVER:
+                    entry.cleared_at = event.seq
+        elif event.type == "node_started":
+            self.nodes.setdefault(
+                event.node,
+                NodeInfo(
+                    event.node,
+                    event.seq,
+                    body.get("parent_id"),
+                    body.get("ancestor_ids", []),
+                    body.get("label", "other"),
+                    body.get("depth", 0),
+                    body.get("eval_summary"),
+                ),
+            )
+        elif event.type == "react_step":
+            self.steps.append(Step(event.id, event.node, event.seq, event.ts, body["content"], body.get("metadata", {})))
+        elif event.type == "core_seeded":
+            self.seeds.append(Seed(event.seq, body.get("persona", ""), body.get("human", ""), body.get("context", {})))
+
+    def _add(self, entry: Entry) -> None:
+        self.entries[entry.entry_id] = entry
+        self.by_node.setdefault(entry.node_id, []).append(entry)
+
+    # -- queries ---------------------------------------------------------------------
+
+    def node_entries(self, node_id: str, as_of: int | None = None) -> list[Entry]:
+        """The node's visible entries in log order."""
+        return [e for e in self.by_node.get(node_id, ()) if e.visible(as_of)]
+
+    def scope_entries(self, node_ids: Iterable[str], as_of: int | None = None) -> list[Entry]:
+        """Visible entries of exactly these nodes (ids compared whole), in log order."""
+        found = [e for nid in dict.fromkeys(node_ids) for e in self.node_entries(nid, as_of)]
+        return sorted(found, key=lambda e: e.seq)
+
+    def get(self, entry_id: str, as_of: int | None = None) -> Entry | None:
+        entry = self.entries.get(entry_id)
+        return entry if entry is not None and entry.visible(as_of) else None
+
+    def node_ids(self, as_of: int | None = None) -> list[str]:
+        """Every node that has a visible entry, in order of first appearance."""
+        return [nid for nid, entries in self.by_node.items() if any(e.visible(as_of) for e in entries)]
+
+    def steps_as_of(self, as_of: int | None = None) -> list[Step]:
+        return [s for s in self.steps if as_of is None or s.seq <= as_of]
+
+    def context(self, as_of: int | None = None) -> Seed | None:
+        """The latest core seed at or before ``as_of``."""
+        seeds = [s for s in self.seeds if as_of is None or s.seq <= as_of]
+        return seeds[-1] if seeds else None
+
+    def lineage(self, node_id: str) -> list[str]:
+        """Root→node ids from the recorded tree (the node's scope is this minus itself)."""
+        info = self.nodes.get(node_id)
+        return [*info.ancestor_ids, node_id] if info else [node_id]
