@@ -44,3 +44,23 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
+
+
+ENGINES = ["embedded"]
+
+
+@pytest.fixture(params=ENGINES)
+def engine_backend(request: pytest.FixtureRequest):
+    """A factory of fresh MemoryBackends on one search engine; closes them after the test."""
+    from projections.backend import MemoryBackend
+
+    made: list[MemoryBackend] = []
+
+    def make(checkpoint_dir: Path) -> MemoryBackend:
+        backend = MemoryBackend(checkpoint_dir)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()

@@ -1,0 +1,163 @@
+"""Properties of the projections (R8, R9, R10): exact ancestor scope at any shape, replay ==
+incremental fold, and the same answers from a snapshot, without it, or with a bad one."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger import Ledger
+from projections.backend import MemoryBackend
+from projections.embedder import get_embedder
+from projections.projector import SNAPSHOT_NAME, Projector
+
+SUFFIXES = ["1", "12", "2", "21"]  # sibling ids share prefixes: n_1 / n_12, n_2 / n_21
+WORDS = ["stencil", "tiling", "cache", "omp", "roofline", "vector", "halo", "bandwidth", "failed", "build"]
+
+
+@st.composite
+def trees(draw) -> dict[str, list[str]]:
+    """node id → ancestors (root→parent), at least 3 levels deep."""
+    tree = {"root": []}
+    frontier = ["root"]
+    for depth in range(draw(st.integers(3, 4))):
+        nxt = []
+        for parent in frontier:
+            for suffix in draw(st.lists(st.sampled_from(SUFFIXES), min_size=1 if depth < 3 else 0, max_size=3, unique=True)):
+                child = f"{parent}_{suffix}" if parent != "root" else f"n{suffix}"
+                tree[child] = tree[parent] + [parent]
+                nxt.append(child)
+        frontier = nxt
+    return tree
+
+
+def scope_of(tree: dict[str, list[str]], node: str) -> list[str]:
+    return tree[node] + [node]
+
+
+def answers(backend: MemoryBackend, tree: dict[str, list[str]], query: str, limit: int) -> dict:
+    return {
+        node: (
+            [(r["entry_id"], round(r["score"], 6)) for r in backend.search_memory(query, scope_of(tree, node), limit)["results"]],
+            backend.bulk_get_node_memory(scope_of(tree, node))["by_node"],
+        )
+        for node in tree
+    }
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(tree=trees(), data=st.data())
+def test_exact_scope_replay_and_snapshot(tree: dict[str, list[str]], data) -> None:
+    nodes = list(tree)
+    writes = data.draw(
+        st.lists(st.tuples(st.sampled_from(nodes), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)), max_size=40)
+    )
+    clears = data.draw(st.lists(st.sampled_from(nodes), max_size=2))
+    query = " ".join(data.draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)))
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = Path(tmp)
+        backend = MemoryBackend(ckpt)
+        for node, ancestors in tree.items():
+            backend.start_node(node, ancestors[-1] if ancestors else None, ancestors, "draft", current_node=node)
+        written: dict[str, list[str]] = {n: [] for n in nodes}
+        for i, (node, words) in enumerate(writes):
+            written[node].append(backend.add_memory(node, f"{' '.join(words)} #{i}", current_node=node)["id"])
+            if i == len(writes) // 2:
+                for node_to_clear in clears:
+                    backend.clear_node_memory(node_to_clear, current_node=node_to_clear)
+                    written[node_to_clear] = []
+
+        for node in nodes:
+            scope = scope_of(tree, node)
+            expected = {e for n in scope for e in written[n]}
+            hits = backend.search_memory(query, scope, limit=len(writes) + 1)["results"]
+            assert {h["entry_id"] for h in hits} == expected  # all of the scope, nothing else
+            assert all(h["node_id"] in scope for h in hits)
+            few = backend.search_memory(query, scope, limit=2)["results"]
+            assert [h["entry_id"] for h in few] == [h["entry_id"] for h in hits[:2]]  # rank preserved
+            by_node = backend.bulk_get_node_memory(scope)["by_node"]
+            assert {e["entry_id"] for es in by_node.values() for e in es} == expected
+
+        incremental = answers(backend, tree, query, 3)
+        # replay from seq 0 into a fresh projector == the incremental fold
+        rebuilt = Projector(backend.ledger, get_embedder(), use_snapshot=False)
+        rebuilt.catch_up()
+        assert rebuilt.catalog.state() == backend.projector.catalog.state()
+        for name, block in backend.projector.index.blocks.items():
+            other = rebuilt.index.blocks[name]
+            assert other.ids == block.ids and np.array_equal(other.matrix[: other.n], block.matrix[: block.n])
+        backend.close()
+
+        reopened = MemoryBackend(ckpt)  # from the snapshot
+        assert reopened.projector.loaded_from_snapshot
+        assert answers(reopened, tree, query, 3) == incremental
+        reopened.close()
+
+        (ckpt / SNAPSHOT_NAME).unlink()
+        cold = MemoryBackend(ckpt)
+        assert not cold.projector.loaded_from_snapshot
+        assert answers(cold, tree, query, 3) == incremental
+        cold.close()
+
+        (ckpt / SNAPSHOT_NAME).write_bytes(b"\x28\xb5\x2f\xfd garbage")
+        corrupt = MemoryBackend(ckpt)
+        assert not corrupt.projector.loaded_from_snapshot
+        assert answers(corrupt, tree, query, 3) == incremental
+        corrupt.close()
+
+
+class _OtherModel:
+    """The same vectors under another model name: a snapshot from it must not be reused."""
+
+    def __init__(self) -> None:
+        self.inner = get_embedder()
+        self.name, self.dim = "some/other-model", self.inner.dim
+
+    def embed(self, texts):
+        return self.inner.embed(texts)
+
+
+def test_snapshot_from_another_model_is_rebuilt_not_mixed(ckpt: Path) -> None:
+    with Ledger.open(ckpt) as ledger:
+        ledger.append("root", "memory_added", {"text": "hello"}, current_node="root")
+        first = Projector(ledger, _OtherModel())
+        first.catch_up()
+        first.save()
+        second = Projector(ledger, get_embedder())
+        assert not second.loaded_from_snapshot
+        second.catch_up()
+        assert second.index.blocks["root"].ids == first.index.blocks["root"].ids
+
+
+def test_stale_snapshot_folds_only_the_tail(ckpt: Path) -> None:
+    with Ledger.open(ckpt) as ledger:
+        for i in range(10):
+            ledger.append("root", "memory_added", {"text": f"entry {i}"}, current_node="root")
+        p = Projector(ledger, get_embedder())
+        p.catch_up()
+        p.save()
+        for i in range(10, 13):
+            ledger.append("root", "memory_added", {"text": f"entry {i}"}, current_node="root")
+        resumed = Projector(ledger, get_embedder())
+        assert resumed.loaded_from_snapshot and resumed.cursor == 10
+        assert resumed.catch_up() == 3 and resumed.cursor == 13
+
+
+def test_snapshot_of_another_log_is_ignored(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        with Ledger.open(d) as ledger:
+            ledger.append("root", "memory_added", {"text": f"log {d.name}"}, current_node="root")
+    with Ledger.open(a) as ledger:
+        p = Projector(ledger, get_embedder())
+        p.catch_up()
+        p.save()
+    (b / SNAPSHOT_NAME).write_bytes((a / SNAPSHOT_NAME).read_bytes())
+    with Ledger.open(b) as ledger:
+        p = Projector(ledger, get_embedder())
+        assert not p.loaded_from_snapshot
+        p.catch_up()
+        assert [e.text for e in p.catalog.node_entries("root")] == ["log b"]
