@@ -17,8 +17,12 @@ from ledger import CopyOnWriteViolation, InvalidInput, Ledger, config
 from ledger.events import CHECKPOINT_NODE, Event, check_text
 
 from .access_log import AccessLog
+from .audit import AuditMixin
 from .catalog import Entry, Step
 from .projector import Projector
+from .research import ResearchMemory
+from .verified import VerifiedContextMixin
+from .working import WorkingContextMixin
 
 DEFAULT_LIMIT = 5
 
@@ -73,12 +77,17 @@ def step_dict(step: Step) -> dict[str, Any]:
     return {"entry_id": step.step_id, "content": step.content, "metadata": step.metadata, "ts": step.ts}
 
 
-class MemoryBackend:
-    """One checkpoint's memory. Get it with :func:`get_backend`."""
+class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingContextMixin):
+    """One checkpoint's memory. Get it with :func:`get_backend`.
 
-    def __init__(self, checkpoint_dir: Path, *, embedder=None) -> None:
+    The base class holds ARI's node-scope API; the mixins add the typed research layer
+    (``research``), verified context (``verified``), audit and working context.
+    """
+
+    def __init__(self, checkpoint_dir: str | Path, *, embedder=None) -> None:
         from .embedder import get_embedder
 
+        checkpoint_dir = Path(checkpoint_dir)
         self.checkpoint_dir = checkpoint_dir
         self.ledger = Ledger.open(checkpoint_dir)
         self.projector = Projector(self.ledger, embedder or get_embedder())
