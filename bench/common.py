@@ -42,7 +42,10 @@ class Timer:
 
 def run_child(code: str, *args: str) -> str:
     """Run ``code`` in a fresh interpreter (so its peak RSS is its own); return its stdout."""
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"benchmark child failed:\n{done.stderr[-3000:]}")
+    return done.stdout
 
 
 def own_peak_rss_mb() -> float:

@@ -14,7 +14,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-import msgspec
 
 from ledger import Ledger
 from ledger.log import LOG_NAME, compress_member
