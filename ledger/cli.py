@@ -128,6 +128,8 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import projections.cli  # noqa: F401 - registers the read-side and tooling commands
+
     parser = argparse.ArgumentParser(prog="ari-ledger", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (fn, setup, help) in _COMMANDS.items():

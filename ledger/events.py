@@ -144,10 +144,13 @@ class MemoryAdded(Body):
     target_id: str | None = None
     status: str | None = None
     report_hash: str | None = None
+    origin: dict[str, Any] | None = None  # where an imported entry came from (file, original id, ts)
 
     def check(self) -> None:
         check_text(self.text, "body.text")
         check_metadata(self.metadata, "body.metadata")
+        if self.origin is not None:
+            check_metadata(self.origin, "body.origin")
         if self.kind is not None and self.kind not in KINDS:
             raise InvalidInput("body.kind", f"unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
         if self.kind == "reproducibility_event":
@@ -174,10 +177,13 @@ class ReactStep(Body):
     type_name: ClassVar[str] = "react_step"
     content: str
     metadata: dict[str, Any] = {}
+    origin: dict[str, Any] | None = None
 
     def check(self) -> None:
         check_text(self.content, "body.content")
         check_metadata(self.metadata, "body.metadata")
+        if self.origin is not None:
+            check_metadata(self.origin, "body.origin")
 
 
 class CoreSeeded(Body):
