@@ -367,3 +367,10 @@ def cmd_letta(args: argparse.Namespace) -> int:
 
     return run(args)
 
+
+
+@command("mcp", "serve ARI's memory tools over MCP stdio (configured by ARI's environment variables)")
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import main as serve
+
+    return serve()

@@ -97,7 +97,7 @@ def test_verify_is_read_only_and_reports_a_torn_tail(ckpt: Path) -> None:
 
 
 def _cli_verify(ckpt: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ledger.cli", "verify", str(ckpt)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "ledger", "verify", str(ckpt)], capture_output=True, text=True)
 
 
 def test_flipped_byte_in_the_middle_names_the_first_bad_seq(ckpt: Path) -> None:

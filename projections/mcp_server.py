@@ -1,0 +1,196 @@
+"""MCP server over stdio with ARI's memory tool names, so ARI switches by one server entry.
+
+Every tool is one call into :class:`~projections.backend.MemoryBackend` for the checkpoint in
+``ARI_CHECKPOINT_DIR``. A pooled stdio server outlives one node, so ``_set_current_node``
+moves the copy-on-write guard to the node now running. Library errors come back as tool
+errors carrying the library's message; the server keeps running.
+
+    ari-ledger mcp          (or: python -m projections.mcp_server)
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from ledger import LedgerError, config
+
+from .backend import MemoryBackend, get_backend
+
+server = MCPServer("ari-memory-ledger", instructions="Ancestor-scoped, artifact-grounded memory of an ARI checkpoint.")
+
+
+def _backend() -> MemoryBackend:
+    return get_backend()
+
+
+def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Register ``fn`` as a tool whose library errors become tool errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LedgerError as exc:
+            raise ToolError(str(exc)) from exc
+
+    server.tool(name=fn.__name__)(wrapper)
+    return fn
+
+
+@tool
+def _set_current_node(node_id: str) -> dict[str, Any]:
+    """Set the node allowed to write (the copy-on-write guard) for this server process."""
+    config.set_current_node(node_id)
+    return {"ok": True, "current_node": config.current_node()}
+
+
+@tool
+def add_memory(node_id: str, text: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Add a node-scope memory entry (only the current node may write its own memory)."""
+    return _backend().add_memory(node_id, text, metadata)
+
+
+@tool
+def search_memory(query: str, ancestor_ids: list[str], limit: int = 5) -> dict[str, Any]:
+    """Entries of exactly these ancestor nodes, ranked by semantic similarity to the query."""
+    return _backend().search_memory(query, ancestor_ids, limit)
+
+
+@tool
+def get_node_memory(node_id: str) -> dict[str, Any]:
+    """A node's entries in log order."""
+    return _backend().get_node_memory(node_id)
+
+
+@tool
+def clear_node_memory(node_id: str) -> dict[str, Any]:
+    """Tombstone the current node's own entries (the log keeps them)."""
+    return _backend().clear_node_memory(node_id)
+
+
+@tool
+def list_all_nodes() -> dict[str, Any]:
+    """Every node with visible entries, and its entries."""
+    return _backend().list_all_nodes()
+
+
+@tool
+def bulk_get_node_memory(node_ids: list[str]) -> dict[str, Any]:
+    """The entries of exactly these nodes."""
+    return _backend().bulk_get_node_memory(node_ids)
+
+
+@tool
+def react_add(content: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Append a step to the checkpoint's flat ReAct trace."""
+    return _backend().react_add(content, metadata)
+
+
+@tool
+def react_search(query: str, limit: int = 10) -> dict[str, Any]:
+    """Semantic search over the ReAct trace (no ancestor filter)."""
+    return _backend().react_search(query, limit)
+
+
+@tool
+def react_get_all() -> dict[str, Any]:
+    """The whole ReAct trace in order."""
+    return _backend().react_get_all()
+
+
+@tool
+def seed_core_memory(persona: str, human: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Seed the experiment context (goal, primary metric, hardware, …)."""
+    return _backend().seed_core_memory(persona, human, context)
+
+
+@tool
+def get_experiment_context() -> dict[str, Any]:
+    """The seeded experiment context, {} before the seed."""
+    return _backend().get_experiment_context()
+
+
+@tool
+def add_experiment_result(
+    node_id: str,
+    text: str,
+    metric_ptr: str | None = None,
+    artifact_refs: list[dict[str, Any]] | None = None,
+    node_report_ref: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """A typed, artifact-grounded experiment result."""
+    return _backend().add_experiment_result(node_id, text, metric_ptr, artifact_refs, node_report_ref)
+
+
+@tool
+def add_failure_case(
+    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A typed failure case (becomes a limitation, never a claim)."""
+    return _backend().add_failure_case(node_id, text, artifact_refs, node_report_ref)
+
+
+@tool
+def add_procedure_memory(
+    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A typed procedure (how something was done)."""
+    return _backend().add_procedure_memory(node_id, text, artifact_refs, node_report_ref)
+
+
+@tool
+def add_reflection(node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, str] | None = None) -> dict[str, Any]:
+    """A typed reflection (low confidence, never a claim)."""
+    return _backend().add_reflection(node_id, text, confidence, node_report_ref)
+
+
+@tool
+def add_reproducibility_event(
+    node_id: str, target_memory_id: str, status: str, artifact_refs: list[dict[str, Any]] | None = None, text: str | None = None
+) -> dict[str, Any]:
+    """Append a re-run status for a memory in the writer's scope."""
+    return _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs, text)
+
+
+@tool
+def search_research_memory(
+    query: str, ancestor_ids: list[str], kinds: list[str] | None = None, require_artifacts: bool = False, limit: int = 5
+) -> dict[str, Any]:
+    """Typed search in exact ancestor scope, filtered by kind and artifact presence."""
+    return _backend().search_research_memory(query, ancestor_ids, kinds, require_artifacts, limit)
+
+
+@tool
+def get_verified_context(ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None) -> dict[str, Any]:
+    """Claims of a lineage ranked rerun_passed > grounded > ungrounded > rerun_failed."""
+    return _backend().get_verified_context(ancestor_ids, purpose, limit)
+
+
+@tool
+def audit_memory(experiments_root: str, run_id: str | None = None) -> dict[str, Any]:
+    """Re-hash every artifact memory cites; check the log's hash chain."""
+    return _backend().audit_memory(experiments_root, run_id)
+
+
+@tool
+def consolidate_node_memory(node_id: str, node_report: dict[str, Any] | str, work_dir: str, run_id: str | None = None) -> dict[str, Any]:
+    """node_report.json (object or path) → typed entries with provenance, once per report."""
+    return _backend().consolidate_node_memory(node_id, node_report, work_dir, run_id)
+
+
+@tool
+def health() -> dict[str, Any]:
+    """Engine, events in the log and projection lag."""
+    return _backend().health()
+
+
+def main() -> int:
+    server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
