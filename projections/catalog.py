@@ -15,7 +15,7 @@ from ledger.events import Event
 NEVER = 2**62  # cleared_at of an entry no tombstone has hidden
 
 
-class Entry(msgspec.Struct, array_like=True):
+class Entry(msgspec.Struct, array_like=True, gc=False):
     """One node-scope memory entry (a ``memory_added`` event)."""
 
     entry_id: str
@@ -39,7 +39,7 @@ class Entry(msgspec.Struct, array_like=True):
         return self.body.get("kind")
 
 
-class NodeInfo(msgspec.Struct, array_like=True):
+class NodeInfo(msgspec.Struct, array_like=True, gc=False):
     """A node as recorded by its ``node_started`` event."""
 
     node_id: str
@@ -51,7 +51,7 @@ class NodeInfo(msgspec.Struct, array_like=True):
     eval_summary: str | None = None
 
 
-class Step(msgspec.Struct, array_like=True):
+class Step(msgspec.Struct, array_like=True, gc=False):
     """One ReAct step of the flat checkpoint trace."""
 
     step_id: str
@@ -62,7 +62,7 @@ class Step(msgspec.Struct, array_like=True):
     metadata: dict[str, Any]
 
 
-class Seed(msgspec.Struct, array_like=True):
+class Seed(msgspec.Struct, array_like=True, gc=False):
     seq: int
     persona: str
     human: str

@@ -9,6 +9,7 @@ and then falls back to Hugging Face.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from importlib import resources
@@ -52,6 +53,9 @@ def _import_wordllama() -> type[WordLlamaInference]:
 
 def _load_inference() -> WordLlamaInference:
     """Build the inference object from the files inside the installed wheel."""
+    # Rayon's thread pool in `tokenizers` costs more than it gains on small batches and
+    # keeps ~100 MB of per-thread heap after the first large fold; run it on the caller's thread.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     inference_cls = _import_wordllama()
     from safetensors import safe_open
     from tokenizers import Tokenizer

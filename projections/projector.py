@@ -1,7 +1,9 @@
 """The local projector: folds the log into the catalog and the semantic index, with a cursor.
 
-State and cursor are snapshotted together (msgpack, zstandard) next to the log, so a
-resume loads them and folds only the tail. The snapshot is a cache: when it is missing,
+State and cursor are snapshotted together next to the log, so a resume loads them and
+folds only the tail. The snapshot is one zstandard stream: a magic, a msgpack header
+(cursor, model, catalog, block ids) and then each block's arrays raw, streamed in and out
+so no second copy of the vectors is ever held in memory. The snapshot is a cache: when it is missing,
 corrupt, made with another embedding model, or does not match the log (another
 checkpoint, a log cut back by recovery), it is ignored and the state rebuilt from seq 0.
 Rebuilding from scratch yields exactly the state of incremental folding.
@@ -10,33 +12,43 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from itertools import islice
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import zstandard
 
 from ledger import Ledger
 from ledger.events import Event
 
 from .catalog import Catalog, CatalogState
-from .semantic import Embedder, SemanticIndex, SemanticState
+from .semantic import VECTOR_DTYPE, Block, BlockMeta, Embedder, SemanticIndex
 
 log = logging.getLogger("projections")
 
 SNAPSHOT_NAME = "memory_projection.snapshot.zst"
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 3
+MAGIC = b"ARISNAP\x00"
+_LEN = struct.Struct("<Q")
 SNAPSHOT_EVERY = 5000  # events folded since the last snapshot before an automatic save
 FOLD_CHUNK = 2048  # events embedded together
 
 
-class Snapshot(msgspec.Struct):
+class SnapshotHeader(msgspec.Struct):
     format: int
     ckpt: str | None
     cursor: int
     cursor_hash: str
+    model: str
+    dim: int
     catalog: CatalogState
-    semantic: SemanticState
+    blocks: list[BlockMeta]
+
+
+class SnapshotError(ValueError):
+    """The snapshot file is cut short or malformed."""
 
 
 class Projector:
@@ -87,43 +99,58 @@ class Projector:
     # -- snapshot --------------------------------------------------------------------
 
     def save(self) -> Path:
-        """Write the snapshot atomically (temp file + rename)."""
-        snap = Snapshot(
-            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.catalog.state(), self.index.state()
+        """Write the snapshot atomically (temp file + rename), streaming the vectors."""
+        blocks = self.index.blocks
+        header = SnapshotHeader(
+            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.embedder.name, self.embedder.dim,
+            self.catalog.state(), [BlockMeta(name, b.ids, b.hidden) for name, b in blocks.items()],
         )
-        data = zstandard.ZstdCompressor(level=3).compress(msgspec.msgpack.encode(snap))
         tmp = self.snapshot_path.with_name(f"{self.snapshot_path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
+        with open(tmp, "wb") as f, zstandard.ZstdCompressor(level=3).stream_writer(f, closefd=False) as out:
+            head = msgspec.msgpack.encode(header)
+            out.write(MAGIC + _LEN.pack(len(head)) + head)
+            for block in blocks.values():
+                n = block.n
+                for array in (block.seqs[:n], block.cleared[:n], block.matrix[:n]):
+                    out.write(np.ascontiguousarray(array).data)
         os.replace(tmp, self.snapshot_path)
         self._unsaved = 0
         return self.snapshot_path
 
     def _load(self) -> bool:
         try:
-            raw = zstandard.ZstdDecompressor().decompress(self.snapshot_path.read_bytes())
-            snap = msgspec.msgpack.decode(raw, type=Snapshot)
+            with open(self.snapshot_path, "rb") as f, zstandard.ZstdDecompressor().stream_reader(f) as src:
+                return self._read_snapshot(src)
         except FileNotFoundError:
             return False
-        except (OSError, zstandard.ZstdError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (OSError, zstandard.ZstdError, msgspec.DecodeError, msgspec.ValidationError, SnapshotError) as exc:
             log.warning("ignoring unreadable projection snapshot %s (%s); rebuilding", self.snapshot_path, exc)
             return False
-        reason = self._mismatch(snap)
+
+    def _read_snapshot(self, src) -> bool:
+        if _read_exact(src, len(MAGIC)) != MAGIC:
+            raise SnapshotError("not a projection snapshot")
+        header = msgspec.msgpack.decode(_read_exact(src, _LEN.unpack(_read_exact(src, _LEN.size))[0]), type=SnapshotHeader)
+        reason = self._mismatch(header)
         if reason:
             log.warning("ignoring projection snapshot %s: %s; rebuilding", self.snapshot_path, reason)
             return False
-        self.catalog = Catalog(snap.catalog)
-        self.index = SemanticIndex(self.embedder, snap.semantic)
-        self.cursor, self.cursor_hash = snap.cursor, snap.cursor_hash
+        blocks = {}
+        for meta in header.blocks:
+            n, block = len(meta.ids), Block(header.dim, list(meta.ids), hidden=meta.hidden)
+            block.seqs, block.cleared = _read_array(src, (n,), np.int64), _read_array(src, (n,), np.int64)
+            block.matrix = _read_array(src, (n, header.dim), VECTOR_DTYPE)
+            blocks[meta.name] = block
+        self.catalog = Catalog(header.catalog)
+        self.index = SemanticIndex(self.embedder, blocks)
+        self.cursor, self.cursor_hash = header.cursor, header.cursor_hash
         return True
 
-    def _mismatch(self, snap: Snapshot) -> str | None:
+    def _mismatch(self, snap: SnapshotHeader) -> str | None:
         if snap.format != SNAPSHOT_FORMAT:
             return f"format {snap.format}, expected {SNAPSHOT_FORMAT}"
-        if snap.semantic.model != self.embedder.name or snap.semantic.dim != self.embedder.dim:
-            return (
-                f"made with embedding model {snap.semantic.model} ({snap.semantic.dim}-dim), "
-                f"now {self.embedder.name} ({self.embedder.dim}-dim)"
-            )
+        if snap.model != self.embedder.name or snap.dim != self.embedder.dim:
+            return f"made with embedding model {snap.model} ({snap.dim}-dim), now {self.embedder.name} ({self.embedder.dim}-dim)"
         if snap.cursor == 0:
             return None
         if snap.ckpt != self.ledger.ckpt:
@@ -132,3 +159,25 @@ class Projector:
         if at is None or at.hash != snap.cursor_hash:
             return f"its cursor (seq {snap.cursor}) is not an event of this log"
         return None
+
+
+def _read_exact(src, size: int) -> bytes:
+    data = src.read(size)
+    if len(data) != size:
+        raise SnapshotError("cut short")
+    return data
+
+
+def _read_array(src, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """Stream an array straight into its own buffer (no intermediate bytes object)."""
+    array = np.empty(shape, dtype)
+    if not array.size:
+        return array
+    view = memoryview(array).cast("B")
+    filled = 0
+    while filled < len(view):
+        got = src.readinto(view[filled:])
+        if not got:
+            raise SnapshotError("cut short")
+        filled += got
+    return array

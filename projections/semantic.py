@@ -17,6 +17,11 @@ from ledger.events import Event
 
 from .catalog import NEVER
 
+# Vectors are stored as float16: half the memory and snapshot size of float32, and the
+# same numbers whether folded incrementally, replayed or loaded from a snapshot (scores
+# are computed in float32 from them).
+VECTOR_DTYPE = np.float16
+
 
 class Embedder(Protocol):
     name: str
@@ -38,7 +43,7 @@ class Block:
 
     def __post_init__(self) -> None:
         if self.matrix is None:
-            self.matrix = np.empty((0, self.dim), np.float32)
+            self.matrix = np.empty((0, self.dim), VECTOR_DTYPE)
 
     @property
     def n(self) -> int:
@@ -47,7 +52,7 @@ class Block:
     def add(self, ids: list[str], seqs: list[int], vectors: np.ndarray) -> None:
         n, extra = self.n, len(ids)
         if n + extra > len(self.matrix):  # grow by doubling: amortised O(1) per row
-            grown = np.empty((max(2 * len(self.matrix), n + extra, 8), self.dim), np.float32)
+            grown = np.empty((max(2 * len(self.matrix), n + extra, 8), self.dim), VECTOR_DTYPE)
             grown[:n] = self.matrix[:n]
             self.matrix = grown
             self.seqs = np.resize(self.seqs, len(grown))
@@ -65,7 +70,7 @@ class Block:
     def scores(self, query: np.ndarray, as_of: int | None) -> tuple[np.ndarray, np.ndarray]:
         """(row indices, cosine) of the rows visible as of ``as_of``."""
         n = self.n
-        cos = self.matrix[:n] @ query
+        cos = self.matrix[:n].astype(np.float32) @ query
         if as_of is None and not self.hidden:
             return np.arange(n), cos
         if as_of is None:
@@ -76,21 +81,12 @@ class Block:
         return rows, cos[rows]
 
 
-class BlockState(msgspec.Struct, array_like=True):
-    """A block as stored in the snapshot (raw little-endian arrays)."""
+class BlockMeta(msgspec.Struct, array_like=True):
+    """A block's small fields, as stored in the snapshot header (its arrays follow it raw)."""
 
     name: str
     ids: list[str]
-    seqs: bytes
-    cleared: bytes
-    matrix: bytes
     hidden: int
-
-
-class SemanticState(msgspec.Struct):
-    model: str
-    dim: int
-    blocks: list[BlockState] = []
 
 
 REACT = "\x00react"  # the ReAct trace's block; never a node id (node ids refuse NUL)
@@ -99,32 +95,9 @@ REACT = "\x00react"  # the ReAct trace's block; never a node id (node ids refuse
 class SemanticIndex:
     """Fold of node-scope entries and ReAct steps into per-collection vector blocks."""
 
-    def __init__(self, embedder: Embedder, state: SemanticState | None = None) -> None:
+    def __init__(self, embedder: Embedder, blocks: dict[str, Block] | None = None) -> None:
         self.embedder = embedder
-        self.blocks: dict[str, Block] = {}
-        if state is not None:
-            for b in state.blocks:
-                n = len(b.ids)
-                block = Block(embedder.dim, list(b.ids))
-                block.seqs = np.frombuffer(b.seqs, np.int64, n).copy()
-                block.cleared = np.frombuffer(b.cleared, np.int64, n).copy()
-                block.matrix = np.frombuffer(b.matrix, np.float32).reshape(n, embedder.dim).copy()
-                block.hidden = b.hidden
-                self.blocks[b.name] = block
-
-    def state(self) -> SemanticState:
-        blocks = [
-            BlockState(
-                name,
-                b.ids,
-                b.seqs[: b.n].tobytes(),
-                b.cleared[: b.n].tobytes(),
-                b.matrix[: b.n].tobytes(),
-                b.hidden,
-            )
-            for name, b in self.blocks.items()
-        ]
-        return SemanticState(self.embedder.name, self.embedder.dim, blocks)
+        self.blocks: dict[str, Block] = blocks or {}
 
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Embed new entries in batches; apply tombstones in order."""

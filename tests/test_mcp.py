@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
