@@ -23,7 +23,7 @@ from ledger.log import LOG_NAME
 from .backend import MemoryBackend
 from .verified import VERIFIED_CONTEXT_NAME, render_grounded_block
 
-console = Console(highlight=False, soft_wrap=True)
+console = Console(highlight=False, soft_wrap=True, markup=False)  # ids and claims contain [brackets]
 
 
 def open_backend(path: str) -> MemoryBackend:
@@ -79,7 +79,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for nid, ancestors in replay.tree.items():
             scope = ancestors + [nid]
             hits = backend.search_memory(replay.queries[nid], scope, limit=3)["results"]
-            rows.append({"node": nid, "may_read": scope, "top_hits": [(h["node_id"], round(h["score"], 3), h["text"][:60]) for h in hits]})
+            rows.append({"node": nid, "may_read": scope, "top_hits": [(h["node_id"], round(h["score"], 3), h["text"][:48]) for h in hits]})
         data = lineage_data(backend, experiments)
         report_path = out / "report.html"
         report_path.write_text(render_report(data), encoding="utf-8")
@@ -91,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
               "verified_context": str(replay.verified_path), "report": str(report_path), "backend": health["backend"]})
         return EXIT_OK
     table = Table(title=f"What each node may read, and what a search from it returns ({health['backend']} engine)")
-    table.add_column("node", style="bold")
+    table.add_column("node", style="bold", no_wrap=True)
     table.add_column("may read (root → self)")
     table.add_column("top hits for its eval_summary")
     for row in rows:
@@ -99,7 +99,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console.print(table)
     console.print(render_tree(data))
     ctx = json.loads(replay.verified_path.read_text()) if replay.verified_path else {}
-    console.print(f"\nbest node: [bold]{ctx.get('best_node')}[/bold]; usable claims: {len(ctx.get('usable_for_claims', []))}")
+    console.print(f"\nbest node: {ctx.get('best_node')}; usable claims: {len(ctx.get('usable_for_claims', []))}")
     console.print(render_grounded_block(ctx) if ctx else "(no claims)")
     console.print(f"audit: {replay.audit['summary']}  chain ok: {replay.audit['chain']['ok']}")
     console.print(f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}")
@@ -156,7 +156,7 @@ def cmd_context(args: argparse.Namespace) -> int:
         emit(ctx)
     else:
         for message in ctx["messages"]:
-            console.print(f"[bold]{message['role']}[/bold]\n{message['content']}\n")
+            console.print(f"{message['role']}:\n{message['content']}\n")
     return EXIT_OK
 
 
