@@ -1,0 +1,45 @@
+"""The ``letta_server`` fixture: a real Letta 0.16.7 server for the tests that need one.
+
+Import it from conftest (``from letta_support import letta_server``). It reuses a server that
+is already up and healthy for the harness home (``$ARI_LETTA_HOME`` or
+``~/.cache/ari-ledger/letta``; e.g. one started with ``ari-ledger letta up``), otherwise it brings
+one up with :func:`projections.letta_harness.up` -- the first time that installs Letta into its
+own venv, about 2 minutes -- and stops it again at the end of the session (set
+``ARI_LETTA_KEEP=1`` to leave it running for the next run).
+
+It never skips under CI (env ``CI`` set): there a server that does not come up is a test error.
+Elsewhere it skips only when the one-time install of Letta fails for lack of network.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from projections import letta_harness
+from projections.letta_harness import LettaInstallError, LettaServer
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def letta_server() -> Iterator[LettaServer]:
+    """A healthy Letta server (``base_url``, ``embedding_url``, ``embedding_config``, …)."""
+    running = letta_harness.server()
+    if running is not None:
+        yield running
+        return
+    try:
+        started = letta_harness.up()
+    except LettaInstallError as exc:
+        if exc.network and not _truthy("CI"):
+            pytest.skip(f"Letta {letta_harness.LETTA_VERSION} could not be installed: no network ({exc.log})")
+        raise
+    try:
+        yield started
+    finally:
+        if not _truthy("ARI_LETTA_KEEP"):
+            letta_harness.down()
