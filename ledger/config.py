@@ -54,6 +54,11 @@ def letta_embedding_config() -> str | None:
     return _env("LETTA_EMBEDDING_CONFIG")
 
 
+def embed_url() -> str:
+    """``ARI_MEMORY_EMBED_URL``: the offline embeddings endpoint Letta agents are created with."""
+    return _env("ARI_MEMORY_EMBED_URL") or "http://127.0.0.1:8284/v1"
+
+
 def letta_overfetch() -> int:
     """``ARI_MEMORY_LETTA_OVERFETCH``: the smallest ``top_k`` asked of Letta (ARI's default 200)."""
     value = _env("ARI_MEMORY_LETTA_OVERFETCH")

@@ -38,6 +38,8 @@ class SearchEngine(Protocol):
 
     def lag(self) -> int: ...
 
+    def health(self) -> dict[str, Any]: ...
+
 
 class EmbeddedEngine:
     """The default engine: the local semantic index, no server."""
@@ -59,6 +61,9 @@ class EmbeddedEngine:
 
     def lag(self) -> int:
         return self.projector.lag()
+
+    def health(self) -> dict[str, Any]:
+        return {}
 
 
 def entry_dict(entry: Entry) -> dict[str, Any]:
@@ -92,6 +97,10 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
         self.ledger = Ledger.open(checkpoint_dir)
         self.projector = Projector(self.ledger, embedder or get_embedder())
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
+        if config.letta_base_url():
+            from .letta import LettaEngine
+
+            self.engine = LettaEngine(self.projector, self.engine)
         self.access = AccessLog(checkpoint_dir)
         self._lock = threading.RLock()
 
@@ -269,6 +278,7 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
         started = time.perf_counter()
         with self._lock:
             self._read()
+            extra = self.engine.health()
             lag = self.engine.lag()
             events = self.ledger.last_seq
         return {
@@ -277,6 +287,7 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
             "events": events,
             "lag": lag,
+            **extra,
         }
 
 

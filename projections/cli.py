@@ -374,3 +374,40 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from .mcp_server import main as serve
 
     return serve()
+
+
+@command("restore", "replay the log into the checkpoint's Letta agent (LETTA_BASE_URL), with progress")
+@arguments(_ckpt)
+def cmd_restore(args: argparse.Namespace) -> int:
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ledger import config
+
+    if not config.letta_base_url():
+        raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
+    backend = open_backend(args.checkpoint)
+    letta = backend.engine.letta
+    started = time.perf_counter()
+    with backend._lock:
+        backend._read()
+        letta.attach(create=True)
+        before = letta.cursor
+        columns = (TextColumn("replaying into {task.fields[agent]}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn())
+        with Progress(*columns, console=Console(stderr=True), transient=args.json) as progress:
+            task = progress.add_task("replay", total=max(backend.ledger.last_seq - before, 0), agent=letta.agent_name, rate=0.0)
+
+            def update(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total, rate=done / max(time.perf_counter() - started, 1e-9))
+
+            folded = letta.catch_up(progress=update)
+    seconds = time.perf_counter() - started
+    result = {"agent": letta.agent_name, "events": folded, "cursor": letta.cursor, "passages": letta.passages,
+              "seconds": round(seconds, 2), "events_per_s": round(folded / seconds, 1) if folded else 0.0}
+    if args.json:
+        emit(result)
+    else:
+        print(f"restored {folded} events into {letta.agent_name} ({result['events_per_s']} events/s); cursor {letta.cursor}")
+    return EXIT_OK

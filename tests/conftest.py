@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from letta_support import letta_server  # noqa: F401 - the session fixture, for every test module
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 PYTHON = sys.executable
@@ -46,14 +48,26 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return env
 
 
-ENGINES = ["embedded"]
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "letta: needs the real Letta server the test setup brings up")
+
+
+ENGINES = ["embedded", pytest.param("letta", marks=pytest.mark.letta)]
 
 
 @pytest.fixture(params=ENGINES)
-def engine_backend(request: pytest.FixtureRequest):
-    """A factory of fresh MemoryBackends on one search engine; closes them after the test."""
+def engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """A factory of fresh MemoryBackends on one search engine; closes them after the test.
+
+    One abstract suite, every engine: tests that take this fixture run on the embedded
+    engine and on a real Letta server (whose agents they delete afterwards).
+    """
     from projections.backend import MemoryBackend
 
+    if request.param == "letta":
+        server = request.getfixturevalue("letta_server")
+        monkeypatch.setenv("LETTA_BASE_URL", server.base_url)
+        monkeypatch.setenv("ARI_MEMORY_EMBED_URL", server.embedding_url)
     made: list[MemoryBackend] = []
 
     def make(checkpoint_dir: Path) -> MemoryBackend:
@@ -64,3 +78,17 @@ def engine_backend(request: pytest.FixtureRequest):
     yield make
     for backend in made:
         backend.close()
+        if request.param == "letta":
+            delete_agent(backend.engine.letta)
+
+
+def delete_agent(letta) -> None:
+    """Remove a test's agent with its archive and blocks (agents.delete alone orphans them)."""
+    client = letta.client
+    for agent in list(client.agents.list(name=letta.agent_name)):
+        blocks = [b.id for b in client.agents.blocks.list(agent_id=agent.id)]
+        for archive in list(client.archives.list(agent_id=agent.id)):
+            client.archives.delete(archive.id)
+        client.agents.delete(agent.id)
+        for block_id in blocks:
+            client.blocks.delete(block_id)

@@ -8,10 +8,6 @@ from pathlib import Path
 
 import pytest
 
-# The fixture lives in letta_support (conftest imports it too); importing it here as well keeps
-# this module runnable on its own. Both names refer to the same function.
-from letta_support import letta_server  # noqa: F401, F811
-
 from projections import letta_harness
 from projections.letta_harness import LettaServer
 
@@ -76,7 +72,7 @@ def test_status_and_down_of_an_empty_home(tmp_path: Path, capsys: pytest.Capture
 
 
 @pytest.mark.letta
-def test_real_letta_server_ranks_a_batch_semantically(letta_server: LettaServer) -> None:  # noqa: F811
+def test_real_letta_server_ranks_a_batch_semantically(letta_server: LettaServer) -> None:
     from letta_client import Letta
 
     srv = letta_server

@@ -54,8 +54,8 @@ def test_sibling_branches_never_see_each_other(backend) -> None:
         got = {r["entry_id"] for r in results}
         assert got == root_ids | own
         assert {r["node_id"] for r in results} == {"root", branch}
-        scores = [r["score"] for r in results]
-        assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
+        scores = [r["score"] for r in results]  # the engine's rank order, the embedder's score
+        assert all(a >= b - 1e-3 for a, b in zip(scores, scores[1:])) and all(0.0 <= s <= 1.0 for s in scores)
         by_node = backend.bulk_get_node_memory(["root", branch])["by_node"]
         assert {e["entry_id"] for es in by_node.values() for e in es} == root_ids | own
 

@@ -1,0 +1,160 @@
+"""The Letta projection against the real server the test setup starts (R11–R13)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import delete_agent, subprocess_env
+
+from ledger.errors import EmbeddingMismatch
+from projections import letta_harness
+from projections.backend import MemoryBackend
+
+pytestmark = pytest.mark.letta
+
+
+@pytest.fixture
+def on_letta(letta_server, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("LETTA_BASE_URL", letta_server.base_url)
+    monkeypatch.setenv("ARI_MEMORY_EMBED_URL", letta_server.embedding_url)
+    made: list[MemoryBackend] = []
+
+    def make(path: Path) -> MemoryBackend:
+        backend = MemoryBackend(path)
+        made.append(backend)
+        return backend
+
+    yield make
+    for backend in made:
+        backend.close()
+    for backend in made[:1]:
+        delete_agent(backend.engine.letta)
+
+
+def passages_of(backend: MemoryBackend) -> list:
+    letta = backend.engine.letta
+    out, after = [], None
+    while True:
+        page = letta.client.agents.passages.list(letta.agent_id, limit=1000, **({"after": after} if after else {}))
+        if not page:
+            return out
+        out.extend(page)
+        after = page[-1].id
+
+
+def event_tags(backend: MemoryBackend) -> Counter:
+    return Counter(t for p in passages_of(backend) for t in p.tags if t.startswith("e:"))
+
+
+def test_crowded_pool_still_returns_every_in_scope_entry(on_letta, tmp_path: Path) -> None:
+    """2,000 sibling passages match the query better than any of the node's own."""
+    backend = on_letta(tmp_path / "ckpt")
+    backend.start_node("root", None, [], "draft", current_node="root")
+    backend.start_node("crowd", "root", ["root"], current_node="crowd")
+    backend.start_node("mine", "root", ["root"], current_node="mine")
+    with backend.ledger.batch() as batch:
+        for i in range(2000):
+            batch.append("crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd")
+    own = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5)]
+    results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=5)["results"]
+    assert sorted(r["entry_id"] for r in results) == sorted(own)
+    assert backend.engine.letta.last_search["top_k"] > 200  # ARI's fixed over-fetch would have cut them off
+    assert backend.health()["backend"] == "letta"
+
+
+def test_restore_after_the_agent_is_deleted_gives_the_same_answers(on_letta, tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    backend = on_letta(ckpt)
+    backend.start_node("root", None, [], "draft", current_node="root")
+    for i in range(40):
+        backend.add_memory("root", f"observation {i}: tiling {i % 7} gives {i % 5} GFlops", current_node="root")
+    backend.react_add("Thought: measure the roofline")
+    backend.seed_core_memory("persona", "human", {"goal": "fast stencil"})
+    before = backend.search_memory("tiling GFlops", ["root"], limit=10)["results"]
+    delete_agent(backend.engine.letta)
+    backend.close()
+
+    again = on_letta(ckpt)  # the agent is missing: opening replays the log into a new one
+    after = again.search_memory("tiling GFlops", ["root"], limit=10)["results"]
+    assert [r["entry_id"] for r in after] == [r["entry_id"] for r in before]
+    assert again.health()["lag"] == 0
+    tags = event_tags(again)
+    assert len(tags) == 41 and set(tags.values()) == {1}
+    letta = again.engine.letta
+    block = letta.client.agents.blocks.retrieve("ari_context", agent_id=letta.agent_id)
+    assert json.loads(block.value) == {"goal": "fast stencil"}
+
+
+def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    backend = on_letta(ckpt)
+    with backend.ledger.batch() as batch:
+        for i in range(800):
+            batch.append("root", "memory_added", {"text": f"entry {i} about cache blocking"}, current_node="root")
+    backend.health()  # pushes everything once
+    agent_name, client = backend.engine.letta.agent_name, backend.engine.letta.client
+    delete_agent(backend.engine.letta)
+    backend.close()
+
+    env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
+    replay = subprocess.Popen([sys.executable, "-m", "ledger", "restore", str(ckpt)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # kill it half-way
+        found = list(client.agents.list(name=agent_name))
+        if found and len(client.agents.passages.list(found[0].id, limit=1000)) >= 200:
+            break
+        time.sleep(0.2)
+    replay.kill()
+    replay.wait()
+    assert replay.returncode != 0
+
+    rerun = subprocess.run([sys.executable, "-m", "ledger", "restore", str(ckpt), "--json"], env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    assert json.loads(rerun.stdout)["cursor"] == 800
+    resumed = on_letta(ckpt)
+    assert resumed.health()["lag"] == 0
+    tags = event_tags(resumed)
+    assert len(tags) == 800 and set(tags.values()) == {1}  # every event once, none twice
+
+
+def test_letta_down_writes_succeed_and_the_lag_drains(on_letta, letta_server, tmp_path: Path) -> None:
+    backend = on_letta(tmp_path / "ckpt")
+    backend.start_node("root", None, [], "draft", current_node="root")
+    assert backend.health()["backend"] == "letta"
+    letta_harness.down()
+    try:
+        ids = [backend.add_memory("root", f"written while Letta is down {i}", current_node="root")["id"] for i in range(100)]
+        time.sleep(2.1)
+        health = backend.health()
+        assert health["backend"].startswith("embedded") and health["lag"] >= 100
+        assert health["letta"]["ok"] is False and health["letta"]["error"]
+        hits = backend.search_memory("written while Letta is down", ["root"], limit=100)["results"]
+        assert len(hits) == 100  # reads fall back to the embedded engine
+    finally:
+        letta_harness.up()
+    time.sleep(2.1)
+    health = backend.health()
+    assert health["backend"] == "letta" and health["lag"] == 0
+    hits = backend.search_memory("written while Letta is down", ["root"], limit=100)["results"]
+    assert sorted(h["entry_id"] for h in hits) == sorted(ids)
+
+
+def test_agent_with_another_embedding_is_refused(on_letta, letta_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend = on_letta(tmp_path / "ckpt")
+    backend.add_memory("root", "hello", current_node="root")
+    backend.health()
+    backend.close()
+    other = dict(letta_server.embedding_config, embedding_model="some/other-model", embedding_dim=384)
+    monkeypatch.setenv("LETTA_EMBEDDING_CONFIG", json.dumps(other))
+    mixed = MemoryBackend(tmp_path / "ckpt")
+    with pytest.raises(EmbeddingMismatch, match="wordllama/l2_supercat_256.*some/other-model"):
+        mixed.search_memory("hello", ["root"])
+    mixed.close()
