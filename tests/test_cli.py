@@ -1,0 +1,195 @@
+"""The command line (R26): the demo as the main job, moving logs, ARI import, and every
+command's bad-input path (one-line error, non-zero exit, no traceback)."""
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import subprocess_env
+
+from ledger.log import LOG_NAME
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ledger", *args], capture_output=True, text=True, env=env or subprocess_env(), timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo")
+    run = cli("demo", str(out / "run"))
+    assert run.returncode == 0, run.stderr
+    assert "What each node may read" in run.stdout and "node_A22" in run.stdout
+    assert "best node: node_A2" in run.stdout
+    return out / "run"
+
+
+def test_demo_writes_the_checkpoint_verified_context_and_report(demo: Path) -> None:
+    assert (demo / "checkpoint" / LOG_NAME).exists()
+    ctx = json.loads((demo / "checkpoint" / "verified_context.json").read_text())
+    assert ctx["best_node"] == "node_A2"
+    html = (demo / "report.html").read_text()
+    assert html.count('<g class="node ') == 9
+    again = cli("demo", str(demo))
+    assert again.returncode == 2 and again.stderr.startswith("error: dir:")
+
+
+def test_demo_json_scope_table(tmp_path: Path) -> None:
+    run = cli("demo", str(tmp_path / "d"), "--json")
+    data = json.loads(run.stdout)
+    rows = {r["node"]: r for r in data["scope"]}
+    assert rows["node_A12"]["may_read"] == ["root", "node_A", "node_A12"]
+    assert all(hit[0] in rows["node_B1"]["may_read"] for hit in rows["node_B1"]["top_hits"])
+    assert data["backend"] == "embedded"
+
+
+def test_read_commands_on_the_demo(demo: Path) -> None:
+    ckpt = str(demo / "checkpoint")
+    search = json.loads(cli("search", ckpt, "--node", "node_A12", "temporal blocking", "--json").stdout)
+    assert search["scope"] == ["root", "node_A", "node_A12"]
+    assert {r["node_id"] for r in search["results"]} <= set(search["scope"])
+    context = json.loads(cli("context", ckpt, "--node", "node_A21", "--json").stdout)
+    assert [s["node_id"] for s in context["ancestor_summaries"]] == ["root", "node_A", "node_A2"]
+    verified = json.loads(cli("verified", ckpt, "--json").stdout)
+    assert verified["claims"][0]["repro_status"] == "rerun_passed"
+    assert "Verified results" in cli("verified", ckpt, "--block").stdout
+    audit = cli("audit", ckpt, "--json")
+    assert audit.returncode == 0 and json.loads(audit.stdout)["summary"]["mismatch"] == 0
+    tree = cli("tree", ckpt).stdout
+    assert "node_A2" in tree and "* best lineage" in tree
+    status = json.loads(cli("status", ckpt, "--json").stdout)
+    assert status["nodes"] >= 9
+    report = cli("report", ckpt, "-o", str(demo / "again.html"))
+    assert report.returncode == 0 and (demo / "again.html").exists()
+
+
+def test_audit_exits_1_on_a_modified_artifact(demo: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(demo), str(copy)], check=True)
+    target = copy / "experiments" / "run_20261128_stencil" / "node_A2" / "results.csv"
+    target.write_text(target.read_text() + "tampered\n")
+    audit = cli("audit", str(copy / "checkpoint"))
+    assert audit.returncode == 1 and "mismatch  node_A2/results.csv" in audit.stdout
+
+
+def test_export_import_round_trip(demo: Path, tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle.tar"
+    assert cli("export", str(demo / "checkpoint"), str(bundle)).returncode == 0
+    assert cli("import", str(bundle), str(tmp_path / "restored")).returncode == 0
+    original = gzip.decompress((demo / "checkpoint" / LOG_NAME).read_bytes())
+    assert gzip.decompress((tmp_path / "restored" / LOG_NAME).read_bytes()) == original
+    again = cli("import", str(bundle), str(tmp_path / "restored"))
+    assert again.returncode == 2 and "already has a ledger" in again.stderr
+    tampered = tmp_path / "bad.tar"
+    tampered.write_bytes(bundle.read_bytes().replace(b'"events"', b'"evenzs"'))
+    assert cli("import", str(tampered), str(tmp_path / "other")).returncode == 2
+
+
+ARI_BACKUP = [
+    {"kind": "core_seed", "persona": "You are ARI.", "human": "researcher", "context": {"goal": "fast stencil", "primary_metric": "GFlops_per_s"}},
+    {"kind": "node_scope", "id": "m1", "node_id": "root", "text": "survey: stencils are memory bound", "metadata": {"src": "survey"}, "ts": "2026-01-01T00:00:00Z"},
+    {"kind": "react_step", "id": "r1", "content": "Thought: compile with -O3", "metadata": {"step": 1}, "ts": "2026-01-01T00:00:01Z"},
+    {"kind": "node_scope", "id": "m2", "node_id": "node_A", "text": "RESULT SUMMARY metrics=[GFlops_per_s=9.87]", "metadata": {"kind": "result_summary"}, "ts": "2026-01-01T00:01:00Z"},
+    {"kind": "node_scope", "id": "m3", "node_id": "node_A1", "text": "tiling 32x8", "metadata": {}, "ts": "2026-01-01T00:02:00Z"},
+]
+
+
+def test_import_ari_backup_reproduces_entries_trace_and_context(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    with gzip.open(ckpt / "memory_backup.jsonl.gz", "wt", encoding="utf-8") as f:
+        for line in ARI_BACKUP:
+            f.write(json.dumps(line) + "\n")
+    run = cli("import-ari", str(ckpt))
+    assert run.returncode == 0, run.stderr
+    from projections.backend import MemoryBackend
+
+    backend = MemoryBackend(ckpt)
+    by_node = backend.list_all_nodes()["by_node"]
+    assert {n: [(e["text"], e["metadata"]) for e in es] for n, es in by_node.items()} == {
+        line["node_id"]: [(x["text"], x["metadata"]) for x in ARI_BACKUP if x.get("node_id") == line["node_id"]]
+        for line in ARI_BACKUP if line["kind"] == "node_scope"
+    }
+    assert [e["content"] for e in backend.react_get_all()["entries"]] == ["Thought: compile with -O3"]
+    assert backend.get_experiment_context() == ARI_BACKUP[0]["context"]
+    origins = [e.body.get("origin") for e in backend.ledger.events() if e.type == "memory_added"]
+    assert [o["id"] for o in origins] == ["m1", "m2", "m3"]
+    backend.close()
+    twice = cli("import-ari", str(ckpt))
+    assert twice.returncode == 2 and "import into an empty checkpoint" in twice.stderr
+
+
+def test_import_ari_v05_store(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    lines = [{"node_id": "root", "text": f"note {i}", "metadata": {"i": i}} for i in range(3)]
+    (ckpt / "memory_store.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert cli("import-ari", str(ckpt)).returncode == 0
+    log = [json.loads(x) for x in gzip.decompress((ckpt / LOG_NAME).read_bytes()).splitlines()]
+    assert [(e["body"]["text"], e["body"]["metadata"]) for e in log] == [(x["text"], x["metadata"]) for x in lines]
+
+
+def test_import_ari_bad_line_writes_nothing(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "memory_store.jsonl").write_text('{"node_id": "root", "text": "ok"}\n{"node_id": "a/b", "text": "bad"}\n')
+    run = cli("import-ari", str(ckpt))
+    assert run.returncode == 2 and "memory_store.jsonl:2.node_id" in run.stderr
+    assert not (ckpt / LOG_NAME).exists() or (ckpt / LOG_NAME).stat().st_size == 0
+
+
+def _corrupt(tmp_path: Path, demo: Path) -> Path:
+    ckpt = tmp_path / "corrupt"
+    ckpt.mkdir()
+    raw = bytearray((demo / "checkpoint" / LOG_NAME).read_bytes())
+    raw[len(raw) // 3] ^= 0xFF
+    (ckpt / LOG_NAME).write_bytes(bytes(raw))
+    return ckpt
+
+
+COMMANDS = [
+    ["status", "{ckpt}"], ["verify", "{ckpt}"], ["log", "{ckpt}"], ["search", "{ckpt}", "--node", "root", "q"],
+    ["context", "{ckpt}", "--node", "root"], ["verified", "{ckpt}", "--node", "root"], ["audit", "{ckpt}", "--experiments", "{tmp}"],
+    ["tree", "{ckpt}"], ["report", "{ckpt}", "-o", "{tmp}/r.html"], ["export", "{ckpt}", "{tmp}/b.tar"],
+]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=[c[0] for c in COMMANDS])
+@pytest.mark.parametrize("case", ["missing", "corrupt"])
+def test_bad_checkpoint_is_one_line_error(args: list[str], case: str, demo: Path, tmp_path: Path) -> None:
+    ckpt = tmp_path / "nowhere" if case == "missing" else _corrupt(tmp_path, demo)
+    run = cli(*[a.format(ckpt=ckpt, tmp=tmp_path) for a in args])
+    assert run.returncode in (1, 2), run
+    assert "Traceback" not in run.stderr
+    if run.returncode == 2:
+        assert len(run.stderr.strip().splitlines()) == 1 and run.stderr.startswith("error: ")
+    else:  # verify reports damage as a check result, not an error
+        assert args[0] == "verify" and "first bad seq" in run.stdout
+
+
+@pytest.mark.parametrize("args", [["search", "{ckpt}", "--node", "ghost", "q"], ["context", "{ckpt}", "--node", "ghost"], ["verified", "{ckpt}", "--node", "ghost"]])
+def test_unknown_node_is_one_line_error(args: list[str], demo: Path) -> None:
+    run = cli(*[a.format(ckpt=demo / "checkpoint") for a in args])
+    assert run.returncode == 2 and run.stderr.startswith("error: --node: unknown node 'ghost'")
+    assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_every_command_has_help() -> None:
+    from ledger.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    for name in sub.choices:
+        run = cli(name, "--help")
+        assert run.returncode == 0 and "usage: ari-ledger" in run.stdout, name
+
+
+def test_restore_without_letta_is_a_clear_error(demo: Path) -> None:
+    run = cli("restore", str(demo / "checkpoint"))
+    assert run.returncode == 2 and run.stderr.startswith("error: LETTA_BASE_URL: is not set")
