@@ -27,19 +27,7 @@ def sign(unsigned: UnsignedEvent) -> tuple[Event, bytes]:
     canonical = _encoder.encode(unsigned)
     digest = hashlib.sha256(canonical).hexdigest()
     line = canonical[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
-    event = Event(
-        v=unsigned.v,
-        seq=unsigned.seq,
-        id=unsigned.id,
-        ts=unsigned.ts,
-        ckpt=unsigned.ckpt,
-        node=unsigned.node,
-        type=unsigned.type,
-        body=unsigned.body,
-        prev=unsigned.prev,
-        hash=digest,
-    )
-    return event, line
+    return Event(**msgspec.structs.asdict(unsigned), hash=digest), line
 
 
 class ChainError(ValueError):

@@ -49,25 +49,6 @@ NODE_LABELS = ("draft", "improve", "debug", "ablation", "validation", "other")
 CHECKPOINT_NODE = "_checkpoint"
 
 
-class Event(msgspec.Struct, frozen=True):
-    """One stored event, exactly as it appears on a line of the log."""
-
-    v: int
-    seq: int
-    id: str
-    ts: str
-    ckpt: str
-    node: str
-    type: str
-    body: dict[str, Any]
-    prev: str
-    hash: str
-
-    def typed_body(self) -> "Body":
-        """The body decoded into its typed Struct (it was validated when written)."""
-        return msgspec.convert(self.body, BODY_TYPES[self.type])
-
-
 class UnsignedEvent(msgspec.Struct, frozen=True):
     """An event before its hash is known; its canonical encoding is what gets hashed."""
 
@@ -80,6 +61,16 @@ class UnsignedEvent(msgspec.Struct, frozen=True):
     type: str
     body: dict[str, Any]
     prev: str
+
+
+class Event(UnsignedEvent, frozen=True):
+    """One stored event, exactly as it appears on a line of the log (``hash`` last)."""
+
+    hash: str
+
+    def typed_body(self) -> "Body":
+        """The body decoded into its typed Struct (it was validated when written)."""
+        return msgspec.convert(self.body, BODY_TYPES[self.type])
 
 
 # ---------------------------------------------------------------------------- bodies

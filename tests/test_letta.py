@@ -16,25 +16,13 @@ from ledger.errors import EmbeddingMismatch
 from projections import letta_harness
 from projections.backend import MemoryBackend
 
-pytestmark = pytest.mark.letta
+pytestmark = [pytest.mark.letta, pytest.mark.parametrize("engine_backend", ["letta"], indirect=True)]
 
 
 @pytest.fixture
-def on_letta(letta_server, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("LETTA_BASE_URL", letta_server.base_url)
-    monkeypatch.setenv("ARI_MEMORY_EMBED_URL", letta_server.embedding_url)
-    made: list[MemoryBackend] = []
-
-    def make(path: Path) -> MemoryBackend:
-        backend = MemoryBackend(path)
-        made.append(backend)
-        return backend
-
-    yield make
-    for backend in made:
-        backend.close()
-    for backend in made[:1]:
-        delete_agent(backend.engine.letta)
+def on_letta(engine_backend):
+    """MemoryBackends on the real Letta server (the conftest factory, Letta engine only)."""
+    return engine_backend
 
 
 def passages_of(backend: MemoryBackend) -> list:
