@@ -79,13 +79,17 @@ def _event(obj: dict[str, Any], fmt: str, where: str, source: str) -> tuple[str,
     raise InvalidInput(f"{where}.kind", f"unknown kind {kind!r}; expected node_scope, react_step or core_seed")
 
 
-def import_ari(ledger: Ledger, source: Path, *, allow_non_empty: bool = False) -> ImportReport:
-    """Append every entry of ``source`` to ``ledger`` in file order (in batches).
+@dataclass
+class ImportPlan:
+    """Every event of an ARI file, validated, in file order: nothing is written yet."""
 
-    The whole file is validated first, so a bad line anywhere writes nothing.
-    """
-    if ledger.last_seq and not allow_non_empty:
-        raise InvalidInput("checkpoint", f"already holds {ledger.last_seq} events; import into an empty checkpoint")
+    source: Path
+    format: str
+    events: list[tuple[str, str, dict[str, Any]]]
+
+
+def plan_import(source: Path) -> ImportPlan:
+    """Read and validate the whole file; a bad line anywhere raises before anything is written."""
     fmt = detect_format(source)
     planned = []
     for n, obj in _lines(source):
@@ -97,11 +101,18 @@ def import_ari(ledger: Ledger, source: Path, *, allow_non_empty: bool = False) -
         except InvalidInput as exc:
             raise InvalidInput(f"{where}.{exc.field}", exc.reason) from None
         planned.append((node, type_, body))
-    report = ImportReport(str(source), fmt)
-    for start in range(0, len(planned), BATCH):
+    return ImportPlan(source, fmt, planned)
+
+
+def import_ari(ledger: Ledger, plan: ImportPlan, *, allow_non_empty: bool = False) -> ImportReport:
+    """Append a validated plan to ``ledger`` in file order, in batches."""
+    if ledger.last_seq and not allow_non_empty:
+        raise InvalidInput("checkpoint", f"already holds {ledger.last_seq} events; import into an empty checkpoint")
+    report = ImportReport(str(plan.source), plan.format)
+    for start in range(0, len(plan.events), BATCH):
         with ledger.batch() as batch:
-            for node, type_, body in planned[start : start + BATCH]:
+            for node, type_, body in plan.events[start : start + BATCH]:
                 batch.append(node, type_, body, current_node=node)
                 report.by_type[type_] = report.by_type.get(type_, 0) + 1
-    report.events = len(planned)
+    report.events = len(plan.events)
     return report

@@ -6,6 +6,7 @@ audit); 2 the command could not run (bad arguments, missing checkpoint, bad inpu
 from __future__ import annotations
 
 import argparse
+import logging
 import dataclasses
 import json
 import sys
@@ -15,7 +16,9 @@ from typing import Callable
 
 import msgspec
 
+from . import config
 from .errors import LedgerError
+from .events import CHECKPOINT_NODE
 from .ledger import Ledger
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
@@ -49,10 +52,8 @@ def emit(data: object) -> None:
 
 
 def open_existing(path: str) -> Ledger:
-    ledger = Ledger.open(Path(path), create=False)
-    for report in ledger.recovered:
-        print(f"warning: {report}", file=sys.stderr)
-    return ledger
+    """An existing checkpoint's ledger (a recovered torn tail is logged as a warning)."""
+    return Ledger.open(Path(path), create=False)
 
 
 def _checkpoint(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +89,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         for event in ledger.events():
             types[event.type] += 1
             nodes.add(event.node)
+        nodes.discard(CHECKPOINT_NODE)
         data = {
             "checkpoint": str(ledger.checkpoint_dir),
             "ckpt": ledger.ckpt,
@@ -96,13 +98,29 @@ def cmd_status(args: argparse.Namespace) -> int:
             "nodes": len(nodes),
             "types": dict(sorted(types.items())),
             "file_size": ledger.path.stat().st_size,
+            "projections": projection_lag(ledger),
         }
     if args.json:
         emit(data)
     else:
         for key, value in data.items():
-            print(f"{key:>10}: {value}")
+            print(f"{key:>11}: {value}")
     return EXIT_OK
+
+
+def projection_lag(ledger: Ledger) -> dict:
+    """How far each projection is behind the log: the snapshot a resume loads, and Letta."""
+    from projections.projector import snapshot_preamble
+
+    snap = snapshot_preamble(ledger.checkpoint_dir)
+    lags = {"snapshot": {"cursor": snap.cursor, "lag": ledger.last_seq - snap.cursor} if snap else None}
+    if config.letta_base_url():
+        from projections.letta import agent_cursor
+
+        letta = agent_cursor(ledger.checkpoint_dir)
+        letta["lag"] = None if letta["cursor"] is None else ledger.last_seq - letta["cursor"]
+        lags["letta"] = letta
+    return lags
 
 
 def _log_args(parser: argparse.ArgumentParser) -> None:
@@ -141,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         return args.func(args)
     except LedgerError as exc:

@@ -50,7 +50,7 @@ def letta_api_key() -> str | None:
 
 
 def letta_embedding_config() -> str | None:
-    """``LETTA_EMBEDDING_CONFIG``: a JSON object or a handle naming Letta's embedding config."""
+    """``LETTA_EMBEDDING_CONFIG``: a JSON object of Letta's ``embedding_config`` for new agents."""
     return _env("LETTA_EMBEDDING_CONFIG")
 
 

@@ -100,6 +100,10 @@ class NodeStarted(Body):
             check_node_id(aid, f"body.ancestor_ids[{i}]")
         if self.parent_id is not None and (not self.ancestor_ids or self.ancestor_ids[-1] != self.parent_id):
             raise InvalidInput("body.ancestor_ids", "must end with parent_id (root→parent order)")
+        if self.parent_id is None and self.ancestor_ids:
+            raise InvalidInput("body.parent_id", "is missing although ancestor_ids is not empty")
+        if len(set(self.ancestor_ids)) != len(self.ancestor_ids):
+            raise InvalidInput("body.ancestor_ids", "lists a node twice")
         if self.label not in NODE_LABELS:
             raise InvalidInput("body.label", f"unknown label {self.label!r}; expected one of {', '.join(NODE_LABELS)}")
         if self.depth < 0:

@@ -152,6 +152,8 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
     ) -> dict[str, Any]:
         """Record a node of the tree (the loop's node-start hook)."""
         ancestors = list(ancestor_ids)
+        if node_id in ancestors:
+            raise InvalidInput("ancestor_ids", f"lists {node_id!r} itself")
         body = {"parent_id": parent_id, "ancestor_ids": ancestors, "label": label, "depth": len(ancestors) if depth is None else depth}
         if eval_summary is not None:
             body["eval_summary"] = eval_summary

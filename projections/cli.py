@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound
-from ledger.ari_import import import_ari
+from ledger.ari_import import import_ari, plan_import
 from ledger.bundle import export_bundle, import_bundle
 from ledger.cli import EXIT_CHECK_FAILED, EXIT_OK, arguments, command, emit
 from ledger.ledger import Ledger
@@ -314,8 +314,9 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
     )
     if source is None or not source.exists():
         raise InvalidInput("--source", f"no ARI memory file found in {ckpt}; pass --source FILE")
+    plan = plan_import(source)  # validated before the checkpoint is touched
     with Ledger.open(ckpt) as ledger:
-        report = import_ari(ledger, source, allow_non_empty=args.append)
+        report = import_ari(ledger, plan, allow_non_empty=args.append)
     print(f"imported {report.events} events from {source} ({report.format}): {report.by_type}")
     return EXIT_OK
 
@@ -343,15 +344,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _embed_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("rest", nargs=argparse.REMAINDER, help="--host, --port, --verbose")
+    from .embed_server import add_arguments
+
+    add_arguments(p)
 
 
 @command("embed-server", "serve OpenAI-compatible /v1/embeddings from the static embedder (offline)")
 @arguments(_embed_args)
 def cmd_embed_server(args: argparse.Namespace) -> int:
-    from .embed_server import main as serve
+    from .embed_server import serve
 
-    return serve(args.rest)
+    return serve(args)
 
 
 def _letta_args(p: argparse.ArgumentParser) -> None:
@@ -381,9 +384,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     import time
 
+    from letta_client import APIError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ledger import config
+    from ledger.errors import ProjectionError
 
     if not config.letta_base_url():
         raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
@@ -392,7 +397,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with backend._lock:
         backend._read()
-        letta.attach(create=True)
+        try:
+            letta.attach(create=True)
+        except APIError as exc:
+            raise ProjectionError(f"cannot reach Letta at {config.letta_base_url()}: {exc}") from None
         before = letta.cursor
         columns = (TextColumn("replaying into {task.fields[agent]}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn())
@@ -402,7 +410,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
             def update(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total, rate=done / max(time.perf_counter() - started, 1e-9))
 
-            folded = letta.catch_up(progress=update)
+            try:
+                folded = letta.catch_up(progress=update)
+            except APIError as exc:
+                raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
     seconds = time.perf_counter() - started
     result = {"agent": letta.agent_name, "events": folded, "cursor": letta.cursor, "passages": letta.passages,
               "seconds": round(seconds, 2), "events_per_s": round(folded / seconds, 1) if folded else 0.0}

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ledger.errors import LedgerError
 from projections.embedder import StaticEmbedder, get_embedder
 
 # Big enough for a few thousand long passages per request, small enough that a
@@ -173,15 +174,18 @@ def _raise_stop(signum: int, frame: object) -> None:
     raise _Stop
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve until SIGTERM/SIGINT; prints one ``listening on`` line once ready."""
-    parser = argparse.ArgumentParser(prog="python -m projections.embed_server", description=__doc__)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     parser.add_argument("--port", type=int, default=8284, help="0 picks a free port")
     parser.add_argument("--verbose", action="store_true", help="log one line per request on stderr")
-    args = parser.parse_args(argv)
 
-    server = make_server(args.host, args.port, verbose=args.verbose)
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve until SIGTERM/SIGINT; prints one ``listening on`` line once ready."""
+    try:
+        server = make_server(args.host, args.port, verbose=args.verbose)
+    except OSError as exc:
+        raise LedgerError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         for sig in previous:
@@ -196,6 +200,16 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
         server.server_close()
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m projections.embed_server", description=__doc__)
+    add_arguments(parser)
+    try:
+        return serve(parser.parse_args(argv))
+    except LedgerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

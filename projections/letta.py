@@ -43,6 +43,22 @@ def checkpoint_hash(checkpoint_dir: Path) -> str:
     return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
 
 
+def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
+    """Where the checkpoint's agent stands, for ``status``: its name, cursor, or why unknown."""
+    name = f"ari_agent_{checkpoint_hash(checkpoint_dir)}"
+    try:
+        if client is None:
+            from letta_client import Letta
+
+            client = Letta(base_url=config.letta_base_url(), api_key=config.letta_api_key(), timeout=10, max_retries=0)
+        found = list(client.agents.list(name=name))
+    except Exception as exc:  # noqa: BLE001 - status reports an unreachable server, it does not fail
+        return {"agent": name, "cursor": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
+    if not found:
+        return {"agent": name, "cursor": 0, "error": "agent missing (the next read or `ari-ledger restore` replays)"}
+    return {"agent": name, "cursor": int(((found[0].metadata or {}).get(META_KEY) or {}).get("cursor", 0)), "error": None}
+
+
 def default_embedding_config(model: str, dim: int) -> dict[str, Any]:
     """The project's own offline endpoint (``ari-ledger letta up`` starts it)."""
     return {
@@ -157,6 +173,13 @@ class LettaProjection:
             return 0
         present = set() if self._checked_tail else self._present_event_ids()
         self._checked_tail = True
+        try:
+            return self._fold(target, present, progress)
+        except BaseException:
+            self._checked_tail = False  # a push may have landed without its cursor: re-check next time
+            raise
+
+    def _fold(self, target: int, present: set[str], progress: Callable[[int, int], None] | None) -> int:
         start = self.cursor
         pending: list[dict[str, Any]] = []
         last_seq = self.cursor

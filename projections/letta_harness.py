@@ -1105,7 +1105,7 @@ def run(args: argparse.Namespace) -> int:
                   + (f" at {e['url']} (pid {e['pid']})" if e["running"] else ""))
             print(f"postgres:   {'running' if pg['running'] else 'down'}"
                   + (f" on port {pg['port']} (pid {pg['pid']})" if pg["running"] else ""))
-        return 0 if st["healthy"] else 3
+        return 0 if st["healthy"] else 1
     except LettaHarnessError as exc:
         if args.json:
             print(json.dumps({"ok": False, "error": str(exc)}))

@@ -1,7 +1,7 @@
 """MCP server over stdio with ARI's memory tool names, so ARI switches by one server entry.
 
 Every tool is one call into :class:`~projections.backend.MemoryBackend` for the checkpoint in
-``ARI_CHECKPOINT_DIR``. A pooled stdio server outlives one node, so ``_set_current_node``
+``ARI_CHECKPOINT_DIR``; read tools take ``as_of`` (a seq) to answer as a node saw it then. A pooled stdio server outlives one node, so ``_set_current_node``
 moves the copy-on-write guard to the node now running. Library errors come back as tool
 errors carrying the library's message; the server keeps running.
 
@@ -54,15 +54,15 @@ def add_memory(node_id: str, text: str, metadata: dict[str, Any] | None = None) 
 
 
 @tool
-def search_memory(query: str, ancestor_ids: list[str], limit: int = 5) -> dict[str, Any]:
+def search_memory(query: str, ancestor_ids: list[str], limit: int = 5, as_of: int | None = None) -> dict[str, Any]:
     """Entries of exactly these ancestor nodes, ranked by semantic similarity to the query."""
-    return _backend().search_memory(query, ancestor_ids, limit)
+    return _backend().search_memory(query, ancestor_ids, limit, as_of=as_of)
 
 
 @tool
-def get_node_memory(node_id: str) -> dict[str, Any]:
+def get_node_memory(node_id: str, as_of: int | None = None) -> dict[str, Any]:
     """A node's entries in log order."""
-    return _backend().get_node_memory(node_id)
+    return _backend().get_node_memory(node_id, as_of=as_of)
 
 
 @tool
@@ -72,15 +72,15 @@ def clear_node_memory(node_id: str) -> dict[str, Any]:
 
 
 @tool
-def list_all_nodes() -> dict[str, Any]:
+def list_all_nodes(as_of: int | None = None) -> dict[str, Any]:
     """Every node with visible entries, and its entries."""
-    return _backend().list_all_nodes()
+    return _backend().list_all_nodes(as_of=as_of)
 
 
 @tool
-def bulk_get_node_memory(node_ids: list[str]) -> dict[str, Any]:
+def bulk_get_node_memory(node_ids: list[str], as_of: int | None = None) -> dict[str, Any]:
     """The entries of exactly these nodes."""
-    return _backend().bulk_get_node_memory(node_ids)
+    return _backend().bulk_get_node_memory(node_ids, as_of=as_of)
 
 
 @tool
@@ -90,15 +90,15 @@ def react_add(content: str, metadata: dict[str, Any] | None = None) -> dict[str,
 
 
 @tool
-def react_search(query: str, limit: int = 10) -> dict[str, Any]:
+def react_search(query: str, limit: int = 10, as_of: int | None = None) -> dict[str, Any]:
     """Semantic search over the ReAct trace (no ancestor filter)."""
-    return _backend().react_search(query, limit)
+    return _backend().react_search(query, limit, as_of=as_of)
 
 
 @tool
-def react_get_all() -> dict[str, Any]:
+def react_get_all(as_of: int | None = None) -> dict[str, Any]:
     """The whole ReAct trace in order."""
-    return _backend().react_get_all()
+    return _backend().react_get_all(as_of=as_of)
 
 
 @tool
@@ -108,9 +108,9 @@ def seed_core_memory(persona: str, human: str, context: dict[str, Any] | None = 
 
 
 @tool
-def get_experiment_context() -> dict[str, Any]:
+def get_experiment_context(as_of: int | None = None) -> dict[str, Any]:
     """The seeded experiment context, {} before the seed."""
-    return _backend().get_experiment_context()
+    return _backend().get_experiment_context(as_of=as_of)
 
 
 @tool
@@ -157,16 +157,23 @@ def add_reproducibility_event(
 
 @tool
 def search_research_memory(
-    query: str, ancestor_ids: list[str], kinds: list[str] | None = None, require_artifacts: bool = False, limit: int = 5
+    query: str,
+    ancestor_ids: list[str],
+    kinds: list[str] | None = None,
+    require_artifacts: bool = False,
+    limit: int = 5,
+    as_of: int | None = None,
 ) -> dict[str, Any]:
     """Typed search in exact ancestor scope, filtered by kind and artifact presence."""
-    return _backend().search_research_memory(query, ancestor_ids, kinds, require_artifacts, limit)
+    return _backend().search_research_memory(query, ancestor_ids, kinds, require_artifacts, limit, as_of=as_of)
 
 
 @tool
-def get_verified_context(ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None) -> dict[str, Any]:
+def get_verified_context(
+    ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None, as_of: int | None = None
+) -> dict[str, Any]:
     """Claims of a lineage ranked rerun_passed > grounded > ungrounded > rerun_failed."""
-    return _backend().get_verified_context(ancestor_ids, purpose, limit)
+    return _backend().get_verified_context(ancestor_ids, purpose, limit, as_of=as_of)
 
 
 @tool

@@ -29,20 +29,25 @@ from .semantic import VECTOR_DTYPE, Block, BlockMeta, Embedder, SemanticIndex
 log = logging.getLogger("projections")
 
 SNAPSHOT_NAME = "memory_projection.snapshot.zst"
-SNAPSHOT_FORMAT = 3
+SNAPSHOT_FORMAT = 4
 MAGIC = b"ARISNAP\x00"
 _LEN = struct.Struct("<Q")
 SNAPSHOT_EVERY = 5000  # events folded since the last snapshot before an automatic save
 FOLD_CHUNK = 2048  # events embedded together
 
 
-class SnapshotHeader(msgspec.Struct):
+class SnapshotPreamble(msgspec.Struct):
+    """The snapshot's first record: small, so ``status`` can read a cursor cheaply."""
+
     format: int
     ckpt: str | None
     cursor: int
     cursor_hash: str
     model: str
     dim: int
+
+
+class SnapshotBody(msgspec.Struct):
     catalog: CatalogState
     blocks: list[BlockMeta]
 
@@ -101,14 +106,16 @@ class Projector:
     def save(self) -> Path:
         """Write the snapshot atomically (temp file + rename), streaming the vectors."""
         blocks = self.index.blocks
-        header = SnapshotHeader(
-            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.embedder.name, self.embedder.dim,
-            self.catalog.state(), [BlockMeta(name, b.ids, b.hidden) for name, b in blocks.items()],
+        preamble = SnapshotPreamble(
+            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.embedder.name, self.embedder.dim
         )
+        body = SnapshotBody(self.catalog.state(), [BlockMeta(name, b.ids, b.hidden) for name, b in blocks.items()])
         tmp = self.snapshot_path.with_name(f"{self.snapshot_path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as f, zstandard.ZstdCompressor(level=3).stream_writer(f, closefd=False) as out:
-            head = msgspec.msgpack.encode(header)
-            out.write(MAGIC + _LEN.pack(len(head)) + head)
+            out.write(MAGIC)
+            for record in (preamble, body):
+                data = msgspec.msgpack.encode(record)
+                out.write(_LEN.pack(len(data)) + data)
             for block in blocks.values():
                 n = block.n
                 for array in (block.seqs[:n], block.cleared[:n], block.matrix[:n]):
@@ -128,25 +135,24 @@ class Projector:
             return False
 
     def _read_snapshot(self, src) -> bool:
-        if _read_exact(src, len(MAGIC)) != MAGIC:
-            raise SnapshotError("not a projection snapshot")
-        header = msgspec.msgpack.decode(_read_exact(src, _LEN.unpack(_read_exact(src, _LEN.size))[0]), type=SnapshotHeader)
-        reason = self._mismatch(header)
+        preamble = _read_preamble(src)
+        reason = self._mismatch(preamble)
         if reason:
             log.warning("ignoring projection snapshot %s: %s; rebuilding", self.snapshot_path, reason)
             return False
+        body = msgspec.msgpack.decode(_read_record(src), type=SnapshotBody)
         blocks = {}
-        for meta in header.blocks:
-            n, block = len(meta.ids), Block(header.dim, list(meta.ids), hidden=meta.hidden)
+        for meta in body.blocks:
+            n, block = len(meta.ids), Block(preamble.dim, list(meta.ids), hidden=meta.hidden)
             block.seqs, block.cleared = _read_array(src, (n,), np.int64), _read_array(src, (n,), np.int64)
-            block.matrix = _read_array(src, (n, header.dim), VECTOR_DTYPE)
+            block.matrix = _read_array(src, (n, preamble.dim), VECTOR_DTYPE)
             blocks[meta.name] = block
-        self.catalog = Catalog(header.catalog)
+        self.catalog = Catalog(body.catalog)
         self.index = SemanticIndex(self.embedder, blocks)
-        self.cursor, self.cursor_hash = header.cursor, header.cursor_hash
+        self.cursor, self.cursor_hash = preamble.cursor, preamble.cursor_hash
         return True
 
-    def _mismatch(self, snap: SnapshotHeader) -> str | None:
+    def _mismatch(self, snap: SnapshotPreamble) -> str | None:
         if snap.format != SNAPSHOT_FORMAT:
             return f"format {snap.format}, expected {SNAPSHOT_FORMAT}"
         if snap.model != self.embedder.name or snap.dim != self.embedder.dim:
@@ -159,6 +165,25 @@ class Projector:
         if at is None or at.hash != snap.cursor_hash:
             return f"its cursor (seq {snap.cursor}) is not an event of this log"
         return None
+
+
+def snapshot_preamble(checkpoint_dir: Path) -> SnapshotPreamble | None:
+    """The cursor and model of the checkpoint's snapshot, without loading it (None if unusable)."""
+    try:
+        with open(Path(checkpoint_dir) / SNAPSHOT_NAME, "rb") as f, zstandard.ZstdDecompressor().stream_reader(f) as src:
+            return _read_preamble(src)
+    except (OSError, zstandard.ZstdError, msgspec.DecodeError, msgspec.ValidationError, SnapshotError):
+        return None
+
+
+def _read_preamble(src) -> SnapshotPreamble:
+    if _read_exact(src, len(MAGIC)) != MAGIC:
+        raise SnapshotError("not a projection snapshot")
+    return msgspec.msgpack.decode(_read_record(src), type=SnapshotPreamble)
+
+
+def _read_record(src) -> bytes:
+    return _read_exact(src, _LEN.unpack(_read_exact(src, _LEN.size))[0])
 
 
 def _read_exact(src, size: int) -> bytes:

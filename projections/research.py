@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 import msgspec
 
 from ledger import CopyOnWriteViolation, InvalidInput, config
-from ledger.events import KINDS, REPRO_STATUSES
+from ledger.events import KINDS, REPRO_STATUSES, check_text
 from ledger.node_report import NodeReport, load_node_report, report_hash
 from ledger.provenance import artifact_refs, validate_artifact_refs
 
@@ -202,6 +202,7 @@ class ResearchMemory:
         The whole scope is ranked before filtering, so ``limit`` results come back even when
         many entries of other kinds rank higher.
         """
+        check_text(query, "query")
         wanted = self._kinds(kinds)
         scope, limit = self._node_ids(ancestor_ids), self._limit(limit)
         with self._lock:

@@ -6,6 +6,7 @@ supplement from the ancestors' other memory, de-duplicated against what is alrea
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .catalog import Entry
@@ -54,7 +55,7 @@ class WorkingContextMixin:
                         break
         messages = []
         if core:
-            lines = [f"{k}: {core[k]}" for k in CORE_FIELDS if k in core]
+            lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k in CORE_FIELDS if k in core for v in [core[k]]]
             messages.append({"role": "system", "content": "Experiment core:\n" + "\n".join(lines)})
         if summaries:
             body = "\n".join(f"- [{s['node_id']}] {s['text']}" for s in summaries)

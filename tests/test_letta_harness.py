@@ -67,7 +67,7 @@ def test_status_and_down_of_an_empty_home(tmp_path: Path, capsys: pytest.Capture
     assert st["healthy"] is False and st["installed"] is False
     assert not st["letta"]["running"] and not st["embed"]["running"] and not st["postgres"]["running"]
     assert letta_harness.down(home) == {"letta": False, "embed": False, "postgres": False}
-    assert letta_harness.main(["status", "--home", str(home), "--json"]) == 3
+    assert letta_harness.main(["status", "--home", str(home), "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["healthy"] is False
 
 

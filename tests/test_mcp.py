@@ -68,6 +68,8 @@ async def scenario(ckpt: Path, experiments: Path) -> None:
         bad = await session.call_tool("add_reproducibility_event", {"node_id": "node_A2", "target_memory_id": target, "status": "maybe"})
         assert bad.is_error and "status: unknown status 'maybe'" in bad.content[0].text
         assert (await call("health"))["ok"] is True
+        # time travel: as of seq 1 nothing had been consolidated yet
+        assert (await call("get_node_memory", node_id="node_A2", as_of=1))["entries"] == []
 
 
 def test_mcp_stdio_bfts_scenario(tmp_path: Path) -> None:
