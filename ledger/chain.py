@@ -27,7 +27,8 @@ def sign(unsigned: UnsignedEvent) -> tuple[Event, bytes]:
     canonical = _encoder.encode(unsigned)
     digest = hashlib.sha256(canonical).hexdigest()
     line = canonical[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
-    return Event(**msgspec.structs.asdict(unsigned), hash=digest), line
+    u = unsigned
+    return Event(u.v, u.seq, u.id, u.ts, u.ckpt, u.node, u.type, u.body, u.prev, digest), line
 
 
 class ChainError(ValueError):

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 import time
-import uuid
 from datetime import datetime, timezone
 from typing import Any, Callable, ClassVar
 
@@ -44,6 +44,8 @@ KINDS = (
 REPRO_STATUSES = ("unverified", "rerun_passed", "rerun_failed", "paper_only_reproduced")
 ARTIFACT_ROLES = ("data_output", "log", "binary", "figure", "unknown", "source")
 NODE_LABELS = ("draft", "improve", "debug", "ablation", "validation", "other")
+
+_FORBIDDEN_IN_ID = re.compile(r"[/\\\x00-\x1f\x7f\ud800-\udfff]")  # no /, \, NUL, control, lone surrogate
 
 # Node id used for checkpoint-wide events (ReAct steps, core seed) written with no current node.
 CHECKPOINT_NODE = "_checkpoint"
@@ -224,9 +226,9 @@ def check_node_id(node_id: object, field: str = "node_id") -> str:
         raise InvalidInput(field, f"longer than {MAX_NODE_ID_CHARS} characters ({len(node_id)})")
     if node_id in (".", ".."):
         raise InvalidInput(field, f"{node_id!r} is not a node id")
-    for ch in node_id:
-        if ch in "/\\" or ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF:
-            raise InvalidInput(field, f"contains a forbidden character {ch!r} (no /, \\, NUL or control characters)")
+    bad = _FORBIDDEN_IN_ID.search(node_id)
+    if bad:
+        raise InvalidInput(field, f"contains a forbidden character {bad.group()!r} (no /, \\, NUL or control characters)")
     return node_id
 
 
@@ -333,7 +335,8 @@ class _UUID7:
             if value <= self._last:  # same millisecond: keep strictly increasing
                 value = self._last + 1
             self._last = value
-            return str(uuid.UUID(int=value))
+        h = f"{value:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 new_event_id = _UUID7()

@@ -128,6 +128,10 @@ class Ledger:
     def close(self) -> None:
         self._file.close()
 
+    @property
+    def closed(self) -> bool:
+        return self._file.fd < 0
+
     def __enter__(self) -> "Ledger":
         return self
 
@@ -160,8 +164,19 @@ class Ledger:
 
         Raises InvalidInput (nothing written) or CopyOnWriteViolation (nothing written).
         """
-        with self.batch() as batch:
-            return batch.append(node_id, type, body, current_node=current_node)
+        prepared = _prepare(node_id, type, body, current_node)  # checked before taking the lock
+        with self._thread_lock:
+            if self._in_batch:
+                raise RuntimeError("append inside a batch: use the batch's append")
+            with self._locked():
+                batch = Batch(self)
+                try:
+                    event = batch._add(*prepared)
+                    batch._commit()
+                finally:
+                    if not batch._committed:
+                        batch._rollback()
+        return event
 
     @contextmanager
     def batch(self) -> Iterator["Batch"]:
@@ -356,6 +371,14 @@ class Ledger:
         return self._index[i][0] if i >= 0 else 0
 
 
+def _prepare(node_id: str, type: str, body: Any, current_node: str | None) -> tuple[str, str, dict[str, Any]]:
+    """Validate and guard one event (no lock needed): (node, type, canonical body)."""
+    check_node_id(node_id, "node_id")
+    canonical_body = validate_body(type, body)
+    check_writer(node_id, type, current_node)
+    return node_id, type, canonical_body
+
+
 class Batch:
     """The appends of one group commit (see :meth:`Ledger.batch`)."""
 
@@ -368,9 +391,9 @@ class Batch:
 
     def append(self, node_id: str, type: str, body: Any, *, current_node: str | None = None) -> Event:
         """Validate, guard and queue one event; it is durable when the batch ends."""
-        check_node_id(node_id, "node_id")
-        canonical_body = validate_body(type, body)
-        check_writer(node_id, type, current_node)
+        return self._add(*_prepare(node_id, type, body, current_node))
+
+    def _add(self, node_id: str, type: str, canonical_body: dict[str, Any]) -> Event:
         ledger = self._ledger
         head = ledger._head
         if ledger._ckpt is None:

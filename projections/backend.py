@@ -305,7 +305,7 @@ def get_backend(checkpoint_dir: str | Path | None = None) -> MemoryBackend:
     key = path.resolve()
     with _backends_lock:
         backend = _backends.get(key)
-        if backend is None or backend.ledger._file.fd < 0:
+        if backend is None or backend.ledger.closed:
             backend = _backends[key] = MemoryBackend(key)
         return backend
 

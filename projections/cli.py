@@ -384,41 +384,26 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     import time
 
-    from letta_client import APIError
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ledger import config
-    from ledger.errors import ProjectionError
 
     if not config.letta_base_url():
         raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
     backend = open_backend(args.checkpoint)
-    letta = backend.engine.letta
+    backend.projector.catch_up()  # the local fold first; Letta is replayed below, with progress
+    columns = (TextColumn("replaying into {task.fields[agent]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn())
     started = time.perf_counter()
-    with backend._lock:
-        backend._read()
-        try:
-            letta.attach(create=True)
-        except APIError as exc:
-            raise ProjectionError(f"cannot reach Letta at {config.letta_base_url()}: {exc}") from None
-        before = letta.cursor
-        columns = (TextColumn("replaying into {task.fields[agent]}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=args.json) as progress:
-            task = progress.add_task("replay", total=max(backend.ledger.last_seq - before, 0), agent=letta.agent_name, rate=0.0)
+    with Progress(*columns, console=Console(stderr=True), transient=args.json) as progress:
+        task = progress.add_task("replay", total=None, agent=backend.engine.letta.agent_name, rate=0.0)
 
-            def update(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total, rate=done / max(time.perf_counter() - started, 1e-9))
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total, rate=done / max(time.perf_counter() - started, 1e-9))
 
-            try:
-                folded = letta.catch_up(progress=update)
-            except APIError as exc:
-                raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
-    seconds = time.perf_counter() - started
-    result = {"agent": letta.agent_name, "events": folded, "cursor": letta.cursor, "passages": letta.passages,
-              "seconds": round(seconds, 2), "events_per_s": round(folded / seconds, 1) if folded else 0.0}
+        result = backend.engine.restore(progress=update)
     if args.json:
         emit(result)
     else:
-        print(f"restored {folded} events into {letta.agent_name} ({result['events_per_s']} events/s); cursor {letta.cursor}")
+        print(f"restored {result['events']} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}")
     return EXIT_OK

@@ -336,6 +336,27 @@ class LettaEngine:
     def lag(self) -> int:
         return self.letta.lag()
 
+    def restore(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Replay the log into the agent by hand (creating it if missing), whatever
+        ``ARI_MEMORY_AUTO_RESTORE`` says; Letta failures become one ProjectionError."""
+        from letta_client import APIError
+
+        started = time.perf_counter()
+        try:
+            self.letta.attach(create=True)
+            folded = self.letta.catch_up(progress=progress)
+        except APIError as exc:
+            raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
+        seconds = time.perf_counter() - started
+        return {
+            "agent": self.letta.agent_name,
+            "events": folded,
+            "cursor": self.letta.cursor,
+            "passages": self.letta.passages,
+            "seconds": round(seconds, 2),
+            "events_per_s": round(folded / seconds, 1) if folded else 0.0,
+        }
+
     def health(self) -> dict[str, Any]:
         ok = self.ready()
         return {"letta": {"ok": ok, "agent": self.letta.agent_name, "lag": self.letta.lag(), "error": self.error}}
