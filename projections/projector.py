@@ -176,6 +176,27 @@ def snapshot_preamble(checkpoint_dir: Path) -> SnapshotPreamble | None:
         return None
 
 
+def snapshot_anchor_problem(ledger: Ledger, last_seq: int) -> str | None:
+    """What the snapshot proves is missing from the log, if anything.
+
+    The snapshot records the seq and hash of the last event it folded: a log that now ends
+    before that seq, or holds another event there, lost or rewrote its newest events.
+    """
+    snap = snapshot_preamble(ledger.checkpoint_dir)
+    first = next(ledger.events(as_of=1), None)
+    if snap is None or snap.cursor == 0 or first is None or snap.ckpt != first.ckpt:
+        return None
+    if snap.cursor > last_seq:
+        return (
+            f"the log ends at seq {last_seq}, but its projection snapshot had folded up to seq "
+            f"{snap.cursor}: the newest events were removed"
+        )
+    at = next(ledger.events(after=snap.cursor - 1, as_of=snap.cursor), None)
+    if at is None or at.hash != snap.cursor_hash:
+        return f"event seq {snap.cursor} is not the one the projection snapshot folded: the log was rewritten"
+    return None
+
+
 def _read_preamble(src) -> SnapshotPreamble:
     if _read_exact(src, len(MAGIC)) != MAGIC:
         raise SnapshotError("not a projection snapshot")

@@ -8,6 +8,8 @@ import zlib
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ledger import Ledger, LogCorrupted
 from ledger.log import LOG_NAME, scan_members
@@ -143,3 +145,39 @@ def test_deleted_reordered_or_edited_lines_are_detected(ckpt: Path, edit, bad_se
     assert not report.ok and report.first_bad_seq == bad_seq, report
     result = _cli_verify(ckpt)
     assert result.returncode == 1 and f"first bad seq {bad_seq}" in result.stdout
+
+
+def test_truncated_newest_events_are_caught_by_the_projection_snapshot(ckpt: Path) -> None:
+    """The chain alone cannot see its last events cut off; the snapshot's anchor can."""
+    from projections.backend import MemoryBackend
+
+    backend = MemoryBackend(ckpt)
+    for i in range(6):
+        backend.add_memory("root", f"entry {i}", current_node="root")
+    backend.close()  # leaves a snapshot anchored at seq 6
+    _rewrite_lines(ckpt, lambda lines: lines[:-2])
+    result = _cli_verify(ckpt)
+    assert result.returncode == 1
+    assert "ends at seq 4, but its projection snapshot had folded up to seq 6" in result.stdout
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.lists(st.integers(1, 4), min_size=2, max_size=6), where=st.floats(0, 1, exclude_max=True))
+def test_recovery_at_any_torn_offset_property(tmp_path: Path, batches: list[int], where: float) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
+        source, ckpt = Path(tmp) / "s", Path(tmp) / "c"
+        bounds = build_log(source, batches)
+        original = (source / LOG_NAME).read_bytes()
+        cut = bounds[-2][0] + int(where * (len(original) - bounds[-2][0]))
+        ckpt.mkdir()
+        (ckpt / LOG_NAME).write_bytes(original[:cut])
+        start, _end, kept = max(b for b in bounds if b[0] <= cut)
+        with Ledger.open(ckpt) as ledger:
+            assert ledger.last_seq == kept
+            assert (ckpt / LOG_NAME).read_bytes() == original[:start]
+            saved = b"".join(p.read_bytes() for p in torn_files(ckpt))
+            assert saved == original[start:cut]
+            assert ledger.append("root", "memory_added", {"text": "next"}, current_node="root").seq == kept + 1
+            assert ledger.verify().ok
