@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 from pathlib import Path
 
 import pytest
@@ -55,16 +57,13 @@ def pytest_configure(config: pytest.Config) -> None:
 ENGINES = ["embedded", pytest.param("letta", marks=pytest.mark.letta)]
 
 
-@pytest.fixture(params=ENGINES)
-def engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
-    """A factory of fresh MemoryBackends on one search engine; closes them after the test.
-
-    One abstract suite, every engine: tests that take this fixture run on the embedded
-    engine and on a real Letta server (whose agents they delete afterwards).
-    """
+@contextmanager
+def backends_on(engine: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator:
+    """A factory of fresh MemoryBackends on one engine; closes them (and deletes their Letta
+    agents) afterwards."""
     from projections.backend import MemoryBackend
 
-    if request.param == "letta":
+    if engine == "letta":
         server = request.getfixturevalue("letta_server")
         monkeypatch.setenv("LETTA_BASE_URL", server.base_url)
         monkeypatch.setenv("ARI_MEMORY_EMBED_URL", server.embedding_url)
@@ -75,11 +74,21 @@ def engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
         made.append(backend)
         return backend
 
-    yield make
-    for backend in made:
-        backend.close()
-        if request.param == "letta":
-            delete_agent(backend.engine.letta)
+    try:
+        yield make
+    finally:
+        for backend in made:
+            backend.close()
+            if engine == "letta":
+                delete_agent(backend.engine.letta)
+
+
+@pytest.fixture(params=ENGINES)
+def engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """One abstract suite, every engine: tests taking this run on the embedded engine and on
+    a real Letta server."""
+    with backends_on(request.param, request, monkeypatch) as make:
+        yield make
 
 
 def delete_agent(letta) -> None:

@@ -10,19 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import delete_agent, subprocess_env
+from conftest import backends_on, delete_agent, subprocess_env
 
 from ledger.errors import EmbeddingMismatch
 from projections import letta_harness
 from projections.backend import MemoryBackend
 
-pytestmark = [pytest.mark.letta, pytest.mark.parametrize("engine_backend", ["letta"], indirect=True)]
+pytestmark = pytest.mark.letta
 
 
 @pytest.fixture
-def on_letta(engine_backend):
-    """MemoryBackends on the real Letta server (the conftest factory, Letta engine only)."""
-    return engine_backend
+def on_letta(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """MemoryBackends on the real Letta server the test setup started."""
+    with backends_on("letta", request, monkeypatch) as make:
+        yield make
 
 
 def passages_of(backend: MemoryBackend) -> list:
@@ -146,3 +147,21 @@ def test_agent_with_another_embedding_is_refused(on_letta, letta_server, tmp_pat
     with pytest.raises(EmbeddingMismatch, match="wordllama/l2_supercat_256.*some/other-model"):
         mixed.search_memory("hello", ["root"])
     mixed.close()
+
+
+def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
+    env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
+    run = subprocess.run([sys.executable, "-m", "ledger", "demo", str(tmp_path / "d"), "--json"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    data = json.loads(run.stdout)
+    assert data["backend"] == "letta"
+    for row in data["scope"]:
+        assert row["top_hits"] and {hit[0] for hit in row["top_hits"]} <= set(row["may_read"])
+    from letta_client import Letta
+
+    from projections.letta import checkpoint_hash
+
+    client = Letta(base_url=letta_server.base_url)
+    agent = list(client.agents.list(name=f"ari_agent_{checkpoint_hash(tmp_path / 'd' / 'checkpoint')}"))
+    assert agent and agent[0].metadata["ari_ledger"]["cursor"] > 0
