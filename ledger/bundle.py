@@ -65,8 +65,11 @@ def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
                     raise InvalidInput("bundle", "the log's sha256 does not match the manifest")
                 with Ledger.open_readonly(staging) as ledger:
                     report = ledger.verify()
+                    last = next(ledger.events(after=report.last_seq - 1), None) if report.ok and report.last_seq else None
                 if not report.ok or report.events != manifest["events"]:
                     raise InvalidInput("bundle", f"the log does not verify: {report.summary()}")
+                if last is not None and (last.hash != manifest["last_hash"] or last.ckpt != manifest["ckpt"]):
+                    raise InvalidInput("bundle", "the log's last event or checkpoint id differs from the manifest")
                 os.replace(staged, target)
     except (tarfile.TarError, KeyError, json.JSONDecodeError, OSError) as exc:
         raise InvalidInput("bundle", f"cannot read {bundle}: {exc}") from None
