@@ -27,11 +27,13 @@ class AccessLog:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
 
-    def record(self, tool: str, ids: list[str] | None = None, **details: Any) -> None:
+    def record(self, tool: str, ids: list[str] | None = None, *, node: str | None = None, **details: Any) -> None:
+        """One line: who (``node``, else the current node), which tool, which ids."""
         if not config.access_log_enabled():
             return
+        who = node or config.current_node()
         line = msgspec.json.encode(
-            {"ts": utc_now(), "pid": os.getpid(), "node": config.current_node(), "tool": tool, "ids": ids or [], **details}
+            {"ts": utc_now(), "pid": os.getpid(), "node": who, "tool": tool, "ids": ids or [], **details}
         )
         with self._lock:
             self._rotate_if_full()

@@ -161,8 +161,9 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
             try:
                 event = self._write(node_id, "node_started", body, current_node)
             except CopyOnWriteViolation as exc:
+                self.access.record("start_node", [], node=current_node, refused=exc.message)
                 return exc.as_dict()
-        self.access.record("start_node", [event.id])
+        self.access.record("start_node", [event.id], node=current_node)
         return {"ok": True, "id": event.id, "seq": event.seq}
 
     def add_memory(self, node_id: str, text: str, metadata: dict | None = None, *, current_node: str | None = None) -> dict[str, Any]:
@@ -174,9 +175,9 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
             try:
                 event = self._write(node_id, "memory_added", body, current_node)
             except CopyOnWriteViolation as exc:
-                self.access.record(tool, [], refused=exc.message)
+                self.access.record(tool, [], node=current_node, refused=exc.message)
                 return exc.as_dict()
-        self.access.record(tool, [event.id])
+        self.access.record(tool, [event.id], node=current_node)
         return {"ok": True, "id": event.id}
 
     def search_memory(self, query: str, ancestor_ids: list[str], limit: int = DEFAULT_LIMIT, *, as_of: int | None = None) -> dict[str, Any]:
@@ -209,8 +210,9 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
             try:
                 event = self._write(node_id, "node_cleared", {}, current_node)
             except CopyOnWriteViolation as exc:
+                self.access.record("clear_node_memory", [], node=current_node, refused=exc.message)
                 return exc.as_dict()
-        self.access.record("clear_node_memory", [event.id], removed=visible)
+        self.access.record("clear_node_memory", [event.id], node=current_node, removed=visible)
         return {"removed": visible}
 
     def list_all_nodes(self, *, as_of: int | None = None) -> dict[str, Any]:
