@@ -141,6 +141,11 @@ class LettaProjection:
             self.cursor = 0  # an agent without passages has folded nothing, whatever it says
         return True
 
+    def detach(self) -> None:
+        """Forget the agent; the next catch-up looks it up again (and replays into a new one)."""
+        self.agent_id = self.archive_id = None
+        self._checked_tail = False
+
     def _save_cursor(self) -> None:
         meta = {"cursor": self.cursor, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding}
         self.client.agents.update(self.agent_id, metadata={META_KEY: meta})
@@ -296,11 +301,27 @@ class LettaEngine:
         except EmbeddingMismatch:
             raise
         except Exception as exc:  # noqa: BLE001 - any transport/server failure means "use the fallback"
-            self.error, self._failed_at = f"{type(exc).__name__}: {exc}"[:300], time.monotonic()
-            log.warning("Letta unavailable, reads use the embedded engine: %s", self.error)
+            self._failed(exc)
             return False
         self.error = None
         return True
+
+    def _failed(self, exc: Exception) -> None:
+        self.error, self._failed_at = f"{type(exc).__name__}: {exc}"[:300], time.monotonic()
+        self.letta.detach()  # the agent may be gone (emptied server): find or restore it next time
+        log.warning("Letta unavailable, reads use the embedded engine: %s", self.error)
+
+    def _answer(self, on_letta: Callable[[], list[tuple[str, float]]], fallback: Callable[[], list[tuple[str, float]]]):
+        """Letta's answer when it can give one, else the embedded engine's (and remember why)."""
+        if not self.ready():
+            return fallback()
+        try:
+            return on_letta()
+        except EmbeddingMismatch:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as in ready(): fall back, never fail a read
+            self._failed(exc)
+            return fallback()
 
     def _visible(self, node_ids: Iterable[str] | None, as_of: int | None) -> Callable[[str], bool]:
         catalog: Catalog = self.projector.catalog
@@ -320,18 +341,20 @@ class LettaEngine:
         return list(zip(ids, map(float, scores)))
 
     def search(self, query: str, node_ids: list[str], limit: int, as_of: int | None) -> list[tuple[str, float]]:
-        if not self.ready():
-            return self.fallback.search(query, node_ids, limit, as_of)
-        tags = [f"n:{n}" for n in dict.fromkeys(node_ids)]
-        ids = self.letta.search(query, tags, self._visible(node_ids, as_of), limit)
-        return self._scored(query, ids, lambda eid: self.projector.catalog.entries[eid].text)
+        def on_letta() -> list[tuple[str, float]]:
+            tags = [f"n:{n}" for n in dict.fromkeys(node_ids)]
+            ids = self.letta.search(query, tags, self._visible(node_ids, as_of), limit)
+            return self._scored(query, ids, lambda eid: self.projector.catalog.entries[eid].text)
+
+        return self._answer(on_letta, lambda: self.fallback.search(query, node_ids, limit, as_of))
 
     def react_search(self, query: str, limit: int, as_of: int | None) -> list[tuple[str, float]]:
-        if not self.ready():
-            return self.fallback.react_search(query, limit, as_of)
-        steps = {s.step_id: s for s in self.projector.catalog.steps_as_of(as_of)}
-        ids = self.letta.search(query, [self.letta.react_tag], steps.__contains__, limit)
-        return self._scored(query, ids, lambda sid: steps[sid].content)
+        def on_letta() -> list[tuple[str, float]]:
+            steps = {s.step_id: s for s in self.projector.catalog.steps_as_of(as_of)}
+            ids = self.letta.search(query, [self.letta.react_tag], steps.__contains__, limit)
+            return self._scored(query, ids, lambda sid: steps[sid].content)
+
+        return self._answer(on_letta, lambda: self.fallback.react_search(query, limit, as_of))
 
     def lag(self) -> int:
         return self.letta.lag()

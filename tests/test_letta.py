@@ -165,3 +165,15 @@ def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
     client = Letta(base_url=letta_server.base_url)
     agent = list(client.agents.list(name=f"ari_agent_{checkpoint_hash(tmp_path / 'd' / 'checkpoint')}"))
     assert agent and agent[0].metadata["ari_ledger"]["cursor"] > 0
+
+
+def test_agent_deleted_under_a_running_backend_is_restored(on_letta, tmp_path: Path) -> None:
+    backend = on_letta(tmp_path / "ckpt")
+    ids = [backend.add_memory("root", f"note {i} on vectorisation", current_node="root")["id"] for i in range(10)]
+    assert backend.health()["lag"] == 0
+    delete_agent(backend.engine.letta)  # e.g. the server was emptied while ARI ran
+    backend.search_memory("vectorisation", ["root"], limit=10)  # notices, falls back, forgets the agent
+    time.sleep(2.1)
+    hits = backend.search_memory("vectorisation", ["root"], limit=10)["results"]
+    assert backend.health()["backend"] == "letta" and sorted(h["entry_id"] for h in hits) == sorted(ids)
+    assert set(event_tags(backend).values()) == {1}
