@@ -42,9 +42,11 @@ KINDS = (
     "reproducibility_event",
 )
 REPRO_STATUSES = ("unverified", "rerun_passed", "rerun_failed", "paper_only_reproduced")
-ARTIFACT_ROLES = ("data_output", "log", "binary", "figure", "unknown", "source")
+REPORT_ROLES = ("data_output", "log", "binary", "figure", "unknown")  # node_report.json's roles
+ARTIFACT_ROLES = (*REPORT_ROLES, "source")  # plus the files a node added or modified
 NODE_LABELS = ("draft", "improve", "debug", "ablation", "validation", "other")
 
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _FORBIDDEN_IN_ID = re.compile(r"[/\\\x00-\x1f\x7f\ud800-\udfff]")  # no /, \, NUL, control, lone surrogate
 
 # Node id used for checkpoint-wide events (ReAct steps, core seed) written with no current node.
@@ -280,11 +282,16 @@ def _check_json(value: object, field: str, depth: int) -> None:
     raise InvalidInput(field, f"{type(value).__name__} is not a JSON value")
 
 
+def is_sha256(value: object) -> bool:
+    """True for a sha256 digest written as 64 lowercase hex characters."""
+    return isinstance(value, str) and _SHA256.fullmatch(value) is not None
+
+
 def check_artifact_ref(ref: ArtifactRefBody, field: str) -> None:
     check_text(ref.path, f"{field}.path", 4096)
     if not ref.path or ref.path.startswith("/") or ".." in ref.path.split("/"):
         raise InvalidInput(f"{field}.path", "must be a relative path inside the node's work dir")
-    if ref.sha256 is not None and (len(ref.sha256) != 64 or any(c not in "0123456789abcdef" for c in ref.sha256)):
+    if ref.sha256 is not None and not is_sha256(ref.sha256):
         raise InvalidInput(f"{field}.sha256", "expected 64 lowercase hex characters")
     if ref.role not in ARTIFACT_ROLES:
         raise InvalidInput(f"{field}.role", f"unknown role {ref.role!r}; expected one of {', '.join(ARTIFACT_ROLES)}")

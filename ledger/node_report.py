@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -26,17 +25,11 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
+from ledger.events import REPORT_ROLES, is_sha256
 
 Label = Literal["draft", "improve", "debug", "ablation", "validation", "other"]
-ArtifactRole = Literal["data_output", "log", "binary", "figure", "unknown"]
+ArtifactRole = Literal[REPORT_ROLES]  # one list of roles, defined with the events
 ARTIFACT_ROLES: tuple[str, ...] = get_args(ArtifactRole)
-
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-def is_sha256(value: object) -> bool:
-    """True for a sha256 digest written as 64 lowercase hex characters."""
-    return isinstance(value, str) and _SHA256.fullmatch(value) is not None
 
 
 def _sha256(value: object) -> str:

@@ -15,10 +15,10 @@ from pathlib import Path, PurePosixPath
 import msgspec
 
 from ledger.errors import InvalidInput
-from ledger.node_report import ARTIFACT_ROLES, NodeReport, is_sha256
+from ledger.events import ARTIFACT_ROLES, is_sha256
+from ledger.node_report import NodeReport
 
 SOURCE_ROLE = "source"
-ROLES: tuple[str, ...] = (*ARTIFACT_ROLES, SOURCE_ROLE)
 _REF_KEYS = frozenset({"path", "sha256", "role"})
 _CHUNK = 1 << 20
 
@@ -116,8 +116,8 @@ def validate_artifact_refs(refs: Iterable[Mapping | ArtifactRef], field: str = "
         if sha is not None and not is_sha256(sha):
             raise InvalidInput(f"{where}.sha256", "expected 64 lowercase hex characters or null")
         role = item["role"]
-        if not isinstance(role, str) or role not in ROLES:
-            raise InvalidInput(f"{where}.role", f"expected one of {', '.join(ROLES)}")
+        if not isinstance(role, str) or role not in ARTIFACT_ROLES:
+            raise InvalidInput(f"{where}.role", f"expected one of {', '.join(ARTIFACT_ROLES)}")
         if path in first_index:
             raise InvalidInput(f"{where}.path", f"duplicate of {field}[{first_index[path]}].path ({path!r})")
         first_index[path] = i
