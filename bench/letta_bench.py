@@ -19,19 +19,10 @@ from pathlib import Path
 
 from ledger import Ledger
 from projections import letta_harness
+from projections.letta import delete_agent
 
 from .common import Figure, Timer, report
 from .projection_bench import VOCAB, build_tree, text
-
-
-def _cleanup(client, name: str) -> None:
-    for agent in list(client.agents.list(name=name)):
-        blocks = [b.id for b in client.agents.blocks.list(agent_id=agent.id)]
-        for archive in list(client.archives.list(agent_id=agent.id)):
-            client.archives.delete(archive.id)
-        client.agents.delete(agent.id)
-        for block_id in blocks:
-            client.blocks.delete(block_id)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                     client.agents.passages.create(agent.id, text=text(rng, i), tags=[letta.node_tag, "n:x", "k:note", f"e:{i}"])
             one_by_one = args.one_by_one / t.seconds
         finally:
-            _cleanup(client, baseline_name)
+            delete_agent(client, baseline_name)
 
         # -- search p50 at the full count, from the deep node (limit 5)
         scope = tree["deep"] + ["deep"]
@@ -111,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         recall_ari = len(set(ari_hits[:5]) & set(own)) / len(own)
     finally:
         for b in backends:
-            _cleanup(b.engine.letta.client, b.engine.letta.agent_name)
+            delete_agent(b.engine.letta.client, b.engine.letta.agent_name)
             b.close()
         shutil.rmtree(work, ignore_errors=True)
     return report([

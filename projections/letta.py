@@ -43,6 +43,17 @@ def checkpoint_hash(checkpoint_dir: Path) -> str:
     return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
 
 
+def delete_agent(client, name: str) -> None:
+    """Delete an agent with its archive and blocks (``agents.delete`` alone orphans both)."""
+    for agent in list(client.agents.list(name=name)):
+        blocks = [b.id for b in client.agents.blocks.list(agent_id=agent.id)]
+        for archive in list(client.archives.list(agent_id=agent.id)):
+            client.archives.delete(archive.id)
+        client.agents.delete(agent.id)
+        for block_id in blocks:
+            client.blocks.delete(block_id)
+
+
 def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
     """Where the checkpoint's agent stands, for ``status``: its name, cursor, or why unknown."""
     name = f"ari_agent_{checkpoint_hash(checkpoint_dir)}"

@@ -92,12 +92,7 @@ def engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
 
 def delete_agent(letta) -> None:
-    """Remove a test's agent with its archive and blocks (agents.delete alone orphans them)."""
-    client = letta.client
-    for agent in list(client.agents.list(name=letta.agent_name)):
-        blocks = [b.id for b in client.agents.blocks.list(agent_id=agent.id)]
-        for archive in list(client.archives.list(agent_id=agent.id)):
-            client.archives.delete(archive.id)
-        client.agents.delete(agent.id)
-        for block_id in blocks:
-            client.blocks.delete(block_id)
+    """Remove a test's agent (with its archive and blocks)."""
+    from projections.letta import delete_agent as delete
+
+    delete(letta.client, letta.agent_name)
