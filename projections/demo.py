@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.node_report import load_node_report
+from ledger.node_report import NodeReport, load_node_report
 from ledger.provenance import sha256_file
 
 from .backend import MemoryBackend
@@ -62,18 +62,18 @@ def replay_run(backend: MemoryBackend, run_dir: Path = FIXTURE_RUN, experiments_
         work_dir = root / run_id / nid
         result = backend.consolidate_node_memory(nid, work_dir / "node_report.json", work_dir, run_id, current_node=nid)
         replay.consolidated[nid] = result.get("written", [])
-    _rerun_best(backend, replay)
-    reports = [load_node_report(root / run_id / nid / "node_report.json") for nid in replay.tree]
-    nodes = [{"node_id": r.node_id, "metrics": r.metrics, "status": r.status, "has_real_data": bool(r.metrics) and r.status == "success" and r.self_assessment.succeeded} for r in reports]
+    reports = {nid: load_node_report(root / run_id / nid / "node_report.json") for nid in replay.tree}
+    _rerun_best(backend, replay, reports)
+    nodes = [{"node_id": r.node_id, "metrics": r.metrics, "status": r.status, "has_real_data": bool(r.metrics) and r.status == "success" and r.self_assessment.succeeded} for r in reports.values()]
     replay.verified_path = backend.write_verified_context(nodes)
     replay.audit = backend.audit_memory(root, run_id)
     return replay
 
 
-def _rerun_best(backend: MemoryBackend, replay: Replay) -> None:
+def _rerun_best(backend: MemoryBackend, replay: Replay, reports: dict[str, NodeReport]) -> None:
     """Validation children re-run their parent's result: a passed re-run is recorded as such."""
     for nid, ancestors in replay.tree.items():
-        report = load_node_report(replay.experiments_root / replay.run_id / nid / "node_report.json")
+        report = reports[nid]
         if report.label != "validation" or not ancestors or not report.self_assessment.succeeded:
             continue
         parent = ancestors[-1]

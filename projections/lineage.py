@@ -16,7 +16,7 @@ from ledger.node_report import load_node_report
 from .audit import audit_ref
 from .backend import MemoryBackend
 from .research import headline_metric, research_dict
-from .verified import VERIFIED_CONTEXT_NAME
+from .verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
 
 
 def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -> dict[str, Any]:
@@ -25,6 +25,7 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
     catalog = backend.projector.catalog
     primary = backend.get_experiment_context().get("primary_metric")
     verified = _read_verified(backend.checkpoint_dir)
+    repro = repro_events(catalog)  # once for the whole tree, not once per node
     order = list(catalog.nodes) + [n for n in catalog.by_node if n not in catalog.nodes]
     nodes = []
     for nid in order:
@@ -38,7 +39,7 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
         if report is not None and report.metrics:
             name = headline_metric(report.metrics, primary)
             metric = {"name": name, "value": report.metrics[name]}
-        claims = backend.get_verified_context([nid])["claims"]
+        claims = verified_context(entries, repro)["claims"]
         nodes.append({
             "node_id": nid,
             "parent_id": info.parent_id if info else None,

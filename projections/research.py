@@ -212,8 +212,9 @@ class ResearchMemory:
             def keep(entry: Entry) -> bool:
                 return (wanted is None or entry.kind in wanted) and (not require_artifacts or bool(entry.body.get("artifact_refs")))
 
-            candidates = [e for e in catalog.scope_entries(scope, as_of) if keep(e)]
-            hits = self.engine.search(query, scope, len(catalog.scope_entries(scope, as_of)), as_of) if candidates and limit else []
+            in_scope = catalog.scope_entries(scope, as_of)
+            candidates = [e for e in in_scope if keep(e)]
+            hits = self.engine.search(query, scope, len(in_scope), as_of) if candidates and limit else []
             allowed = {e.entry_id for e in candidates}
             results = [
                 {**research_dict(catalog.entries[eid]), "score": score} for eid, score in hits if eid in allowed

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping
 
 from ledger import InvalidInput, config
 
-from .catalog import Entry
+from .catalog import Catalog, Entry
 from .repro import UNVERIFIED, repro_status
 from .research import research_dict
 
@@ -58,6 +58,11 @@ def verified_context(entries: list[Entry], repro_events: Iterable[Entry], limit:
     limitations = [research_dict(e) for e in entries if e.kind == "failure_case"]
     usable = [c for c in claims if c["grounded"] and c["repro_status"] != "rerun_failed"]
     return {"claims": claims, "limitations": limitations, "usable_for_claims": usable}
+
+
+def repro_events(catalog: Catalog, as_of: int | None = None) -> list[Entry]:
+    """Every visible reproducibility event of the checkpoint (re-runs count from anywhere)."""
+    return [e for e in catalog.entries.values() if e.kind == "reproducibility_event" and e.visible(as_of)]
 
 
 def render_grounded_block(ctx: Mapping[str, Any]) -> str:
@@ -122,8 +127,7 @@ class VerifiedContextMixin:
         with self._lock:
             self._read()
             catalog = self.projector.catalog
-            repro = [e for e in catalog.entries.values() if e.kind == "reproducibility_event" and e.visible(as_of)]
-            ctx = verified_context(catalog.scope_entries(scope, as_of), repro, limit)
+            ctx = verified_context(catalog.scope_entries(scope, as_of), repro_events(catalog, as_of), limit)
         ctx["purpose"] = purpose
         ctx["lineage"] = scope
         self.access.record("get_verified_context", [c["entry_id"] for c in ctx["claims"]], scope=scope)
