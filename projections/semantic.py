@@ -136,8 +136,11 @@ class SemanticIndex:
     def search(
         self, query: np.ndarray, collections: Iterable[str], limit: int, as_of: int | None = None
     ) -> list[tuple[str, float]]:
-        """Top ``limit`` (id, score in [0, 1]) over exactly these collections, best first."""
-        ids: list[str] = []
+        """Top ``limit`` (id, score in [0, 1]) over exactly these collections, best first.
+
+        Only the winners are turned back into ids: the scope's rows stay numpy arrays.
+        """
+        found: list[tuple[Block, np.ndarray]] = []
         seqs: list[np.ndarray] = []
         cos: list[np.ndarray] = []
         for name in dict.fromkeys(collections):
@@ -145,19 +148,25 @@ class SemanticIndex:
             if block is None or not block.n:
                 continue
             rows, scores = block.scores(query, as_of)
-            ids.extend(block.ids[r] for r in rows)
+            found.append((block, rows))
             seqs.append(block.seqs[rows])
             cos.append(scores)
-        if not ids or limit <= 0:
+        total = sum(len(rows) for _block, rows in found)
+        if not total or limit <= 0:
             return []
         all_cos = np.concatenate(cos)
         all_seq = np.concatenate(seqs)
-        if limit < len(ids):
+        if limit < total:
             keep = np.argpartition(-all_cos, limit - 1)[:limit]
             # ties at the cut are resolved below by seq, so include every tied row
             cut = all_cos[keep].min()
             keep = np.flatnonzero(all_cos >= cut)
         else:
-            keep = np.arange(len(ids))
+            keep = np.arange(total)
         order = keep[np.lexsort((all_seq[keep], -all_cos[keep]))][:limit]
-        return [(ids[i], float(np.clip((all_cos[i] + 1.0) / 2.0, 0.0, 1.0))) for i in order]
+        starts = np.cumsum([0] + [len(rows) for _block, rows in found])
+        which = np.searchsorted(starts, order, side="right") - 1
+        return [
+            (found[b][0].ids[found[b][1][i - starts[b]]], float(np.clip((all_cos[i] + 1.0) / 2.0, 0.0, 1.0)))
+            for i, b in zip(order.tolist(), which.tolist())
+        ]
