@@ -4,6 +4,7 @@ The write side lives here (events, log, chain, guard, provenance); the read side
 ``projections``. ``from ledger import Ledger`` is the log; ``get_backend`` is ARI's API.
 """
 from .errors import (
+    ConfigurationError,
     CopyOnWriteViolation,
     InvalidInput,
     LedgerError,
@@ -16,6 +17,7 @@ from .events import Event
 from .ledger import Ledger, RecoveryReport, VerifyReport
 
 __all__ = [
+    "ConfigurationError",
     "CopyOnWriteViolation",
     "Event",
     "InvalidInput",

@@ -1,14 +1,19 @@
 """Configuration: every environment variable the library reads is read here, at call time.
 
-The names are ARI's, so a checkpoint and its hooks configure this library exactly as they
-configure ARI's own memory skill.
+The names and defaults are ARI's (``ari_skill_memory.config``), so a checkpoint and its
+hooks configure this library exactly as they configure ARI's own memory skill. Where ARI
+accepts a value this library also accepts it; where this library reads a variable ARI does
+not know, the docstring says so.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from .errors import ConfigurationError
+
 _FALSE = {"0", "false", "no", "off"}
+BACKENDS = ("letta", "in_memory")  # ARI_MEMORY_BACKEND values ARI accepts
 
 
 def _env(name: str) -> str | None:
@@ -21,10 +26,19 @@ def _flag(name: str, default: bool) -> bool:
     return default if value is None else value.strip().lower() not in _FALSE
 
 
+def _number(name: str, default: float, kind: type = int) -> float:
+    """A numeric variable; a value that is not a number falls back to the default (as ARI)."""
+    value = _env(name)
+    try:
+        return kind(value) if value is not None else default
+    except ValueError:
+        return default
+
+
 def checkpoint_dir() -> Path | None:
     """``ARI_CHECKPOINT_DIR``: the checkpoint whose ledger the backend opens by default."""
     value = _env("ARI_CHECKPOINT_DIR")
-    return Path(value) if value else None
+    return Path(value).expanduser() if value else None
 
 
 def current_node() -> str | None:
@@ -40,8 +54,25 @@ def set_current_node(node_id: str | None) -> None:
         os.environ.pop("ARI_CURRENT_NODE_ID", None)
 
 
+def memory_backend() -> str:
+    """``ARI_MEMORY_BACKEND`` (ARI's default ``letta``; ``in_memory`` is ARI's test setting).
+
+    Both run on the ledger: ``in_memory`` never talks to a server, ``letta`` keeps a Letta
+    projection when ``LETTA_BASE_URL`` is set. Any other value is refused, as ARI does.
+    """
+    value = (_env("ARI_MEMORY_BACKEND") or "letta").strip().lower()
+    if value not in BACKENDS:
+        raise ConfigurationError(
+            f"ARI_MEMORY_BACKEND={value!r} is not supported; expected one of {', '.join(BACKENDS)}"
+        )
+    return value
+
+
 def letta_base_url() -> str | None:
-    """``LETTA_BASE_URL``: when set, the Letta projection serves reads; else the embedded engine."""
+    """``LETTA_BASE_URL``: when set (and ``ARI_MEMORY_BACKEND`` is not ``in_memory``), the log is
+    also folded into a Letta server. Unlike ARI there is no default URL: unset means no server."""
+    if memory_backend() == "in_memory":
+        return None
     return _env("LETTA_BASE_URL")
 
 
@@ -50,23 +81,33 @@ def letta_api_key() -> str | None:
 
 
 def letta_embedding_config() -> str | None:
-    """``LETTA_EMBEDDING_CONFIG``: a JSON object of Letta's ``embedding_config`` for new agents."""
+    """``LETTA_EMBEDDING_CONFIG``: a handle string (ARI's default ``letta-default``) or a JSON
+    object of Letta's ``embedding_config``; interpreted by the Letta projection."""
     return _env("LETTA_EMBEDDING_CONFIG")
 
 
+def letta_timeout_s() -> float:
+    """``ARI_MEMORY_LETTA_TIMEOUT_S`` (ARI's default 10 s): the timeout of one Letta request."""
+    value = _number("ARI_MEMORY_LETTA_TIMEOUT_S", 10.0, float)
+    return value if value > 0 else 10.0
+
+
 def embed_url() -> str:
-    """``ARI_MEMORY_EMBED_URL``: the offline embeddings endpoint Letta agents are created with."""
+    """``ARI_MEMORY_EMBED_URL`` (this library's): the offline embeddings endpoint Letta agents
+    are created with."""
     return _env("ARI_MEMORY_EMBED_URL") or "http://127.0.0.1:8284/v1"
 
 
 def letta_overfetch() -> int:
     """``ARI_MEMORY_LETTA_OVERFETCH``: the smallest ``top_k`` asked of Letta (ARI's default 200)."""
-    value = _env("ARI_MEMORY_LETTA_OVERFETCH")
-    return int(value) if value and value.isdigit() and int(value) > 0 else 200
+    value = int(_number("ARI_MEMORY_LETTA_OVERFETCH", 200))
+    return value if value > 0 else 200
 
 
 def auto_restore() -> bool:
-    """``ARI_MEMORY_AUTO_RESTORE`` (default on): replay the log into an empty Letta agent."""
+    """``ARI_MEMORY_AUTO_RESTORE`` (default on; ARI turns it off with ``false``, this library
+    also with 0/no/off): restore memory into an empty store on resume — for this library,
+    replay the log into an empty or missing Letta agent."""
     return _flag("ARI_MEMORY_AUTO_RESTORE", True)
 
 
@@ -75,6 +116,25 @@ def consolidation_enabled() -> bool:
     return _flag("ARI_MEMORY_CONSOLIDATE", True)
 
 
+def react_max_entry_chars() -> int:
+    """``ARI_REACT_MEMORY_MAX_ENTRY_CHARS`` (ARI's default 0 = no cap): longer ReAct steps are
+    cut and marked ``…[truncated]``, as ARI does."""
+    return max(0, int(_number("ARI_REACT_MEMORY_MAX_ENTRY_CHARS", 0)))
+
+
 def access_log_enabled() -> bool:
-    """``ARI_MEMORY_ACCESS_LOG`` (default on): write ``memory_access.jsonl`` beside the log."""
+    """``ARI_MEMORY_ACCESS_LOG`` (default on; ARI turns it off with ``off``, this library also
+    with 0/false/no): write ``memory_access.jsonl`` beside the log."""
     return _flag("ARI_MEMORY_ACCESS_LOG", True)
+
+
+def access_log_preview_chars() -> int:
+    """``ARI_MEMORY_ACCESS_PREVIEW_CHARS`` (ARI's default 200): text kept in a write line."""
+    return max(0, int(_number("ARI_MEMORY_ACCESS_PREVIEW_CHARS", 200)))
+
+
+def access_log_max_bytes() -> int:
+    """``ARI_MEMORY_ACCESS_LOG_MAX_MB`` (ARI's default 100): the size at which the access log
+    is rotated to ``memory_access.<unix time>.jsonl``."""
+    mb = _number("ARI_MEMORY_ACCESS_LOG_MAX_MB", 100, float)
+    return int(mb * 1024 * 1024) if mb > 0 else 100 * 1024 * 1024

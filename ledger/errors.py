@@ -48,6 +48,11 @@ class LedgerNotFound(LedgerError):
     """The checkpoint has no ledger (and the caller asked not to create one)."""
 
 
+class ConfigurationError(LedgerError, RuntimeError):
+    """The environment does not say enough, or says something unsupported (ARI raises
+    ``RuntimeError`` here, so this is one)."""
+
+
 class ProjectionError(LedgerError):
     """A projection could not be brought up to date (the log itself is intact)."""
 
