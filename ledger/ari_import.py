@@ -1,118 +1,253 @@
-"""Import ARI's own memory files into the ledger, keeping node ids, metadata and order.
+"""ARI's memory entries and files, turned into ledger events (``bulk_import``, ``import-ari``).
 
-Two formats:
+ARI's backends exchange entries in three kinds (``bulk_import(entries, kind)`` and the lines of
+``memory_backup.jsonl.gz``):
 
-* v0.6 ``memory_backup.jsonl.gz`` (the snapshot ARI's Letta backend carries in each
-  checkpoint): one JSON object per line, ``kind`` one of ``node_scope`` (``node_id``,
-  ``text``, ``metadata``, optional ``id``/``ts``), ``react_step`` (``content``,
-  ``metadata``, optional ``id``/``ts``) and ``core_seed`` (``persona``, ``human``,
-  ``context``);
-* v0.5 ``memory_store.jsonl``: one node-scope entry per line (``node_id``, ``text``,
-  ``metadata``, optional ``id``/``ts``).
+* ``node_scope``: ``{"node_id", "text", "metadata", "ts"}`` (optional ``id``);
+* ``react_step``: ``{"content"`` or ``"text", "metadata", "ts"}`` — the node id, when there
+  is one, is ``metadata["node_id"]``;
+* ``core_seed``: ``{"persona", "human", "context", "seeded_at"}``.
 
-Each entry becomes one event; its original id, timestamp and source file go into the
-event's ``origin`` so nothing is lost, while ``metadata`` stays exactly as ARI wrote it.
+``ts`` is float seconds (v0.5's ``memory.json`` wrote ISO strings; they are converted).
+Each entry becomes one event whose ``origin`` keeps where it came from and ARI's original
+``ts``, so reads return the time ARI gave it. Metadata is kept exactly as ARI wrote it,
+typed entries included (``ledger.typed``).
+
+Importing is idempotent: every planned event carries a *content key* — a hash of what ARI
+would compare (kind, node, text, metadata, ts) — and an event whose key is already
+visible in the checkpoint is not written again, whether it was imported before or written
+there in the first place (a backup of this very checkpoint imports nothing).
 """
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
-from dataclasses import dataclass, field
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
+
+import msgspec
 
 from .errors import InvalidInput
-from .events import CHECKPOINT_NODE, check_node_id, validate_body
-from .ledger import Ledger
+from .events import CHECKPOINT_NODE, Finding, check_node_id
 
-BATCH = 1000
-
-
-@dataclass
-class ImportReport:
-    source: str
-    format: str
-    events: int = 0
-    by_type: dict[str, int] = field(default_factory=dict)
+ARI_KINDS = ("node_scope", "react_step", "core_seed")
+_key_encoder = msgspec.json.Encoder(order="deterministic")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    opener = gzip.open if path.name.endswith(".gz") else open
+@dataclass(frozen=True)
+class Planned:
+    """One event to append: node, type, body, and the content key that makes it idempotent."""
+
+    node: str
+    type: str
+    body: dict[str, Any]
+    key: str
+
+
+def content_key(kind: str, *parts: object) -> str:
+    """A stable hash of what makes two ARI entries the same entry."""
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InvalidInput(f"{path.name}:{n}", f"not JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise InvalidInput(f"{path.name}:{n}", "each line must be a JSON object")
-                yield n, obj
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
-        raise InvalidInput("source", f"cannot read {path}: {exc}") from None
+        data = _key_encoder.encode([kind, *parts])
+    except (TypeError, msgspec.EncodeError):
+        data = repr([kind, *parts]).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
 
 
-def detect_format(path: Path) -> str:
-    """``v0.6-backup`` or ``v0.5-store``, from the first line."""
-    for _n, obj in _lines(path):
-        return "v0.6-backup" if "kind" in obj else "v0.5-store"
-    raise InvalidInput("source", f"{path} holds no entries")
+def entry_key(node_id: str, text: str, metadata: object, ts: float | None) -> str:
+    return content_key("node_scope", node_id, text, metadata, ts)
 
 
-def _event(obj: dict[str, Any], fmt: str, where: str, source: str) -> tuple[str, str, dict[str, Any]]:
-    """(node, type, body) for one line."""
-    kind = obj.get("kind", "node_scope") if fmt == "v0.6-backup" else "node_scope"
-    origin = {"source": source, **{k: obj[k] for k in ("id", "ts") if k in obj}}
-    if kind == "node_scope":
-        node = obj.get("node_id")
-        if not isinstance(node, str):
-            raise InvalidInput(f"{where}.node_id", "missing or not a string")
-        return node, "memory_added", {"text": obj.get("text"), "metadata": obj.get("metadata") or {}, "origin": origin}
-    if kind == "react_step":
-        node = obj.get("node_id") or CHECKPOINT_NODE
-        return node, "react_step", {"content": obj.get("content"), "metadata": obj.get("metadata") or {}, "origin": origin}
-    if kind == "core_seed":
-        body = {k: obj[k] for k in ("persona", "human", "context") if k in obj}
-        return CHECKPOINT_NODE, "core_seeded", body
-    raise InvalidInput(f"{where}.kind", f"unknown kind {kind!r}; expected node_scope, react_step or core_seed")
+def step_key(content: str, metadata: object, ts: float | None) -> str:
+    return content_key("react_step", content, metadata, ts)
+
+
+def seed_key(persona: str, human: str, context: object) -> str:
+    return content_key("core_seed", persona, human, context)
+
+
+def seconds(value: object) -> float | None:
+    """ARI's ``ts``: float seconds as given; an ISO-8601 string (v0.5) converted; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def plan_entries(entries: Iterable[Mapping[str, Any]], kind: str, *, source: str = "bulk_import") -> list[Planned]:
+    """Events for ARI entries of one kind, validated; nothing is written here.
+
+    A bad entry anywhere raises InvalidInput naming ``entries[i].<field>`` before anything is
+    written, so an import is all or nothing.
+    """
+    if kind not in ARI_KINDS:
+        raise InvalidInput("kind", f"unknown bulk_import kind {kind!r}; expected one of {', '.join(ARI_KINDS)}")
+    if isinstance(entries, (str, bytes, Mapping)):
+        raise InvalidInput("entries", "expected a list of entries")
+    plan = _PLANNERS[kind]
+    out = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):
+            raise InvalidInput(f"entries[{i}]", f"expected an object, got {type(entry).__name__}")
+        out.append(plan(entry, f"entries[{i}]", source))
+    return out
+
+
+def _origin(entry: Mapping[str, Any], source: str, ts_field: str, findings: list[Finding], where: str) -> dict[str, Any]:
+    origin: dict[str, Any] = {"source": source}
+    if isinstance(entry.get("id"), str):
+        origin["id"] = entry["id"]
+    raw = entry.get(ts_field)
+    ts = seconds(raw)
+    if ts is not None:
+        origin["ts"] = ts
+    elif raw is not None:
+        findings.append(Finding(f"{where}.{ts_field}", f"{raw!r} is not a time; the import time is used"))
+    if isinstance(raw, str) and ts is not None:
+        origin["ts_text"] = raw
+    return origin
+
+
+def _metadata(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
+    metadata = entry.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidInput(f"{where}.metadata", f"must be an object, got {type(metadata).__name__}")
+    return dict(metadata)
+
+
+def _text(entry: Mapping[str, Any], where: str, *names: str) -> str:
+    for name in names:
+        value = entry.get(name)
+        if value is not None:
+            if not isinstance(value, str):
+                raise InvalidInput(f"{where}.{name}", f"must be a string, got {type(value).__name__}")
+            return value
+    return ""
+
+
+def _node_scope(entry: Mapping[str, Any], where: str, source: str) -> Planned:
+    node = entry.get("node_id")
+    check_node_id(node, f"{where}.node_id")
+    text, metadata = _text(entry, where, "text"), _metadata(entry, where)
+    findings: list[Finding] = []
+    origin = _origin(entry, source, "ts", findings, where)
+    body = {"text": text, "metadata": metadata, "origin": origin, **_flagged(findings)}
+    return Planned(node, "memory_added", body, entry_key(node, text, metadata, origin.get("ts")))
+
+
+def _react_step(entry: Mapping[str, Any], where: str, source: str) -> Planned:
+    content, metadata = _text(entry, where, "content", "text"), _metadata(entry, where)
+    findings: list[Finding] = []
+    origin = _origin(entry, source, "ts", findings, where)
+    body = {"content": content, "metadata": metadata, "origin": origin, **_flagged(findings)}
+    return Planned(step_node(metadata), "react_step", body, step_key(content, metadata, origin.get("ts")))
+
+
+def _core_seed(entry: Mapping[str, Any], where: str, source: str) -> Planned:
+    persona, human = _text(entry, where, "persona"), _text(entry, where, "human")
+    context = entry.get("context") or {}
+    if not isinstance(context, Mapping):
+        raise InvalidInput(f"{where}.context", f"must be an object, got {type(context).__name__}")
+    findings: list[Finding] = []
+    origin = _origin(entry, source, "seeded_at", findings, where)
+    body = {"persona": persona, "human": human, "context": dict(context), "origin": origin, **_flagged(findings)}
+    return Planned(CHECKPOINT_NODE, "core_seeded", body, seed_key(persona, human, dict(context)))
+
+
+def step_node(metadata: Mapping[str, Any], fallback: str | None = None) -> str:
+    """The node a ReAct step belongs to: ``metadata["node_id"]`` when it is a node id, else
+    ``fallback`` when that is one, else the checkpoint."""
+    for node in (metadata.get("node_id"), fallback):
+        try:
+            return check_node_id(node)
+        except InvalidInput:
+            continue
+    return CHECKPOINT_NODE
+
+
+def _flagged(findings: list[Finding]) -> dict[str, Any]:
+    return {"findings": [msgspec.structs.asdict(f) for f in findings]} if findings else {}
+
+
+_PLANNERS = {"node_scope": _node_scope, "react_step": _react_step, "core_seed": _core_seed}
+
+
+# ---------------------------------------------------------------------------- ARI's files
 
 
 @dataclass
-class ImportPlan:
-    """Every event of an ARI file, validated, in file order: nothing is written yet."""
+class AriFile:
+    """The entries of one of ARI's memory files, by kind, in file order."""
 
-    source: Path
-    format: str
-    events: list[tuple[str, str, dict[str, Any]]]
+    path: str
+    format: str  # "v0.6-backup" | "v0.5-store" | "v0.5-react"
+    entries: dict[str, list[dict[str, Any]]]
+
+    @property
+    def count(self) -> int:
+        return sum(len(v) for v in self.entries.values())
 
 
-def plan_import(source: Path) -> ImportPlan:
-    """Read and validate the whole file; a bad line anywhere raises before anything is written."""
-    fmt = detect_format(source)
-    planned = []
-    for n, obj in _lines(source):
-        where = f"{source.name}:{n}"
-        node, type_, body = _event(obj, fmt, where, source.name)
+def read_ari_file(path: str | Path) -> AriFile:
+    """Read ``memory_backup.jsonl.gz`` (v0.6), ``memory_store.jsonl`` or ``memory.json`` (v0.5),
+    also under ARI's ``.migrated-<ts>`` names; the format is told by the content."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput("source", f"cannot read {path}: {exc.strerror or exc}") from None
+    if raw[:2] == b"\x1f\x8b":
         try:
-            check_node_id(node, "node_id")
-            validate_body(type_, body)
-        except InvalidInput as exc:
-            raise InvalidInput(f"{where}.{exc.field}", exc.reason) from None
-        planned.append((node, type_, body))
-    return ImportPlan(source, fmt, planned)
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InvalidInput("source", f"{path} is not a readable gzip file ({exc})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("source", f"{path} is not UTF-8 (byte {exc.start})") from None
+    if text.lstrip().startswith("["):
+        return AriFile(str(path), "v0.5-react", {"react_step": _json_list(text, path)})
+    lines = _json_lines(text, path)
+    if lines and all("kind" in obj for _n, obj in lines):
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for n, obj in lines:
+            if obj["kind"] not in ARI_KINDS:
+                raise InvalidInput(f"{path.name}:{n}.kind", f"unknown kind {obj['kind']!r}; expected one of {', '.join(ARI_KINDS)}")
+            grouped.setdefault(obj["kind"], []).append(obj)
+        return AriFile(str(path), "v0.6-backup", grouped)
+    return AriFile(str(path), "v0.5-store", {"node_scope": [obj for _n, obj in lines]})
 
 
-def import_ari(ledger: Ledger, plan: ImportPlan, *, allow_non_empty: bool = False) -> ImportReport:
-    """Append a validated plan to ``ledger`` in file order, in batches."""
-    if ledger.last_seq and not allow_non_empty:
-        raise InvalidInput("checkpoint", f"already holds {ledger.last_seq} events; import into an empty checkpoint")
-    report = ImportReport(str(plan.source), plan.format)
-    for start in range(0, len(plan.events), BATCH):
-        with ledger.batch() as batch:
-            for node, type_, body in plan.events[start : start + BATCH]:
-                batch.append(node, type_, body, current_node=node)
-                report.by_type[type_] = report.by_type.get(type_, 0) + 1
-    report.events = len(plan.events)
-    return report
+def _json_lines(text: str, path: Path) -> list[tuple[int, dict[str, Any]]]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)  # Python's reader: ARI writes NaN as a bare token
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{path.name}:{n}", f"not JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise InvalidInput(f"{path.name}:{n}", "each line must be a JSON object")
+        out.append((n, obj))
+    return out
+
+
+def _json_list(text: str, path: Path) -> list[dict[str, Any]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(path.name, f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
+        raise InvalidInput(path.name, "expected a JSON array of objects (v0.5 memory.json)")
+    return data

@@ -24,12 +24,13 @@ import msgspec
 
 from .errors import InvalidInput, UnsupportedVersion
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: typed fields live in ``metadata`` as ARI stores them; findings; checkpoint_purged
 
 MAX_NODE_ID_CHARS = 256
-MAX_TEXT_BYTES = 256 * 1024
-MAX_METADATA_BYTES = 64 * 1024
+MAX_TEXT_BYTES = 256 * 1024  # longer text is stored cut, with a finding (never refused)
+MAX_METADATA_BYTES = 1024 * 1024  # a JSON object beyond this is refused: event bodies stay bounded
 MAX_JSON_DEPTH = 32
+TRUNCATED = "…[truncated]"  # ARI's marker for a cut ReAct step, used for every cut text
 
 KINDS = (
     "observation",
@@ -49,7 +50,7 @@ NODE_LABELS = ("draft", "improve", "debug", "ablation", "validation", "other")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _FORBIDDEN_IN_ID = re.compile(r"[/\\\x00-\x1f\x7f\ud800-\udfff]")  # no /, \, NUL, control, lone surrogate
 
-# Node id used for checkpoint-wide events (ReAct steps, core seed) written with no current node.
+# Node id used for checkpoint-wide events (ReAct steps, core seed, purge) written with no current node.
 CHECKPOINT_NODE = "_checkpoint"
 
 
@@ -77,6 +78,17 @@ class Event(UnsignedEvent, frozen=True):
         return msgspec.convert(self.body, BODY_TYPES[self.type])
 
 
+class Finding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Something this library knows is wrong with a value it stored anyway.
+
+    ARI's hooks must never lose a write to validation stricter than ARI's, so what ARI
+    would store is stored, and what is wrong with it is recorded next to it.
+    """
+
+    field: str
+    reason: str
+
+
 # ---------------------------------------------------------------------------- bodies
 
 
@@ -88,8 +100,13 @@ class Body(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     def check(self) -> None:
         """Semantic checks beyond types; raise InvalidInput naming the field."""
 
+    def normalize(self, findings: list[Finding]) -> None:
+        """Store-and-flag fixes (a text cut to its limit); each one appends a finding."""
+
 
 class NodeStarted(Body):
+    """A node of the tree: its parent and lineage, from ``start_node`` or a node report."""
+
     type_name: ClassVar[str] = "node_started"
     parent_id: str | None = None
     ancestor_ids: list[str] = []
@@ -116,58 +133,35 @@ class NodeStarted(Body):
             check_text(self.eval_summary, "body.eval_summary")
 
 
-class NodeReportRef(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """Pointer to the node_report.json that is the evidence behind a typed entry."""
-
-    run_id: str
-    node_id: str
-
-
-class ArtifactRefBody(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    path: str
-    sha256: str | None = None
-    role: str = "unknown"
-
-
 class MemoryAdded(Body):
-    """A node-scope memory entry; ``kind`` None is ARI's free-text ``add_memory``."""
+    """A node-scope memory entry, as ARI stores it: text and metadata.
+
+    Typed memory is ARI's representation: the kind and the pointers to the evidence
+    (``type``/``mem_kind``, ``metric_ptr``, ``artifact_refs``, ``node_report_ref``,
+    ``repro_target_id``/``repro_status``, ``confidence``) are keys of ``metadata``
+    (see :mod:`ledger.typed`). The other fields are this library's own.
+    """
 
     type_name: ClassVar[str] = "memory_added"
     text: str
     metadata: dict[str, Any] = {}
-    kind: str | None = None
-    node_report_ref: NodeReportRef | None = None
-    artifact_refs: list[ArtifactRefBody] = []
-    metric_ptr: str | None = None
-    confidence: float | None = None
-    target_id: str | None = None
-    status: str | None = None
-    report_hash: str | None = None
-    origin: dict[str, Any] | None = None  # where an imported entry came from (file, original id, ts)
+    report_hash: str | None = None  # consolidation: the node report this entry came from
+    origin: dict[str, Any] | None = None  # where an imported entry came from (file, original id, ts, key)
+    findings: list[Finding] = []
+
+    def normalize(self, findings: list[Finding]) -> None:
+        self.text = fit_text(self.text, "text", findings)
+        from .typed import inspect_metadata  # the typed representation builds on these bodies
+
+        findings.extend(inspect_metadata(self.metadata))
 
     def check(self) -> None:
         check_text(self.text, "body.text")
         check_metadata(self.metadata, "body.metadata")
         if self.origin is not None:
             check_metadata(self.origin, "body.origin")
-        if self.kind is not None and self.kind not in KINDS:
-            raise InvalidInput("body.kind", f"unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
-        if self.kind == "reproducibility_event":
-            if not self.target_id:
-                raise InvalidInput("body.target_id", "a reproducibility_event needs the id of the memory it is about")
-            if self.status not in REPRO_STATUSES:
-                raise InvalidInput(
-                    "body.status", f"unknown status {self.status!r}; expected one of {', '.join(REPRO_STATUSES)}"
-                )
-        elif self.status is not None or self.target_id is not None:
-            field = "body.status" if self.status is not None else "body.target_id"
-            raise InvalidInput(field, "only a reproducibility_event carries a target and a status")
-        if self.confidence is not None and not (0.0 <= self.confidence <= 1.0):
-            raise InvalidInput("body.confidence", "must be between 0 and 1")
-        for i, ref in enumerate(self.artifact_refs):
-            check_artifact_ref(ref, f"body.artifact_refs[{i}]")
-        if self.metric_ptr is not None:
-            check_text(self.metric_ptr, "body.metric_ptr")
+        if self.report_hash is not None and not is_sha256(self.report_hash):
+            raise InvalidInput("body.report_hash", "expected 64 lowercase hex characters")
 
 
 class ReactStep(Body):
@@ -177,6 +171,10 @@ class ReactStep(Body):
     content: str
     metadata: dict[str, Any] = {}
     origin: dict[str, Any] | None = None
+    findings: list[Finding] = []
+
+    def normalize(self, findings: list[Finding]) -> None:
+        self.content = fit_text(self.content, "content", findings)
 
     def check(self) -> None:
         check_text(self.content, "body.content")
@@ -192,11 +190,19 @@ class CoreSeeded(Body):
     persona: str = ""
     human: str = ""
     context: dict[str, Any] = {}
+    origin: dict[str, Any] | None = None
+    findings: list[Finding] = []
+
+    def normalize(self, findings: list[Finding]) -> None:
+        self.persona = fit_text(self.persona, "persona", findings)
+        self.human = fit_text(self.human, "human", findings)
 
     def check(self) -> None:
         check_text(self.persona, "body.persona")
         check_text(self.human, "body.human")
         check_metadata(self.context, "body.context")
+        if self.origin is not None:
+            check_metadata(self.origin, "body.origin")
 
 
 class NodeCleared(Body):
@@ -209,10 +215,22 @@ class NodeCleared(Body):
         check_text(self.reason, "body.reason")
 
 
+class CheckpointPurged(Body):
+    """Tombstone for the whole checkpoint (ARI's ``purge_checkpoint``): hides every earlier
+    entry, ReAct step and core seed from every projection; the log keeps them."""
+
+    type_name: ClassVar[str] = "checkpoint_purged"
+    reason: str = ""
+
+    def check(self) -> None:
+        check_text(self.reason, "body.reason")
+
+
 BODY_TYPES: dict[str, type[Body]] = {
-    cls.type_name: cls for cls in (NodeStarted, MemoryAdded, ReactStep, CoreSeeded, NodeCleared)
+    cls.type_name: cls for cls in (NodeStarted, MemoryAdded, ReactStep, CoreSeeded, NodeCleared, CheckpointPurged)
 }
 EVENT_TYPES = tuple(BODY_TYPES)
+JSON_FIELDS = ("metadata", "origin", "context")  # bodies' caller-given JSON objects
 
 
 # ---------------------------------------------------------------------------- checks
@@ -246,8 +264,21 @@ def check_text(text: object, field: str, limit: int = MAX_TEXT_BYTES) -> None:
         raise InvalidInput(field, f"is {size} bytes; the limit is {limit}")
 
 
+def fit_text(text: str, field: str, findings: list[Finding], limit: int = MAX_TEXT_BYTES) -> str:
+    """``text`` cut to ``limit`` UTF-8 bytes (marked ``…[truncated]``), with a finding when cut."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text  # check_text names the bad character
+    if len(data) <= limit:
+        return text
+    keep = data[: limit - len(TRUNCATED.encode())].decode("utf-8", errors="ignore")
+    findings.append(Finding(field, f"{len(data)} bytes; stored the first {limit} (the limit), marked {TRUNCATED}"))
+    return keep + TRUNCATED
+
+
 def check_metadata(value: object, field: str) -> None:
-    """A JSON object of bounded size whose strings are valid UTF-8 and numbers finite."""
+    """A JSON object of bounded size whose strings are valid UTF-8."""
     if not isinstance(value, dict):
         raise InvalidInput(field, f"must be an object, got {type(value).__name__}")
     _check_json(value, field, 0)
@@ -259,27 +290,46 @@ def check_metadata(value: object, field: str) -> None:
 def _check_json(value: object, field: str, depth: int) -> None:
     if depth > MAX_JSON_DEPTH:
         raise InvalidInput(field, f"nested deeper than {MAX_JSON_DEPTH}")
-    if value is None or isinstance(value, (bool, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidInput(field, "must be a finite number (JSON has no NaN or Infinity)")
+    if value is None or isinstance(value, (bool, int, float)):
         return
     if isinstance(value, str):
         check_text(value, field, MAX_METADATA_BYTES)
         return
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         for i, item in enumerate(value):
             _check_json(item, f"{field}[{i}]", depth + 1)
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            if not isinstance(key, str):
-                raise InvalidInput(field, f"keys must be strings, got {type(key).__name__}")
             check_text(key, f"{field}.<key>", MAX_METADATA_BYTES)
             _check_json(item, f"{field}.{key}", depth + 1)
         return
     raise InvalidInput(field, f"{type(value).__name__} is not a JSON value")
+
+
+def clean_json(value: Any, field: str, findings: list[Finding], depth: int = 0) -> Any:
+    """``value`` as JSON can hold it, flagging what had to change (store, never lose).
+
+    NaN and Infinity become null, tuples lists, and number keys strings — what ARI's own
+    stores do with them, recorded as findings. Anything that is no JSON value at all (bytes,
+    sets, objects) is refused by :func:`check_metadata` afterwards.
+    """
+    if depth > MAX_JSON_DEPTH:
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        findings.append(Finding(field, f"{value!r} is not a JSON number; stored as null"))
+        return None
+    if isinstance(value, (list, tuple)):
+        return [clean_json(item, f"{field}[{i}]", findings, depth + 1) for i, item in enumerate(value)]
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if isinstance(key, (int, float)) and not isinstance(key, bool):
+                findings.append(Finding(f"{field}.<key>", f"number key {key!r} stored as the string {str(key)!r}"))
+                key = str(key)
+            out[key] = clean_json(item, f"{field}.{key}", findings, depth + 1)
+        return out
+    return value
 
 
 def is_sha256(value: object) -> bool:
@@ -287,18 +337,13 @@ def is_sha256(value: object) -> bool:
     return isinstance(value, str) and _SHA256.fullmatch(value) is not None
 
 
-def check_artifact_ref(ref: ArtifactRefBody, field: str) -> None:
-    check_text(ref.path, f"{field}.path", 4096)
-    if not ref.path or ref.path.startswith("/") or ".." in ref.path.split("/"):
-        raise InvalidInput(f"{field}.path", "must be a relative path inside the node's work dir")
-    if ref.sha256 is not None and not is_sha256(ref.sha256):
-        raise InvalidInput(f"{field}.sha256", "expected 64 lowercase hex characters")
-    if ref.role not in ARTIFACT_ROLES:
-        raise InvalidInput(f"{field}.role", f"unknown role {ref.role!r}; expected one of {', '.join(ARTIFACT_ROLES)}")
-
-
 def validate_body(event_type: str, body: object) -> dict[str, Any]:
-    """Validate ``body`` for ``event_type``; return its canonical dict (defaults omitted)."""
+    """Validate ``body`` for ``event_type``; return its canonical dict (defaults omitted).
+
+    What can be stored as given is stored; what had to be adapted (a text cut to its
+    limit, NaN stored as null) or is known to be wrong (a typed entry's bad sha256) is
+    listed under the body's ``findings``. What cannot be stored raises InvalidInput.
+    """
     cls = BODY_TYPES.get(event_type) if isinstance(event_type, str) else None
     if cls is None:
         raise InvalidInput("type", f"unknown event type {event_type!r}; expected one of {', '.join(EVENT_TYPES)}")
@@ -306,11 +351,16 @@ def validate_body(event_type: str, body: object) -> dict[str, Any]:
         body = msgspec.to_builtins(body)
     if not isinstance(body, dict):
         raise InvalidInput("body", f"must be an object, got {type(body).__name__}")
+    findings: list[Finding] = []
+    body = {k: clean_json(v, k, findings) if k in JSON_FIELDS else v for k, v in body.items()}
     try:
         typed = msgspec.convert(body, cls, strict=True)
     except msgspec.ValidationError as exc:
         raise InvalidInput(*_field_and_reason(str(exc))) from None
+    typed.normalize(findings)
     typed.check()
+    if findings:
+        typed.findings = [*getattr(typed, "findings", []), *findings]  # type: ignore[attr-defined]
     return msgspec.to_builtins(typed)
 
 
@@ -358,7 +408,31 @@ def utc_now() -> str:
 
 # Upcasters turn a raw event dict of version N into version N+1. When SCHEMA_VERSION is
 # bumped, register the old→new step here; events on disk are never rewritten.
-UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+_V1_TYPED_FIELDS = ("kind", "node_report_ref", "artifact_refs", "metric_ptr", "confidence", "target_id", "status")
+
+
+def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
+    """v1 kept typed fields beside ``metadata``; v2 keeps them inside it, as ARI does."""
+    if raw["type"] != "memory_added" or not any(k in raw["body"] for k in _V1_TYPED_FIELDS):
+        return raw
+    body = dict(raw["body"])
+    typed = {k: body.pop(k) for k in _V1_TYPED_FIELDS if k in body}
+    metadata = dict(body.get("metadata") or {})
+    kind = typed.get("kind")
+    if kind:
+        metadata.update(type=kind, mem_kind=kind)
+    ptr = typed.get("metric_ptr")
+    if ptr is not None:
+        metadata["metric_ptr"] = {"name": ptr.removeprefix("metrics.")}
+    for old, new in (("artifact_refs", "artifact_refs"), ("node_report_ref", "node_report_ref"),
+                     ("confidence", "confidence"), ("target_id", "repro_target_id"), ("status", "repro_status")):
+        if old in typed:
+            metadata[new] = typed[old]
+    body["metadata"] = metadata
+    return {**raw, "body": body}
+
+
+UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
 
 
 def upcast(event: Event, current: int | None = None) -> Event:

@@ -1,20 +1,29 @@
-"""Typed models of ARI's ``node_report.json`` (schema_version 1).
+"""Typed models of ARI's ``node_report.json`` (schema_version 1), and reading one safely.
 
-A node report is the evidence a memory entry points at, so it is parsed strictly:
-wrong types are refused rather than coerced, because a silently coerced metric or
-hash would make the index disagree with the evidence. Fields ARI may add later are
-kept (``extra="allow"``) so that an older ledger can still index newer reports.
+The model follows ARI's schema (``ari-core/ari/schemas/node_report.schema.json``) and what
+ARI's builder writes (``ari/orchestrator/node_report/builder.py``): ``inherited_unchanged``
+items are ``{path, sha256}`` objects, ``sha256_before`` may be ``""``, ``metrics`` holds
+``_``-prefixed evaluator data such as the ``_axis_scores`` dict, and a fallback stub has
+only the required fields. It is strict about types — a silently coerced metric or hash
+would make the index disagree with the evidence — so it is used two ways:
+:func:`load_node_report` refuses a report that fails it, and :func:`report_findings` lists
+every problem so consolidation can store what ARI would store and flag the rest.
+Fields ARI may add later are kept (``extra="allow"``).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
+import msgspec
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -25,7 +34,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
-from ledger.events import REPORT_ROLES, is_sha256
+from ledger.events import REPORT_ROLES, Finding, is_sha256
 
 Label = Literal["draft", "improve", "debug", "ablation", "validation", "other"]
 ArtifactRole = Literal[REPORT_ROLES]  # one list of roles, defined with the events
@@ -47,6 +56,11 @@ def _metric(value: object) -> int | float:
     return value
 
 
+def _sha256_or_empty(value: object) -> str:
+    # ARI's builder writes "" when the parent's copy of a modified file could not be read.
+    return value if value == "" else _sha256(value)  # type: ignore[return-value]
+
+
 def _schema_version(value: object) -> int:
     if type(value) is not int or value != 1:
         raise PydanticCustomError("schema_version", "{reason}", {"reason": f"unsupported schema_version {value!r}, expected 1"})
@@ -54,7 +68,22 @@ def _schema_version(value: object) -> int:
 
 
 Sha256 = Annotated[str, PlainValidator(_sha256)]
+Sha256OrEmpty = Annotated[str, PlainValidator(_sha256_or_empty)]
 Metric = Annotated[int | float, PlainValidator(_metric)]
+
+
+def _metrics(value: dict[str, Any]) -> dict[str, Any]:
+    # "_"-prefixed keys are the evaluator's own data (ARI's builder adds the _axis_scores dict).
+    for name, item in value.items():
+        if not name.startswith("_"):
+            try:
+                _metric(item)
+            except PydanticCustomError as exc:
+                raise PydanticCustomError("metric_value", "{reason}", {"field": f"metrics.{name}", "reason": exc.message()}) from None
+    return value
+
+
+Metrics = Annotated[dict[str, Any], AfterValidator(_metrics)]
 
 
 class _Model(BaseModel):
@@ -68,15 +97,21 @@ class AddedFile(_Model):
 
 class ModifiedFile(_Model):
     path: str
-    sha256_before: Sha256
-    sha256_after: Sha256
+    sha256_before: Sha256OrEmpty = ""
+    sha256_after: Sha256 | None = None
+
+
+class InheritedFile(_Model):
+    path: str
+    from_node_id: str | None = None
+    sha256: Sha256 | None = None
 
 
 class FilesChanged(_Model):
     added: list[AddedFile] = Field(default_factory=list)
     modified: list[ModifiedFile] = Field(default_factory=list)
     deleted: list[str] = Field(default_factory=list)
-    inherited_unchanged: list[str] = Field(default_factory=list)
+    inherited_unchanged: list[InheritedFile | str] = Field(default_factory=list)
 
 
 class SelfAssessment(_Model):
@@ -97,24 +132,26 @@ class NodeReport(_Model):
 
     schema_version: Annotated[int, PlainValidator(_schema_version)]
     node_id: str = Field(min_length=1)
-    parent_id: str | None
-    ancestor_ids: list[str]
+    parent_id: str | None = None
+    ancestor_ids: list[str] = Field(default_factory=list)
     label: Label
     depth: int = Field(ge=0)
-    status: str = Field(min_length=1)
-    files_changed: FilesChanged = Field(default_factory=FilesChanged)
-    metrics: dict[str, Metric] = Field(default_factory=dict)
-    self_assessment: SelfAssessment
+    status: str
+    files_changed: FilesChanged
+    metrics: Metrics
+    self_assessment: SelfAssessment = Field(default_factory=lambda: SelfAssessment(succeeded=False))
     next_steps_hints: list[str] = Field(default_factory=list)
     build_command: str = ""
     run_command: str = ""
-    artifacts: list[Artifact] = Field(default_factory=list)
+    artifacts: list[Artifact]
     what_was_done: str = ""
     delta_vs_parent: str = ""
 
     @model_validator(mode="after")
     def _tree_position_is_consistent(self) -> NodeReport:
         # Ancestor-scoped recall trusts these three fields, so they must agree.
+        if "ancestor_ids" not in self.model_fields_set and "parent_id" not in self.model_fields_set:
+            return self  # a fallback stub: no position recorded
         expected_parent = self.ancestor_ids[-1] if self.ancestor_ids else None
         if self.parent_id != expected_parent:
             _tree_error("parent_id", f"{self.parent_id!r} is not the last of ancestor_ids ({expected_parent!r})")
@@ -129,38 +166,73 @@ def _tree_error(field: str, reason: str) -> None:
     raise PydanticCustomError("tree_position", "{reason}", {"field": field, "reason": reason})
 
 
+MAX_REPORT_BYTES = 16 * 1024 * 1024
+
+
 def load_node_report(source: str | Path | Mapping) -> NodeReport:
     """Parse and validate a report from a ``node_report.json`` path or an already-decoded dict."""
-    data = source if isinstance(source, Mapping) else _read_json(Path(source))
+    data = source if isinstance(source, Mapping) else read_report_file(Path(source))
     if not isinstance(data, Mapping):
         raise InvalidInput("node_report", f"expected a JSON object, got {type(data).__name__}")
     try:
         return NodeReport.model_validate(dict(data))
     except ValidationError as exc:
-        raise _as_invalid_input(exc) from None
+        raise _as_invalid_input(exc.errors(include_url=False)[0]) from None
+
+
+def report_findings(data: Mapping[str, Any]) -> list[Finding]:
+    """Every way ``data`` departs from ARI's node_report schema, as findings (empty when valid)."""
+    try:
+        NodeReport.model_validate(dict(data))
+    except ValidationError as exc:
+        found = []
+        for err in exc.errors(include_url=False):
+            bad = _as_invalid_input(err)
+            field = bad.field if bad.field.startswith("node_report") else f"node_report.{bad.field}"
+            found.append(Finding(field, bad.reason))
+        return found
+    return []
 
 
 def report_hash(report: NodeReport | Mapping) -> str:
     """sha256 of the report's canonical JSON, so re-consolidating the same report is a no-op.
 
     A model hashes the fields it was given (defaults it filled in are left out), so a
-    dict and the model loaded from it hash the same.
+    dict and the model loaded from it hash the same. NaN hashes as null, as it is stored.
     """
     data = report.model_dump(mode="json", exclude_unset=True) if isinstance(report, NodeReport) else report
     try:
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = _canonical(data)
+    except (TypeError, msgspec.EncodeError) as exc:
         raise InvalidInput("node_report", f"not JSON-serialisable: {exc}") from None
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text).hexdigest()
 
 
-def _read_json(path: Path) -> Any:
+def read_report_file(path: Path, inside: Path | None = None) -> Any:
+    """A report file's JSON, read safely: a regular file, at most 16 MiB, inside ``inside``.
+
+    Opened non-blocking and checked with fstat before reading, so a FIFO or a device
+    (``/dev/zero``) is refused instead of hanging or filling memory.
+    """
+    if inside is not None:
+        real, root = Path(os.path.realpath(path)), Path(os.path.realpath(inside))
+        if not real.is_relative_to(root):
+            raise InvalidInput("node_report", f"{path} is outside the node's work dir {inside}; not read")
     try:
-        raw = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InvalidInput("node_report", f"file not found: {path}") from None
     except OSError as exc:
         raise InvalidInput("node_report", f"cannot read {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise InvalidInput("node_report", f"{path} is not a regular file; not read")
+        if info.st_size > MAX_REPORT_BYTES:
+            raise InvalidInput("node_report", f"{path} is {info.st_size} bytes; the limit is {MAX_REPORT_BYTES}")
+        raw = f.read(MAX_REPORT_BYTES + 1)
+    if len(raw) > MAX_REPORT_BYTES:
+        raise InvalidInput("node_report", f"{path} grew beyond {MAX_REPORT_BYTES} bytes while read")
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -169,11 +241,17 @@ def _read_json(path: Path) -> Any:
         raise InvalidInput("node_report", f"invalid JSON in {path} at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
-def _as_invalid_input(exc: ValidationError) -> InvalidInput:
-    """The first pydantic error as ``InvalidInput(dotted.path[i].field, short reason)``."""
-    err = exc.errors(include_url=False)[0]
+_encoder = msgspec.json.Encoder(order="deterministic")
+
+
+def _canonical(data: Any) -> bytes:
+    return _encoder.encode(data)
+
+
+def _as_invalid_input(err: Mapping[str, Any]) -> InvalidInput:
+    """One pydantic error as ``InvalidInput(dotted.path[i].field, short reason)``."""
     ctx = err.get("ctx") or {}
-    if err["type"] == "tree_position":
+    if err["type"] in ("tree_position", "metric_value"):
         return InvalidInput(ctx["field"], ctx["reason"])
     field = _dotted(err["loc"]) or "node_report"
     if err["type"] == "missing":

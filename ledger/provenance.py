@@ -2,77 +2,111 @@
 
 Memory is an index, not evidence, so every ref must stay checkable later: a ref keeps the
 hash the report recorded (the audit compares it with the file), is relative to the work dir,
-and never points outside it. Paths that would leave the work dir are refused and reported,
-never followed, so indexing a hostile or sloppy report reads nothing outside the work dir.
+and is never followed outside it. Refs are built from the report as ARI builds them
+(``ari_skill_memory.provenance.refs_from_node_report``: ``files_changed`` added/modified with
+their recorded hashes, ``artifacts`` by ``path`` or ``filename``, an absolute path elsewhere
+kept by its name); where ARI would read a file outside the work dir (a ``..`` path, a symlink
+leading out) or a file that is not regular, this library stores the ref unread and records
+a finding instead.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import msgspec
 
 from ledger.errors import InvalidInput
-from ledger.events import ARTIFACT_ROLES, is_sha256
-from ledger.node_report import NodeReport
+from ledger.events import Finding, is_sha256
 
 SOURCE_ROLE = "source"
-_REF_KEYS = frozenset({"path", "sha256", "role"})
 _CHUNK = 1 << 20
 
 
-class ArtifactRef(msgspec.Struct, frozen=True):
-    path: str
-    sha256: str | None
-    role: str
-
-
-class RefusedPath(msgspec.Struct, frozen=True):
-    path: str
-    reason: str
-
-
 class Provenance(msgspec.Struct, frozen=True):
-    refs: list[ArtifactRef]
-    refused: list[RefusedPath]
+    refs: list[dict[str, Any]]  # ARI's {path, sha256, role}
+    findings: list[Finding]
 
 
-def artifact_refs(report: NodeReport, work_dir: Path) -> Provenance:
+def artifact_refs(report: Mapping[str, Any], work_dir: Path) -> Provenance:
     """Refs for the files a node added or modified and the artifacts it listed, one per path.
 
     Hashes recorded in the report are kept as they are (the audit checks them); a listed
-    file without a hash is hashed now if it exists. Deleted and inherited files get no ref:
-    they are not this node's evidence. When a path is listed twice the first recorded hash
-    wins and an artifact role replaces the generic "source".
+    file without one is hashed now if it is a regular file inside the work dir. Deleted and
+    inherited files get no ref: they are not this node's evidence. When a path is listed
+    twice the first recorded hash wins and an artifact role replaces the generic "source".
     """
-    base = Path(work_dir).resolve()
-    fc = report.files_changed
-    candidates = [
-        *((f.path, f.sha256, SOURCE_ROLE) for f in fc.added),
-        *((f.path, f.sha256_after, SOURCE_ROLE) for f in fc.modified),
-        *((a.filename, a.sha256, a.role) for a in report.artifacts),
-    ]
-    merged: dict[str, tuple[str | None, str, Path]] = {}
-    refused: dict[str, RefusedPath] = {}
-    for raw, sha, role in candidates:
-        try:
-            rel, target = _locate(Path(work_dir), base, raw)
-        except InvalidInput as exc:
-            refused.setdefault(raw, RefusedPath(raw, exc.reason))
+    work = Path(work_dir)
+    base = work.resolve()
+    findings: list[Finding] = []
+    merged: dict[str, dict[str, Any]] = {}
+    for where, raw, sha, role in _candidates(report, findings):
+        path, target = _place(work, base, raw, where, findings)
+        if path in merged:
+            old = merged[path]
+            old["sha256"] = old["sha256"] or sha
+            if old["role"] == SOURCE_ROLE and role not in (SOURCE_ROLE, "unknown"):
+                old["role"] = role
             continue
-        if rel in merged:
-            old_sha, old_role, _ = merged[rel]
-            better_role = role if old_role == SOURCE_ROLE and role != "unknown" else old_role
-            merged[rel] = (old_sha or sha, better_role, target)
-        else:
-            merged[rel] = (sha, role, target)
-    refs = [
-        ArtifactRef(rel, sha if sha is not None else _hash_if_file(target), role)
-        for rel, (sha, role, target) in merged.items()
-    ]
-    return Provenance(refs=refs, refused=list(refused.values()))
+        merged[path] = {"path": path, "sha256": sha, "role": role, "_target": target, "_where": where}
+    refs = []
+    for ref in merged.values():
+        target, where = ref.pop("_target"), ref.pop("_where")
+        if ref["sha256"] is None and target is not None:
+            ref["sha256"] = _hash_if_regular(target, where, findings)
+        refs.append(ref)
+    return Provenance(refs=refs, findings=findings)
+
+
+def _candidates(report: Mapping[str, Any], findings: list[Finding]) -> list[tuple[str, str, str | None, str]]:
+    """(where, path, recorded sha256, role) for every file the report names as its own."""
+    out = []
+    changed = report.get("files_changed") if isinstance(report.get("files_changed"), Mapping) else {}
+    for key, sha_keys in (("added", ("sha256",)), ("modified", ("sha256_after", "sha256"))):
+        for i, item in enumerate(_list(changed.get(key))):
+            if isinstance(item, Mapping) and isinstance(item.get("path"), str) and item["path"]:
+                sha = next((item[k] for k in sha_keys if item.get(k)), None)
+                out.append((f"files_changed.{key}[{i}]", item["path"], sha if isinstance(sha, str) else None, SOURCE_ROLE))
+    for i, item in enumerate(_list(report.get("artifacts"))):
+        if not isinstance(item, Mapping):
+            continue
+        name = item.get("path") or item.get("filename")
+        if isinstance(name, str) and name:
+            sha = item.get("sha256")
+            role = item.get("role") if isinstance(item.get("role"), str) and item.get("role") else "unknown"
+            out.append((f"artifacts[{i}]", name, sha if is_sha256(sha) else None, role))
+    return out
+
+
+def _list(value: object) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _place(work: Path, base: Path, raw: str, where: str, findings: list[Finding]) -> tuple[str, Path | None]:
+    """(path stored in the ref, file that may be read — None when it must not be)."""
+    if os.path.isabs(raw) and "\x00" not in raw and _relative_to_any(os.path.normpath(raw), _roots(work, base)) is None:
+        # ARI keeps an absolute path from elsewhere by its name, inside the work dir
+        findings.append(Finding(f"{where}.path", f"absolute path outside the work dir ({raw}); kept by its name, as ARI does"))
+        raw = PurePosixPath(raw).name
+    rel, target, problem = _locate(work, base, raw)
+    if problem:
+        findings.append(Finding(f"{where}.path", f"{problem}; kept as given, never read"))
+    return rel, target
+
+
+def _hash_if_regular(target: Path, where: str, findings: list[Finding]) -> str | None:
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return None  # absent: nothing to pin (the audit reports it missing)
+    if not stat.S_ISREG(mode):
+        findings.append(Finding(f"{where}.path", "not a regular file; never read"))
+        return None
+    return sha256_file(target)
 
 
 def resolve_inside(work_dir: Path, path: str) -> Path:
@@ -81,7 +115,10 @@ def resolve_inside(work_dir: Path, path: str) -> Path:
     Escapes are ``..`` past the work dir, absolute paths elsewhere, and symlinks anywhere
     along the path whose target lies outside the work dir.
     """
-    return _locate(Path(work_dir), Path(work_dir).resolve(), path)[1]
+    _rel, target, problem = _locate(Path(work_dir), Path(work_dir).resolve(), path)
+    if problem or target is None:
+        raise InvalidInput("path", problem or f"cannot be resolved: {path}")
+    return target
 
 
 def sha256_file(path: Path) -> str:
@@ -93,59 +130,31 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def validate_artifact_refs(refs: Iterable[Mapping | ArtifactRef], field: str = "artifact_refs") -> list[ArtifactRef]:
-    """Check refs handed to a typed writer; paths come back normalised (``a/./b`` -> ``a/b``)."""
-    if isinstance(refs, (str, bytes, Mapping)) or not isinstance(refs, Iterable):
-        raise InvalidInput(field, "expected a list of artifact refs")
-    out: list[ArtifactRef] = []
-    first_index: dict[str, int] = {}
-    for i, item in enumerate(refs):
-        where = f"{field}[{i}]"
-        if isinstance(item, ArtifactRef):
-            item = msgspec.structs.asdict(item)
-        if not isinstance(item, Mapping):
-            raise InvalidInput(where, "expected an object with path, sha256 and role")
-        unknown = sorted(set(item) - _REF_KEYS, key=str)
-        if unknown:
-            raise InvalidInput(f"{where}.{unknown[0]}", "unknown key (expected path, sha256, role)")
-        for key in ("path", "role"):
-            if key not in item:
-                raise InvalidInput(f"{where}.{key}", "required field is missing")
-        path = _relative_posix(item["path"], f"{where}.path")
-        sha = item.get("sha256")
-        if sha is not None and not is_sha256(sha):
-            raise InvalidInput(f"{where}.sha256", "expected 64 lowercase hex characters or null")
-        role = item["role"]
-        if not isinstance(role, str) or role not in ARTIFACT_ROLES:
-            raise InvalidInput(f"{where}.role", f"expected one of {', '.join(ARTIFACT_ROLES)}")
-        if path in first_index:
-            raise InvalidInput(f"{where}.path", f"duplicate of {field}[{first_index[path]}].path ({path!r})")
-        first_index[path] = i
-        out.append(ArtifactRef(path, sha, role))
-    return out
-
-
-def _locate(work_dir: Path, base: Path, path: str) -> tuple[str, Path]:
-    """(posix path relative to the work dir, real path inside it) or InvalidInput("path", ...)."""
+def _locate(work_dir: Path, base: Path, path: str) -> tuple[str, Path | None, str | None]:
+    """(posix path relative to the work dir, its real path inside it, why it may not be read)."""
     if not path:
-        raise InvalidInput("path", "empty path")
+        return path, None, "empty path"
     if "\x00" in path:
-        raise InvalidInput("path", "contains a NUL byte")
+        return path.replace("\x00", ""), None, "contains a NUL byte"
     if os.path.isabs(path):
-        rel = _relative_to_any(os.path.normpath(path), (os.path.abspath(work_dir), str(base)))
+        rel = _relative_to_any(os.path.normpath(path), _roots(work_dir, base))
         if rel is None:
-            raise InvalidInput("path", f"absolute path outside the work dir: {path}")
+            return path, None, f"absolute path outside the work dir: {path}"
     else:
         rel = os.path.normpath(path)
         if rel == ".." or rel.startswith("../"):
-            raise InvalidInput("path", f"'..' escapes the work dir: {path}")
+            return PurePosixPath(path).as_posix(), None, f"'..' escapes the work dir: {path}"
     if rel == ".":
-        raise InvalidInput("path", f"names the work dir itself, not a file: {path}")
+        return path, None, f"names the work dir itself, not a file: {path}"
     # realpath only reads link targets; the target's content is never opened here.
     target = Path(os.path.realpath(base / rel))
     if not target.is_relative_to(base):
-        raise InvalidInput("path", f"a symlink on the path leads outside the work dir: {path}")
-    return PurePosixPath(rel).as_posix(), target
+        return PurePosixPath(rel).as_posix(), None, f"a symlink on the path leads outside the work dir: {path}"
+    return PurePosixPath(rel).as_posix(), target, None
+
+
+def _roots(work_dir: Path, base: Path) -> tuple[str, str]:
+    return os.path.abspath(work_dir), str(base)
 
 
 def _relative_to_any(path: str, roots: Iterable[str]) -> str | None:
@@ -155,22 +164,3 @@ def _relative_to_any(path: str, roots: Iterable[str]) -> str | None:
         except ValueError:
             continue
     return None
-
-
-def _relative_posix(path: object, field: str) -> str:
-    if not isinstance(path, str) or not path:
-        raise InvalidInput(field, "expected a non-empty relative path")
-    if "\x00" in path:
-        raise InvalidInput(field, "contains a NUL byte")
-    if path.startswith("/"):
-        raise InvalidInput(field, f"expected a path relative to the work dir, got absolute {path!r}")
-    rel = os.path.normpath(path)
-    if rel == ".." or rel.startswith("../"):
-        raise InvalidInput(field, f"'..' escapes the work dir: {path!r}")
-    if rel == ".":
-        raise InvalidInput(field, f"names the work dir itself, not a file: {path!r}")
-    return rel
-
-
-def _hash_if_file(target: Path) -> str | None:
-    return sha256_file(target) if target.is_file() else None

@@ -1,60 +1,83 @@
 """Audit (R20): re-hash every artifact memory cites, and check the log's hash chain.
 
 Each artifact ref resolves to ``experiments_root/<run_id>/<node_id>/<path>`` through its
-entry's ``node_report_ref``; a path that would leave that work dir is reported, not read.
+entry's ``node_report_ref``. Only regular files inside that work dir are read: a path that
+would leave it, a symlink leading out, a FIFO or a device is reported, never opened.
 """
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ledger import InvalidInput
+from ledger.events import is_sha256
 from ledger.provenance import resolve_inside, sha256_file
+from ledger.typed import evidence_refs
 
 STATUSES = ("verified", "missing", "mismatch", "unhashed")
 
 
 def audit_ref(work_dir: Path, path: str, recorded: str | None) -> tuple[str | None, str]:
-    """(current sha256, status) of one artifact ref."""
+    """(current sha256, status) of one artifact ref; only a regular file inside is read."""
     try:
         target = resolve_inside(work_dir, path)
-    except InvalidInput:
+        regular = stat.S_ISREG(os.stat(target).st_mode)
+    except (InvalidInput, OSError):
         return None, "missing"
-    current = sha256_file(target) if target.is_file() else None
-    if recorded is None:
-        return current, "unhashed"
+    current = sha256_file(target) if regular else None
+    if recorded is None or not is_sha256(recorded):
+        return current, "unhashed" if regular else "missing"
     if current is None:
         return None, "missing"
     return current, "verified" if current == recorded else "mismatch"
+
+
+def check_run_id(run_id: object, field: str = "run_id") -> str:
+    """A run id is one directory name under the experiments root, never a path."""
+    if not isinstance(run_id, str) or run_id in ("", ".", "..") or "/" in run_id or "\\" in run_id or "\x00" in run_id:
+        raise InvalidInput(field, f"{run_id!r} is not a run id (one directory name under experiments_root)")
+    return run_id
 
 
 class AuditMixin:
     """audit_memory on the backend."""
 
     def audit_memory(self, experiments_root: str | Path, run_id: str | None = None) -> dict[str, Any]:
+        """Re-hash the artifacts every memory entry cites: ARI's ``{"summary", "results"}``, plus
+        ``ok`` (false on missing, mismatch or a broken chain) and the chain check."""
         root = Path(experiments_root)
         if not root.is_dir():
             raise InvalidInput("experiments_root", f"{root} is not a directory")
+        if run_id is not None:
+            check_run_id(run_id)
         with self._lock:
             self._read()
             entries = list(self.projector.catalog.entries.values())
             chain = self.ledger.verify()
         seen: dict[tuple, dict] = {}
         for entry in entries:
-            ref = entry.body.get("node_report_ref")
-            if not ref or (run_id is not None and ref["run_id"] != run_id):
+            ref = entry.metadata.get("node_report_ref")
+            if not isinstance(ref, Mapping) or (run_id is not None and ref.get("run_id") != run_id):
                 continue
-            for art in entry.body.get("artifact_refs", []):
-                key = (ref["run_id"], ref["node_id"], art["path"], art.get("sha256"))
+            try:
+                work_dir = root / check_run_id(ref.get("run_id")) / check_run_id(ref.get("node_id"), "node_id")
+            except InvalidInput:
+                continue  # a pointer that names no work dir (its finding was recorded at write)
+            for art in evidence_refs(entry.metadata):
+                key = (ref["run_id"], ref["node_id"], art.get("path"), art.get("sha256"))
                 if key in seen:
                     seen[key]["memory_ids"].append(entry.entry_id)
                     continue
-                current, status = audit_ref(root / ref["run_id"] / ref["node_id"], art["path"], art.get("sha256"))
+                path = art.get("path") if isinstance(art.get("path"), str) else ""
+                current, status = audit_ref(work_dir, path, art.get("sha256"))
                 seen[key] = {
                     "run_id": ref["run_id"],
                     "node_id": ref["node_id"],
-                    "path": art["path"],
+                    "path": path,
                     "role": art.get("role", "unknown"),
                     "recorded_sha256": art.get("sha256"),
                     "current_sha256": current,
@@ -64,5 +87,5 @@ class AuditMixin:
         results = sorted(seen.values(), key=lambda r: (r["run_id"], r["node_id"], r["path"]))
         summary = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
         ok = chain.ok and not summary["missing"] and not summary["mismatch"]
-        self.access.record("audit_memory", [], summary=summary)
+        self.access.record("audit", "audit_memory", summary=summary)
         return {"ok": ok, "summary": summary, "results": results, "chain": asdict(chain)}

@@ -6,13 +6,25 @@ node saw when it ran, and the current view hides them.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Iterable
 
 import msgspec
 
 from ledger.events import Event
+from ledger.typed import kind_label, typed_kind
 
 NEVER = 2**62  # cleared_at of an entry no tombstone has hidden
+
+
+def event_time(event: Event) -> float:
+    """An entry's ``ts`` as ARI gives it: float seconds — the original time of an imported
+    entry, else when the event was appended."""
+    origin = event.body.get("origin") or {}
+    ts = origin.get("ts")
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        return float(ts)
+    return datetime.fromisoformat(event.ts.replace("Z", "+00:00")).timestamp()
 
 
 class Entry(msgspec.Struct, array_like=True, gc=False):
@@ -21,8 +33,9 @@ class Entry(msgspec.Struct, array_like=True, gc=False):
     entry_id: str
     node_id: str
     seq: int
-    ts: str
+    ts: float
     body: dict[str, Any]
+    kind: str | None = None  # the research-memory kind (ledger.typed), None for free text
     cleared_at: int = NEVER
 
     def visible(self, as_of: int | None) -> bool:
@@ -35,8 +48,17 @@ class Entry(msgspec.Struct, array_like=True, gc=False):
         return self.body["text"]
 
     @property
-    def kind(self) -> str | None:
-        return self.body.get("kind")
+    def metadata(self) -> dict[str, Any]:
+        return self.body.get("metadata", {})
+
+    @property
+    def label(self) -> str | None:
+        """ARI's kind label (``mem_kind`` or ``type``; also free-text labels like ``result_summary``)."""
+        return kind_label(self.metadata)
+
+    @property
+    def findings(self) -> list[dict[str, str]]:
+        return self.body.get("findings", [])
 
 
 class NodeInfo(msgspec.Struct, array_like=True, gc=False):
@@ -57,9 +79,15 @@ class Step(msgspec.Struct, array_like=True, gc=False):
     step_id: str
     node_id: str
     seq: int
-    ts: str
+    ts: float
     content: str
     metadata: dict[str, Any]
+    cleared_at: int = NEVER
+
+    def visible(self, as_of: int | None) -> bool:
+        if as_of is None:
+            return self.cleared_at == NEVER
+        return self.seq <= as_of < self.cleared_at
 
 
 class Seed(msgspec.Struct, array_like=True, gc=False):
@@ -67,6 +95,7 @@ class Seed(msgspec.Struct, array_like=True, gc=False):
     persona: str
     human: str
     context: dict[str, Any]
+    ts: float = 0.0
 
 
 class CatalogState(msgspec.Struct):
@@ -76,6 +105,7 @@ class CatalogState(msgspec.Struct):
     nodes: list[NodeInfo] = []
     steps: list[Step] = []
     seeds: list[Seed] = []
+    purges: list[int] = []
 
 
 class Catalog:
@@ -90,20 +120,27 @@ class Catalog:
         self.nodes: dict[str, NodeInfo] = {n.node_id: n for n in state.nodes}
         self.steps: list[Step] = list(state.steps)
         self.seeds: list[Seed] = list(state.seeds)
+        self.purges: list[int] = list(state.purges)
 
     def state(self) -> CatalogState:
-        return CatalogState(list(self.entries.values()), list(self.nodes.values()), self.steps, self.seeds)
+        return CatalogState(list(self.entries.values()), list(self.nodes.values()), self.steps, self.seeds, self.purges)
 
     # -- folding ---------------------------------------------------------------------
 
     def apply(self, event: Event) -> None:
         body = event.body
         if event.type == "memory_added":
-            self._add(Entry(event.id, event.node, event.seq, event.ts, body))
+            entry = Entry(event.id, event.node, event.seq, event_time(event), body, typed_kind(body.get("metadata", {})))
+            self._add(entry)
         elif event.type == "node_cleared":
             for entry in self.by_node.get(event.node, ()):
                 if entry.cleared_at == NEVER:
                     entry.cleared_at = event.seq
+        elif event.type == "checkpoint_purged":
+            for item in (*self.entries.values(), *self.steps):
+                if item.cleared_at == NEVER:
+                    item.cleared_at = event.seq
+            self.purges.append(event.seq)
         elif event.type == "node_started":
             self.nodes.setdefault(
                 event.node,
@@ -118,9 +155,10 @@ class Catalog:
                 ),
             )
         elif event.type == "react_step":
-            self.steps.append(Step(event.id, event.node, event.seq, event.ts, body["content"], body.get("metadata", {})))
+            self.steps.append(Step(event.id, event.node, event.seq, event_time(event), body["content"], body.get("metadata", {})))
         elif event.type == "core_seeded":
-            self.seeds.append(Seed(event.seq, body.get("persona", ""), body.get("human", ""), body.get("context", {})))
+            seed = Seed(event.seq, body.get("persona", ""), body.get("human", ""), body.get("context", {}), event_time(event))
+            self.seeds.append(seed)
 
     def _add(self, entry: Entry) -> None:
         self.entries[entry.entry_id] = entry
@@ -146,11 +184,14 @@ class Catalog:
         return [nid for nid, entries in self.by_node.items() if any(e.visible(as_of) for e in entries)]
 
     def steps_as_of(self, as_of: int | None = None) -> list[Step]:
-        return [s for s in self.steps if as_of is None or s.seq <= as_of]
+        """The visible ReAct steps in log order."""
+        return [s for s in self.steps if s.visible(as_of)]
 
     def context(self, as_of: int | None = None) -> Seed | None:
-        """The latest core seed at or before ``as_of``."""
-        seeds = [s for s in self.seeds if as_of is None or s.seq <= as_of]
+        """The latest core seed at or before ``as_of`` that no purge hid since."""
+        limit = NEVER if as_of is None else as_of
+        purged = max((p for p in self.purges if p <= limit), default=0)
+        seeds = [s for s in self.seeds if purged < s.seq <= limit]
         return seeds[-1] if seeds else None
 
     def lineage(self, node_id: str) -> list[str]:

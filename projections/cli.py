@@ -14,10 +14,9 @@ from rich.console import Console
 from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound
-from ledger.ari_import import import_ari, plan_import
+from ledger.ari_import import ARI_KINDS, plan_entries, read_ari_file
 from ledger.bundle import export_bundle, import_bundle
 from ledger.cli import EXIT_CHECK_FAILED, EXIT_OK, arguments, command, emit
-from ledger.ledger import Ledger
 from ledger.log import LOG_NAME
 
 from .backend import MemoryBackend
@@ -164,6 +163,8 @@ def _verified_args(p: argparse.ArgumentParser) -> None:
     _ckpt(p)
     p.add_argument("--node", default=None, help="lineage of this node (default: the best node of verified_context.json)")
     p.add_argument("--block", action="store_true", help="print the grounded block for the paper prompt")
+    p.add_argument("--min-evidence", default=None, choices=("none", "cited", "hashed", "verified", "rerun_passed"),
+                   help="keep claims below this evidence level out of usable_for_claims")
 
 
 @command("verified", "the verified context: claims ranked by how well artifacts back them")
@@ -177,17 +178,18 @@ def cmd_verified(args: argparse.Namespace) -> int:
         if not saved.is_file():
             raise InvalidInput("--node", f"no {VERIFIED_CONTEXT_NAME} yet; name the node whose lineage to use")
         lineage = json.loads(saved.read_text())["lineage"]
-    ctx = backend.get_verified_context(lineage)
+    ctx = backend.get_verified_context(lineage, min_evidence=args.min_evidence)
     if args.block:
         print(render_grounded_block(ctx), end="")
     elif args.json:
         emit(ctx)
     else:
         table = Table(title=f"claims of {' → '.join(lineage)}")
-        for col in ("rank", "node", "repro", "grounded", "text"):
+        for col in ("rank", "node", "repro", "evidence", "usable", "text"):
             table.add_column(col)
+        usable = {c["entry_id"] for c in ctx["usable_for_claims"]}
         for i, c in enumerate(ctx["claims"], 1):
-            table.add_row(str(i), c["node_id"], c["repro_status"], "yes" if c["grounded"] else "no", c["text"])
+            table.add_row(str(i), c["node_id"], c["repro_status"] or "unverified", c["evidence"], "yes" if c["entry_id"] in usable else "no", c["text"])
         console.print(table)
         console.print(f"usable for claims: {len(ctx['usable_for_claims'])}; limitations: {len(ctx['limitations'])}")
     return EXIT_OK
@@ -300,24 +302,32 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _import_ari_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="checkpoint directory (empty, or pass --append)")
-    p.add_argument("--source", default=None, help="memory_backup.jsonl.gz or memory_store.jsonl (default: found in CKPT)")
-    p.add_argument("--append", action="store_true", help="allow importing into a non-empty ledger")
+    p.add_argument("checkpoint", help="checkpoint directory")
+    p.add_argument("--source", action="append", default=None,
+                   help="memory_backup.jsonl.gz, memory_store.jsonl or memory.json, also *.migrated-<ts> (repeatable; default: those found in CKPT)")
 
 
-@command("import-ari", "turn ARI's memory_backup.jsonl.gz (v0.6) or memory_store.jsonl (v0.5) into ledger events")
+ARI_FILES = ("memory_backup.jsonl.gz", "memory_store.jsonl", "memory.json")
+
+
+@command("import-ari", "import ARI's memory files (v0.6 backup, v0.5 store and ReAct trace); importing twice adds nothing")
 @arguments(_import_ari_args)
 def cmd_import_ari(args: argparse.Namespace) -> int:
     ckpt = Path(args.checkpoint)
-    source = Path(args.source) if args.source else next(
-        (ckpt / n for n in ("memory_backup.jsonl.gz", "memory_store.jsonl") if (ckpt / n).exists()), None
-    )
-    if source is None or not source.exists():
+    sources = [Path(s) for s in args.source] if args.source else [ckpt / n for n in ARI_FILES if (ckpt / n).exists()]
+    if not sources or not all(s.exists() for s in sources):
         raise InvalidInput("--source", f"no ARI memory file found in {ckpt}; pass --source FILE")
-    plan = plan_import(source)  # validated before the checkpoint is touched
-    with Ledger.open(ckpt) as ledger:
-        report = import_ari(ledger, plan, allow_non_empty=args.append)
-    print(f"imported {report.events} events from {source} ({report.format}): {report.by_type}")
+    files = [read_ari_file(s) for s in sources]
+    for f in files:  # every entry checked before anything is written
+        for kind, entries in f.entries.items():
+            plan_entries(entries, kind, source=Path(f.path).name)
+    backend = MemoryBackend(ckpt)
+    try:
+        for f in files:
+            counts = {kind: backend.bulk_import(f.entries[kind], kind) for kind in ARI_KINDS if kind in f.entries}
+            print(f"{f.path} ({f.format}): " + ", ".join(f"{k} {r['imported']} imported, {r['skipped']} already there" for k, r in counts.items()))
+    finally:
+        backend.close()
     return EXIT_OK
 
 

@@ -1,8 +1,12 @@
 """Replay a recorded ARI run into a checkpoint the way ARI's loop hooks would.
 
-Node start → working context → result summary → consolidation at node end → a re-run
-of the best result by its validation child → verified context for the best lineage →
-audit. Used by ``ari-ledger demo`` (the README's first command) and by the tests.
+Per node, in tree order, with the node as ARI's current node: the working context it
+starts with, its ``RESULT SUMMARY`` (``metadata.type == "result_summary"``, as ARI's loop
+writes it) and, at node end, ``consolidate_node_memory`` with the report dict, work dir and
+run id ARI passes. ARI never announces a node: the tree is learned from the reports. Then a
+validation child re-runs its parent's result, the verified context of the best lineage is
+written and the artifacts are audited. Used by ``ari-ledger demo`` (the README's first
+command) and by the tests.
 """
 from __future__ import annotations
 
@@ -52,16 +56,15 @@ def replay_run(backend: MemoryBackend, run_dir: Path = FIXTURE_RUN, experiments_
     for node in run["nodes"]:
         nid, ancestors = node["node_id"], node["ancestor_ids"]
         replay.tree[nid], replay.queries[nid] = ancestors, node["eval_summary"]
-        backend.start_node(nid, node["parent_id"], ancestors, node["label"], node["depth"], node["eval_summary"], current_node=nid)
         backend.build_working_context(nid, ancestors, node["eval_summary"])
         if nid == "root":  # the goal and primary metric are known once the root has planned
-            backend.seed_core_memory(
-                "You are ARI, an autonomous researcher.", "An HPC researcher optimising a stencil kernel.", exp
-            )
-        backend.add_memory(nid, node["result_summary"], {"kind": "result_summary"}, current_node=nid)
+            backend.seed_core_memory("", "", exp)
         work_dir = root / run_id / nid
-        result = backend.consolidate_node_memory(nid, work_dir / "node_report.json", work_dir, run_id, current_node=nid)
-        replay.consolidated[nid] = result.get("written", [])
+        report = json.loads((work_dir / "node_report.json").read_text(encoding="utf-8"))
+        metrics = {k: v for k, v in report["metrics"].items() if not k.startswith("_")}
+        backend.add_memory(nid, node["result_summary"], {"type": "result_summary", "metrics": metrics}, current_node=nid)
+        result = backend.consolidate_node_memory(nid, report, str(work_dir), run_id, current_node=nid)
+        replay.consolidated[nid] = [w["id"] for w in result.get("written", [])]
     reports = {nid: load_node_report(root / run_id / nid / "node_report.json") for nid in replay.tree}
     _rerun_best(backend, replay, reports)
     nodes = [{"node_id": r.node_id, "metrics": r.metrics, "status": r.status, "has_real_data": bool(r.metrics) and r.status == "success" and r.self_assessment.succeeded} for r in reports.values()]

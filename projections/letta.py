@@ -27,6 +27,7 @@ import numpy as np
 from ledger import config
 from ledger.errors import EmbeddingMismatch, ProjectionError
 from ledger.events import Event
+from ledger.typed import typed_kind
 
 from .catalog import Catalog
 from .projector import Projector
@@ -58,10 +59,7 @@ def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
     """Where the checkpoint's agent stands, for ``status``: its name, cursor, or why unknown."""
     name = f"ari_agent_{checkpoint_hash(checkpoint_dir)}"
     try:
-        if client is None:
-            from letta_client import Letta
-
-            client = Letta(base_url=config.letta_base_url(), api_key=config.letta_api_key(), timeout=10, max_retries=0)
+        client = client or make_client()
         found = list(client.agents.list(name=name))
     except Exception as exc:  # noqa: BLE001 - status reports an unreachable server, it does not fail
         return {"agent": name, "cursor": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
@@ -80,22 +78,55 @@ def default_embedding_config(model: str, dim: int) -> dict[str, Any]:
     }
 
 
+# ARI's default handles name Letta's hosted embeddings (unreachable without internet); they
+# mean "no particular choice", so the project's offline endpoint — the same model as the
+# embedded index — is used instead.
+DEFAULT_HANDLES = frozenset({"letta-default", "letta/letta-free"})
+
+
 def configured_embedding(model: str, dim: int) -> dict[str, Any]:
-    """``LETTA_EMBEDDING_CONFIG`` as a JSON object, else the project's endpoint."""
+    """What new agents embed with, from ``LETTA_EMBEDDING_CONFIG``.
+
+    Unset or one of ARI's default handles (``letta-default``, which ari-core sets in every
+    run): the project's offline endpoint. A JSON object: Letta's ``embedding_config`` as
+    given. Any other string: a Letta embedding handle (``provider/model``), passed to Letta.
+    """
     raw = config.letta_embedding_config()
-    if raw is None:
+    if raw is None or raw.strip().lower() in DEFAULT_HANDLES:
         return default_embedding_config(model, dim)
+    raw = raw.strip()
+    if not raw.startswith("{"):
+        return {"handle": raw, "embedding_model": raw.split("/")[-1]}
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
-        raise ProjectionError("LETTA_EMBEDDING_CONFIG must be a JSON object of Letta's embedding_config") from None
+        raise ProjectionError("LETTA_EMBEDDING_CONFIG is neither a handle nor a JSON object of Letta's embedding_config") from None
     if not isinstance(value, dict) or "embedding_model" not in value:
         raise ProjectionError("LETTA_EMBEDDING_CONFIG must be a JSON object with at least embedding_model")
     return value
 
 
 def _same_embedding(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a.get("embedding_model") == b.get("embedding_model") and a.get("embedding_dim") == b.get("embedding_dim")
+    """Same model, and the same dimension when both say one."""
+    if a.get("embedding_model") != b.get("embedding_model"):
+        return False
+    return a.get("embedding_dim") is None or b.get("embedding_dim") is None or a.get("embedding_dim") == b.get("embedding_dim")
+
+
+def _embedding_args(embedding: dict[str, Any]) -> dict[str, Any]:
+    """``agents.create`` arguments: a handle by name, else the inline configuration."""
+    if "handle" in embedding and "embedding_endpoint_type" not in embedding:
+        return {"embedding": embedding["handle"]}
+    return {"embedding_config": embedding}
+
+
+def make_client(timeout: float | None = None):
+    """A letta-client for ``LETTA_BASE_URL`` (``ARI_MEMORY_LETTA_TIMEOUT_S`` per request, no retries:
+    a failure falls back to the embedded engine at once)."""
+    from letta_client import Letta
+
+    return Letta(base_url=config.letta_base_url(), api_key=config.letta_api_key(),
+                 timeout=timeout or config.letta_timeout_s(), max_retries=0)
 
 
 class LettaProjection:
@@ -126,7 +157,7 @@ class LettaProjection:
             agent = self.client.agents.create(
                 name=self.agent_name,
                 model="letta/letta-free",
-                embedding_config=self.embedding,
+                **_embedding_args(self.embedding),
                 memory_blocks=[{"label": label, "value": ""} for label in ("persona", "human", "ari_context")],
                 include_base_tools=False,
                 tags=["ari-memory-ledger"],
@@ -197,17 +228,25 @@ class LettaProjection:
 
     def _fold(self, target: int, present: set[str], progress: Callable[[int, int], None] | None) -> int:
         start = self.cursor
+        # An agent with no passages needs nothing a purge hid: start at the last purge.
+        skip_to = self._last_purge(target) if self.archive_id is None else 0
         pending: list[dict[str, Any]] = []
         last_seq = self.cursor
         for event in self.projector.ledger.events(after=self.cursor, as_of=target):
+            last_seq = event.seq
+            if event.seq <= skip_to:
+                continue
             passage = self._passage(event)
             if event.type == "core_seeded":
                 self._push(pending)
                 pending = []
                 self._seed_blocks(event)
+            elif event.type == "checkpoint_purged":
+                pending = []  # hidden by this purge: never pushed
+                self._renew_agent()
+                present = set()
             elif passage is not None and event.id not in present:
                 pending.append(passage)
-            last_seq = event.seq
             if len(pending) >= BATCH:
                 self._push(pending)
                 pending = []
@@ -215,6 +254,16 @@ class LettaProjection:
         self._push(pending)
         self._advance(last_seq, start, target, progress)
         return target - start
+
+    def _last_purge(self, target: int) -> int:
+        return max((seq for seq in self.projector.catalog.purges if seq <= target), default=0)
+
+    def _renew_agent(self) -> None:
+        """ARI deletes the agent on purge: the passages and blocks a purge hid leave the server."""
+        delete_agent(self.client, self.agent_name)
+        self.detach()
+        self.attach(create=True)
+        self._checked_tail = True
 
     def _advance(self, seq: int, start: int, target: int, progress: Callable[[int, int], None] | None) -> None:
         self.cursor = seq
@@ -224,7 +273,7 @@ class LettaProjection:
 
     def _passage(self, event: Event) -> dict[str, Any] | None:
         if event.type == "memory_added":
-            kind = event.body.get("kind") or "note"
+            kind = typed_kind(event.body.get("metadata", {})) or "note"
             return {"text": event.body["text"] or " ", "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"]}
         if event.type == "react_step":
             return {"text": event.body["content"] or " ", "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"]}
@@ -288,11 +337,9 @@ class LettaEngine:
     """Search on Letta; the embedded engine answers (and says so) while Letta is unreachable."""
 
     def __init__(self, projector: Projector, fallback, client=None) -> None:
-        from letta_client import Letta
-
         self.projector = projector
         self.fallback = fallback
-        client = client or Letta(base_url=config.letta_base_url(), api_key=config.letta_api_key(), timeout=120, max_retries=0)
+        client = client or make_client()
         self.letta = LettaProjection(projector, client, auto_restore=config.auto_restore())
         self.error: str | None = None
         self._failed_at = 0.0

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ledger.node_report import load_node_report
+from ledger import InvalidInput
+from ledger.consolidation import headline_metric
+from ledger.node_report import read_report_file
+from ledger.typed import evidence_refs
 
 from .audit import audit_ref
 from .backend import MemoryBackend
-from .research import headline_metric, research_dict
+from .research import research_dict
 from .verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
 
 
@@ -32,13 +36,10 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
         info = catalog.nodes.get(nid)
         entries = catalog.node_entries(nid)
         kinds = Counter(e.kind or "note" for e in entries)
-        run_id = next((e.body["node_report_ref"]["run_id"] for e in entries if e.body.get("node_report_ref")), None)
+        run_id = next((ref["run_id"] for e in entries if isinstance(ref := e.metadata.get("node_report_ref"), dict) and ref.get("run_id")), None)
         report = _report(experiments_root, run_id, nid)
         status = "failed" if kinds.get("failure_case") else "success" if kinds.get("experiment_result") else "unknown"
-        metric = None
-        if report is not None and report.metrics:
-            name = headline_metric(report.metrics, primary)
-            metric = {"name": name, "value": report.metrics[name]}
+        metric = headline_metric(report.get("metrics") or {}, primary) if report is not None else None
         claims = verified_context(entries, repro)["claims"]
         nodes.append({
             "node_id": nid,
@@ -49,8 +50,8 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
             "headline_metric": metric,
             "memory_counts": dict(sorted(kinds.items())),
             "claims": [
-                {"memory_id": c["entry_id"], "text": c["text"], "grounded": c["grounded"],
-                 "repro_status": c["repro_status"], "usable": c["grounded"] and c["repro_status"] != "rerun_failed"}
+                {"memory_id": c["entry_id"], "text": c["text"], "grounded": c["grounded"], "evidence": c["evidence"],
+                 "repro_status": c["repro_status"] or "unverified", "usable": c["grounded"] and c["repro_status"] != "rerun_failed"}
                 for c in claims
             ],
             "entries": [_entry(e, experiments_root) for e in entries],
@@ -70,23 +71,29 @@ def _read_verified(checkpoint: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
-def _report(experiments_root: Path | None, run_id: str | None, node_id: str):
+def _report(experiments_root: Path | None, run_id: str | None, node_id: str) -> dict[str, Any] | None:
+    """The node's report as ARI wrote it (read safely), or None."""
     if experiments_root is None or run_id is None:
         return None
-    path = experiments_root / run_id / node_id / "node_report.json"
-    return load_node_report(path) if path.is_file() else None
+    work = experiments_root / run_id / node_id
+    try:
+        report = read_report_file(work / "node_report.json", inside=work)
+    except InvalidInput:
+        return None
+    return report if isinstance(report, dict) else None
 
 
 def _entry(entry, experiments_root: Path | None) -> dict[str, Any]:
     d = research_dict(entry)
     ref = d["node_report_ref"]
     refs = []
-    for art in d["artifact_refs"]:
+    for art in evidence_refs(d["metadata"]):
         audit = "unhashed" if art.get("sha256") is None else "unknown"
-        if experiments_root is not None and ref:
-            audit = audit_ref(experiments_root / ref["run_id"] / ref["node_id"], art["path"], art.get("sha256"))[1]
+        if experiments_root is not None and isinstance(ref, dict) and ref.get("run_id") and ref.get("node_id"):
+            audit = audit_ref(experiments_root / ref["run_id"] / ref["node_id"], str(art.get("path", "")), art.get("sha256"))[1]
         refs.append({**art, "audit": audit})
-    return {"entry_id": d["entry_id"], "kind": d["kind"] or "note", "text": d["text"], "ts": d["ts"], "artifact_refs": refs}
+    when = datetime.fromtimestamp(d["ts"], timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return {"entry_id": d["entry_id"], "kind": d["kind"] or "note", "text": d["text"], "ts": when, "artifact_refs": refs}
 
 
 def render_tree(data: dict[str, Any]) -> str:

@@ -251,7 +251,7 @@ def _details(node: Mapping[str, Any]) -> dict[str, Any]:
                 "memory_id": str(c.get("memory_id", "")),
                 "text": str(c.get("text", "")),
                 "grounded": bool(c.get("grounded")),
-                "repro": str(c.get("repro_status", "unverified")),
+                "repro": str(c.get("repro_status") or "unverified"),
                 "usable": bool(c.get("usable")),
             }
             for c in node.get("claims") or []

@@ -125,6 +125,11 @@ class SemanticIndex:
                 if event.node in self.blocks:
                     self.blocks[event.node].clear(event.seq)
                 continue
+            elif event.type == "checkpoint_purged":
+                flush()
+                for block in self.blocks.values():
+                    block.clear(event.seq)
+                continue
             else:
                 continue
             ids, seqs, texts = pending.setdefault(target, ([], [], []))

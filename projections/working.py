@@ -13,13 +13,31 @@ from .catalog import Entry
 
 SUMMARY_CAP = 2000
 SUPPLEMENT = 3
-CORE_FIELDS = ("goal", "primary_metric", "higher_is_better", "rationale", "hardware", "selected_idea")
+# The experiment core as ARI's loop shows it (its seed's keys), with the shorter names too.
+CORE_FIELDS = (
+    ("experiment_goal", "goal"),
+    ("primary_metric",),
+    ("higher_is_better",),
+    ("metric_rationale", "rationale"),
+    ("hardware_spec", "hardware"),
+    ("selected_idea",),
+)
 
 
 def is_result_summary(entry: Entry) -> bool:
     """ARI writes a node's result summary as free text tagged in metadata, or prefixed."""
-    meta = entry.body.get("metadata", {})
+    meta = entry.metadata
     return "result_summary" in (meta.get("kind"), meta.get("type")) or entry.text.startswith("RESULT SUMMARY")
+
+
+def _core_fields(core: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(name, value) of the core fields the seed has, first spelling that is present."""
+    found = []
+    for names in CORE_FIELDS:
+        name = next((n for n in names if core.get(n) not in (None, "", {}, [])), None)
+        if name is not None:
+            found.append((name, core[name]))
+    return found
 
 
 def _cap(text: str) -> str:
@@ -55,7 +73,7 @@ class WorkingContextMixin:
                         break
         messages = []
         if core:
-            lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k in CORE_FIELDS if k in core for v in [core[k]]]
+            lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in _core_fields(core)]
             messages.append({"role": "system", "content": "Experiment core:\n" + "\n".join(lines)})
         if summaries:
             body = "\n".join(f"- [{s['node_id']}] {s['text']}" for s in summaries)
@@ -63,5 +81,9 @@ class WorkingContextMixin:
         if supplement:
             body = "\n".join(f"- [{s['node_id']}] {s['text']}" for s in supplement)
             messages.append({"role": "user", "content": "Related memory from the ancestors:\n" + body})
-        self.access.record("build_working_context", [s["entry_id"] for s in summaries + supplement], target=node_id)
+        self.access.read(
+            "node_scope", f"working_context:{eval_summary or ''}"[:200], ancestors, len(summaries) + len(supplement),
+            [{"entry_id": s["entry_id"], "src_node_id": s["node_id"]} for s in summaries + supplement],
+            tool="build_working_context", node=node_id,
+        )
         return {"node_id": node_id, "messages": messages, "core": core, "ancestor_summaries": summaries, "supplement": supplement}
