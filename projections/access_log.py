@@ -1,13 +1,28 @@
-"""ARI's access log, ``memory_access.jsonl``: one JSON line per read and write.
+"""ARI's access log, ``memory_access.jsonl``: one JSON line per memory read and write.
 
-It records who (the current node), which tool and which ids came back, so a run can be
-audited for what each node actually saw. Rotated at a size limit; off with
-``ARI_MEMORY_ACCESS_LOG=0``.
+ARI's viz (``/api/checkpoint/<id>/memory_access``) and ``ari memory compact-access`` read this
+file, so every line starts with ARI's own fields, spelled as ARI writes them; this library's
+additions (``tool``, ``pid`` and whatever the caller passes) follow as extra keys. It is an
+audit trail, not a source of truth: nothing here may fail a memory call, so failures (disk
+full, permissions, a read-only file system) are kept in ``problems`` and logged once.
+
+Many processes share one checkpoint (ARI runs nodes in parallel), so each line is appended with
+a single ``write()`` on an ``O_APPEND`` descriptor while holding an exclusive ``flock`` on the
+file itself. The holder of the lock on the inode currently named ``memory_access.jsonl`` is the
+only process that may rotate it; a writer that finds its inode renamed away retries on the new
+file. Rotation goes to ``memory_access.<unix time>.jsonl`` (ARI's name), or to
+``memory_access.<unix time>_<n>.jsonl`` when that name is taken, so nothing is overwritten and
+``compact-access``'s glob ``memory_access.*.jsonl`` still finds every rotated file. Without
+``flock`` (some network file systems) lines are still appended, unlocked and never rotated.
 """
 from __future__ import annotations
 
+import collections
+import errno
+import fcntl
+import logging
 import os
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,38 +31,208 @@ import msgspec
 from ledger import config
 from ledger.events import utc_now
 
+log = logging.getLogger(__name__)
+
 ACCESS_LOG_NAME = "memory_access.jsonl"
-MAX_BYTES = 10 * 1024 * 1024
-KEEP_ROTATED = 3
+ROTATED_GLOB = "memory_access.*.jsonl"  # what ``ari memory compact-access`` collects
+KEEP_PROBLEMS = 10
+_SETTLE_ATTEMPTS = 1000  # reopen-after-rotation rounds before a line is given up
+_FIXED = ("ts", "node_id", "op", "tool", "pid")
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+# str.splitlines() (ARI's readers) also breaks on these; JSON allows them raw in a string,
+# so they are escaped to keep one event on one line as ARI reads it.
+_LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+_encoder = msgspec.json.Encoder(enc_hook=str)
 
 
 class AccessLog:
-    def __init__(self, checkpoint_dir: Path, max_bytes: int = MAX_BYTES) -> None:
-        self.path = checkpoint_dir / ACCESS_LOG_NAME
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
+    """memory_access.jsonl in ARI's line format; never raises into the caller."""
 
-    def record(self, tool: str, ids: list[str] | None = None, *, node: str | None = None, **details: Any) -> None:
-        """One line: who (``node``, else the current node), which tool, which ids."""
+    def __init__(self, checkpoint_dir: Path) -> None:
+        self.path = Path(checkpoint_dir) / ACCESS_LOG_NAME
+        self._problems: collections.deque[str] = collections.deque(maxlen=KEEP_PROBLEMS)
+        self._warned: set[tuple[str, int | None]] = set()
+
+    # ARI's two line shapes --------------------------------------------------------------
+
+    def write(
+        self, collection: str, entry_id: str, text: str, metadata: dict, *,
+        tool: str, node: str | None = None, **extra: Any,
+    ) -> None:
+        """ARI's write line (``collection`` is ``node_scope`` or ``react_step``)."""
         if not config.access_log_enabled():
             return
-        who = node or config.current_node()
-        line = msgspec.json.encode(
-            {"ts": utc_now(), "pid": os.getpid(), "node": who, "tool": tool, "ids": ids or [], **details}
-        )
-        with self._lock:
-            self._rotate_if_full()
-            with open(self.path, "ab") as f:
-                f.write(line + b"\n")
+        self._append({
+            **self._head("write", node), "collection": collection, "entry_id": entry_id,
+            "text_preview": (text or "")[: config.access_log_preview_chars()], "metadata": metadata or {},
+        }, tool, extra)
 
-    def _rotate_if_full(self) -> None:
+    def read(
+        self, collection: str, query: str, ancestor_ids: list[str] | None, limit: int, results: list[dict], *,
+        tool: str, node: str | None = None, **extra: Any,
+    ) -> None:
+        """ARI's read line; ``ancestor_ids`` is None for ReAct reads, ``results`` carry
+        ``entry_id``/``src_node_id``/``score`` (inheritance reads: ``query="inherit:…"``)."""
+        if not config.access_log_enabled():
+            return
+        self._append({
+            **self._head("read", node), "collection": collection, "query": query,
+            "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
+            "limit": limit, "results": results,
+        }, tool, extra)
+
+    def record(self, op: str, tool: str, *, node: str | None = None, **fields: Any) -> None:
+        """A line for this library's other operations (``refused``, ``clear``, ``purge``,
+        ``seed``, ``import``, ``audit``, ``context``, …): ARI's ``ts``/``node_id``/``op`` then
+        ``fields``. ``write``/``read`` lines must carry ARI's fields, so they go through
+        :meth:`write` and :meth:`read` and are refused here."""
+        if not config.access_log_enabled():
+            return
+        if op in ("write", "read"):
+            self._problem("record", ValueError(f"op {op!r} has ARI's shape; use AccessLog.{op}()"))
+            return
+        self._append(self._head(op, node), tool, fields)
+
+    # ARI compatibility and health ---------------------------------------------------------
+
+    def flush_and_close(self) -> None:
+        """ARI's tests drain its queue with this. Lines here are written synchronously, so it
+        only fsyncs the current file; the log stays usable afterwards."""
+        if not config.access_log_enabled():
+            return
         try:
-            if self.path.stat().st_size < self.max_bytes:
-                return
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return
-        for i in range(KEEP_ROTATED - 1, 0, -1):
-            older = self.path.with_name(f"{self.path.name}.{i}")
-            if older.exists():
-                os.replace(older, self.path.with_name(f"{self.path.name}.{i + 1}"))
-        os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
+        except OSError as exc:
+            self._problem("fsync", exc)
+            return
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            self._problem("fsync", exc)
+        finally:
+            os.close(fd)
+
+    @property
+    def problems(self) -> list[str]:
+        """The last few failures, newest last, for ``health()``/``status``; never raised."""
+        return list(self._problems)
+
+    # internals ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _head(op: str, node: str | None) -> dict[str, Any]:
+        who = node if node is not None else (config.current_node() or "")
+        return {"ts": time.time(), "node_id": who, "op": op}
+
+    def _append(self, line: dict[str, Any], tool: str, extra: dict[str, Any]) -> None:
+        try:
+            line["tool"] = tool
+            line["pid"] = os.getpid()
+            clash = [k for k in extra if k in line]
+            if clash:
+                self._problem("fields", ValueError(f"extra fields {clash} would overwrite fixed ones; dropped"))
+            line.update((k, v) for k, v in extra.items() if k not in line)
+            self._append_bytes(_encode(line))
+        except Exception as exc:  # telemetry must not fail a memory call
+            self._problem("append", exc)
+
+    def _append_bytes(self, data: bytes) -> None:
+        """Append ``data`` as one ``write()`` under an exclusive lock on the current file,
+        rotating it first when it has reached the size limit."""
+        max_bytes = config.access_log_max_bytes()
+        for _ in range(_SETTLE_ATTEMPTS):
+            try:
+                fd = os.open(self.path, _OPEN_FLAGS, 0o644)
+            except OSError as exc:
+                self._problem("open", exc)
+                return
+            try:
+                locked = self._lock(fd)
+                mine = os.fstat(fd)
+                try:
+                    named = os.stat(self.path)
+                except FileNotFoundError:
+                    continue  # rotated (or removed) while we waited: reopen
+                if (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino):
+                    continue  # another process rotated our inode away: reopen
+                if locked and mine.st_size >= max_bytes:
+                    try:
+                        self._rotate()
+                        continue
+                    except OSError as exc:  # keep the line in the big file rather than lose it
+                        self._problem("rotate", exc)
+                self._write_once(fd, data)
+                return
+            except OSError as exc:
+                self._problem("write", exc)
+                return
+            finally:
+                os.close(fd)  # releases the flock
+        self._problem("write", OSError(errno.EAGAIN, f"no stable {ACCESS_LOG_NAME} after {_SETTLE_ATTEMPTS} reopens"))
+
+    def _lock(self, fd: int) -> bool:
+        """Take the exclusive lock. A file system without ``flock`` (Lustre mounted without
+        ``-o flock`` answers ENOSYS) still gets the line, unlocked and never rotated."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return True
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            self._problem("lock", exc)
+            return False
+
+    def _write_once(self, fd: int, data: bytes) -> None:
+        """One ``write()``. A short write (a full disk) is cut back off when the file still
+        ends with it, which holding the lock guarantees, so no partial line stays."""
+        written = os.write(fd, data)
+        if written != len(data):
+            end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: just past our piece
+            if os.fstat(fd).st_size == end:
+                os.ftruncate(fd, end - written)
+            raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes), line dropped")
+
+    def _rotate(self) -> None:
+        """Rename the current file (the caller holds its lock) to a free rotated name."""
+        stamp = int(time.time())
+        target = self.path.with_name(f"memory_access.{stamp}.jsonl")
+        n = 0
+        while target.exists():
+            n += 1
+            target = self.path.with_name(f"memory_access.{stamp}_{n:03d}.jsonl")
+        os.rename(self.path, target)
+        log.info("access log rotated to %s", target.name)
+
+    def _problem(self, what: str, exc: BaseException) -> None:
+        self._problems.append(f"{utc_now()} {what}: {type(exc).__name__}: {exc}")
+        key = (what, getattr(exc, "errno", None))
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("access log %s, %s: %s (kept in problems; memory calls are unaffected)", self.path, what, exc)
+
+
+def _encode(line: dict[str, Any]) -> bytes:
+    """One JSON line, UTF-8 as is (``ensure_ascii=False``), big ints exact; values JSON cannot
+    hold are turned into strings rather than losing the line."""
+    try:
+        data = _encoder.encode(line)
+    except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
+        data = _encoder.encode(_plain(line, 0))
+    for raw, escaped in _LINE_BREAKS:
+        data = data.replace(raw, escaped)
+    return data + b"\n"
+
+
+def _plain(value: Any, depth: int) -> Any:
+    """``value`` with string keys and JSON types only (cycles and deep nesting cut)."""
+    if depth > 32:
+        return "…"
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v, depth + 1) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
