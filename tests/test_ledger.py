@@ -133,25 +133,16 @@ BAD_INPUT = [
     (".", "memory_added", {"text": "x"}, "node_id", "not a node id"),
     ("..", "memory_added", {"text": "x"}, "node_id", "not a node id"),
     ("root", "memory_added", {"text": "bad \udc80 surrogate"}, "body.text", "UTF-8"),
-    ("root", "memory_added", {"text": "x" * (schema.MAX_TEXT_BYTES + 1)}, "body.text", "limit"),
     ("root", "memory_deleted", {"text": "x"}, "type", "unknown event type"),
-    ("root", "memory_added", {"text": "x", "kind": "rumour"}, "body.kind", "unknown kind"),
-    ("root", "memory_added", {"text": "x", "kind": "reproducibility_event", "target_id": "e1", "status": "maybe"},
-     "body.status", "unknown status"),
-    ("root", "memory_added", {"text": "x", "kind": "reproducibility_event", "status": "rerun_passed"},
-     "body.target_id", "needs"),
-    ("root", "memory_added", {"text": "x", "status": "rerun_passed", "target_id": "e"}, "body.status", "only"),
+    ("root", "memory_added", {"text": "x", "kind": "experiment_result"}, "body.kind", "unknown field"),  # typed fields live in metadata
     ("root", "memory_added", {"text": 3}, "body.text", "Expected `str`"),
     ("root", "memory_added", {}, "body", "missing required field"),
     ("root", "memory_added", ["not", "an", "object"], "body", "must be an object"),
     ("root", "memory_added", {"text": "x", "surprise": 1}, "body.surprise", "unknown field"),
-    ("root", "memory_added", {"text": "x", "metadata": {"k": [1, float("inf")]}}, "body.metadata.k[1]", "finite"),
     ("root", "memory_added", {"text": "x", "metadata": {"k": {"\udc80": 1}}}, "body.metadata.k.<key>", "UTF-8"),
-    ("root", "memory_added", {"text": "x", "confidence": 1.5}, "body.confidence", "between 0 and 1"),
-    ("root", "memory_added", {"text": "x", "artifact_refs": [{"path": "../x", "role": "log"}]},
-     "body.artifact_refs[0].path", "relative"),
-    ("root", "memory_added", {"text": "x", "artifact_refs": [{"path": "a", "sha256": "XYZ"}]},
-     "body.artifact_refs[0].sha256", "hex"),
+    ("root", "memory_added", {"text": "x", "metadata": {"k": b"raw bytes"}}, "body.metadata.k", "not a JSON value"),
+    ("root", "memory_added", {"text": "x", "metadata": {"k": "y" * schema.MAX_METADATA_BYTES}}, "body.metadata", "limit"),
+    ("root", "memory_added", {"text": "x", "metadata": [1, 2]}, "body.metadata", "Expected `object`"),
     ("root", "node_started", {"depth": "1"}, "body.depth", "Expected `int`"),
     ("root", "node_started", {"label": "guess"}, "body.label", "unknown label"),
     ("root", "node_started", {"parent_id": "p", "ancestor_ids": ["q"]}, "body.ancestor_ids", "parent_id"),
@@ -218,51 +209,109 @@ def test_open_without_create_on_missing_checkpoint(tmp_path: Path) -> None:
 
 def test_newer_schema_version_is_refused(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "root")
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
+    current = schema.SCHEMA_VERSION
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", current + 1)
     with Ledger.open(ckpt) as ledger:
         ledger.append("root", "memory_added", {"text": "from the future"})
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 1)
-    with pytest.raises(UnsupportedVersion, match="schema version 2, newer than this library understands"):
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", current)
+    with pytest.raises(UnsupportedVersion, match=f"schema version {current + 1}, newer than this library understands"):
         Ledger.open(ckpt)
 
 
-def test_older_versions_are_upcast_on_read(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_registered_upcasters_run_on_read_and_never_rewrite(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "root")
     with Ledger.open(ckpt) as ledger:
         written = ledger.append("root", "memory_added", {"text": "old"})
     raw_before = (ckpt / LOG_NAME).read_bytes()
+    current = schema.SCHEMA_VERSION
 
-    def v1_to_v2(raw: dict) -> dict:
+    def next_version(raw: dict) -> dict:
         raw["body"] = {**raw["body"], "metadata": {"upcast_from": raw["v"]}}
         return raw
 
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(schema.UPCASTERS, 1, v1_to_v2)
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", current + 1)
+    monkeypatch.setitem(schema.UPCASTERS, current, next_version)
     with Ledger.open(ckpt) as ledger:
         [event] = list(ledger.events())
-        assert event.v == 2 and event.body["metadata"] == {"upcast_from": 1}
+        assert event.v == current + 1 and event.body["metadata"] == {"upcast_from": current}
         assert event.hash == written.hash  # the stored bytes are untouched
     assert (ckpt / LOG_NAME).read_bytes() == raw_before
 
 
+def _write_v1_log(ckpt: Path, bodies: list[tuple[str, str, dict]]) -> None:
+    """A log as version 1 of this library wrote it (typed fields beside metadata)."""
+    from ledger.chain import sign
+    from ledger.log import compress_member
+
+    lines, prev, ckpt_id = [], "", schema.new_event_id()
+    for seq, (node, type_, body) in enumerate(bodies, 1):
+        event, line = sign(schema.UnsignedEvent(1, seq, schema.new_event_id(), schema.utc_now(), ckpt_id, node, type_, body, prev))
+        lines.append(line)
+        prev = event.hash
+    (ckpt / LOG_NAME).write_bytes(compress_member(b"".join(lines)))
+
+
+def test_version_1_typed_bodies_are_upcast_into_aris_metadata(ckpt: Path) -> None:
+    sha = "a" * 64
+    _write_v1_log(ckpt, [
+        ("root", "memory_added", {"text": "free", "metadata": {"type": "result_summary"}}),
+        ("root", "memory_added", {"text": "claim", "kind": "experiment_result", "metadata": {"k": 1},
+                                  "node_report_ref": {"run_id": "r1", "node_id": "root"}, "metric_ptr": "metrics.GFlops_per_s",
+                                  "artifact_refs": [{"path": "results.csv", "sha256": sha, "role": "data_output"}], "report_hash": sha}),
+        ("root", "memory_added", {"text": "re-ran", "kind": "reproducibility_event", "target_id": "e1", "status": "rerun_passed"}),
+        ("root", "memory_added", {"text": "hint", "kind": "reflection", "confidence": 0.4}),
+    ])
+    with Ledger.open(ckpt) as ledger:
+        events = list(ledger.events())
+        assert ledger.verify().ok
+    assert all(e.v == schema.SCHEMA_VERSION for e in events)
+    assert events[0].body == {"text": "free", "metadata": {"type": "result_summary"}}
+    assert events[1].body == {"text": "claim", "report_hash": sha, "metadata": {
+        "k": 1, "type": "experiment_result", "mem_kind": "experiment_result", "metric_ptr": {"name": "GFlops_per_s"},
+        "node_report_ref": {"run_id": "r1", "node_id": "root"},
+        "artifact_refs": [{"path": "results.csv", "sha256": sha, "role": "data_output"}]}}
+    assert events[2].body["metadata"] == {"type": "reproducibility_event", "mem_kind": "reproducibility_event",
+                                          "repro_target_id": "e1", "repro_status": "rerun_passed"}
+    assert events[3].body["metadata"] == {"type": "reflection", "mem_kind": "reflection", "confidence": 0.4}
+
+
 def test_typed_body_round_trip(ledger: Ledger) -> None:
-    event = ledger.append(
-        "root",
-        "memory_added",
-        {
-            "text": "result",
-            "kind": "experiment_result",
-            "node_report_ref": {"run_id": "r1", "node_id": "root"},
-            "artifact_refs": [{"path": "out/results.csv", "sha256": "a" * 64, "role": "data_output"}],
-            "metric_ptr": "GFlops_per_s",
-            "confidence": 1,
-        },
-    )
+    metadata = {"type": "experiment_result", "mem_kind": "experiment_result", "metric_ptr": {"name": "GFlops_per_s", "value": 9.87},
+                "artifact_refs": [{"path": "out/results.csv", "sha256": "a" * 64, "role": "data_output"}],
+                "node_report_ref": {"run_id": "r1", "node_id": "root"}}
+    event = ledger.append("root", "memory_added", {"text": "result", "metadata": metadata})
     body = event.typed_body()
     assert isinstance(body, schema.MemoryAdded)
-    assert body.node_report_ref == schema.NodeReportRef("r1", "root")
-    assert body.artifact_refs[0].path == "out/results.csv"
+    assert body.metadata == metadata and body.findings == []
     assert msgspec.to_builtins(body) == event.body
+
+
+STORED_AND_FLAGGED = [
+    ({"text": "x" * (schema.MAX_TEXT_BYTES + 10)}, "text", "stored the first"),
+    ({"text": "x", "metadata": {"k": [1, float("inf")]}}, "metadata.k[1]", "stored as null"),
+    ({"text": "x", "metadata": {"k": {3: "three"}}}, "metadata.k.<key>", "number key 3"),
+    ({"text": "x", "metadata": {"mem_kind": "rumour"}}, "metadata.mem_kind", "unknown kind"),
+    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "../x", "role": "log"}]}},
+     "metadata.artifact_refs[0].path", "never read"),
+    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a", "sha256": "XYZ"}]}},
+     "metadata.artifact_refs[0].sha256", "not a sha256"),
+    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a", "role": "guess"}]}},
+     "metadata.artifact_refs[0].role", "unknown role"),
+    ({"text": "x", "metadata": {"mem_kind": "reflection", "confidence": 1.5}}, "metadata.confidence", "between 0 and 1"),
+    ({"text": "x", "metadata": {"mem_kind": "reproducibility_event", "repro_target_id": "e", "repro_status": "maybe"}},
+     "metadata.repro_status", "unknown status"),
+    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "node_report_ref": {"node_id": "root"}}},
+     "metadata.node_report_ref.run_id", "missing"),
+]
+
+
+@pytest.mark.parametrize("body,field,reason", STORED_AND_FLAGGED, ids=[c[1] for c in STORED_AND_FLAGGED])
+def test_what_ari_would_store_is_stored_and_flagged(ledger: Ledger, body, field, reason) -> None:
+    event = ledger.append("root", "memory_added", body)
+    found = [f for f in event.body["findings"] if f["field"] == field]
+    assert found and reason in found[0]["reason"], event.body["findings"]
+    [stored] = [e for e in ledger.events() if e.seq == event.seq]
+    assert stored.body == event.body  # what was acknowledged is what the log holds
 
 
 def test_cli_verify_status_log(ledger: Ledger) -> None:

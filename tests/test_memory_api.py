@@ -94,7 +94,7 @@ def test_cow_violation_leaves_the_ancestor_byte_identical(backend, monkeypatch: 
         "ok": False,
         "error": "node_id does not match current node (CoW violation)",
     }
-    assert backend.clear_node_memory("root")["ok"] is False
+    assert backend.clear_node_memory("root") == {"removed": 0, "error": "node_id does not match current node (CoW violation)"}
     monkeypatch.delenv("ARI_CURRENT_NODE_ID")
     assert backend.add_memory("root", "x") == {"ok": False, "error": "ARI_CURRENT_NODE_ID not set"}
     assert (backend.checkpoint_dir / LOG_NAME).read_bytes() == log_before
@@ -134,9 +134,9 @@ def test_get_node_memory_and_list_all_nodes_shapes(backend) -> None:
 def test_react_trace_is_flat(backend) -> None:
     ids = [backend.react_add(f"Thought {i}: compile with -O{i % 4}", {"step": i})["id"] for i in range(6)]
     backend.react_add("Action: run the roofline measurement")
-    everything = backend.react_get_all()["entries"]
-    assert [e["entry_id"] for e in everything[:6]] == ids and len(everything) == 7
-    top = backend.react_search("roofline measurement", limit=3)["results"]
+    everything = backend.react_get_all()
+    assert [e["id"] for e in everything[:6]] == ids and len(everything) == 7
+    top = backend.react_search("roofline measurement", limit=3)
     assert top[0]["content"] == "Action: run the roofline measurement" and len(top) == 3
 
 
@@ -183,10 +183,11 @@ def test_access_log_records_reads_and_writes(backend, monkeypatch: pytest.Monkey
     entry = add(backend, "root", "logged")
     backend.search_memory("logged", ["root"], limit=1)
     lines = [json.loads(x) for x in (backend.checkpoint_dir / ACCESS_LOG_NAME).read_text().splitlines()]
-    tools = [x["tool"] for x in lines]
-    assert "add_memory" in tools and "search_memory" in tools
-    search = [x for x in lines if x["tool"] == "search_memory"][-1]
-    assert search["ids"] == [entry] and search["node"] == "root" and search["scope"] == ["root"]
+    write = next(x for x in lines if x["op"] == "write" and x["tool"] == "add_memory")
+    assert write["entry_id"] == entry and write["node_id"] == "root" and write["collection"] == "node_scope"
+    read = [x for x in lines if x["op"] == "read" and x["tool"] == "search_memory"][-1]
+    assert read["query"] == "logged" and read["ancestor_ids"] == ["root"] and read["node_id"] == "root"
+    assert [r["entry_id"] for r in read["results"]] == [entry] and read["results"][0]["src_node_id"] == "root"
     monkeypatch.setenv("ARI_MEMORY_ACCESS_LOG", "off")
     size = (backend.checkpoint_dir / ACCESS_LOG_NAME).stat().st_size
     backend.search_memory("logged", ["root"], limit=1)

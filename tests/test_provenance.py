@@ -14,23 +14,27 @@ from hypothesis import strategies as st
 
 from ledger.errors import InvalidInput
 from ledger.node_report import load_node_report
-from ledger.provenance import (
-    ArtifactRef,
-    artifact_refs,
-    resolve_inside,
-    sha256_file,
-    validate_artifact_refs,
-)
+from ledger.provenance import artifact_refs, resolve_inside, sha256_file
+from ledger.typed import inspect_metadata
 
 RUN_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "ari_run" / "experiments" / "run_20261128_stencil"
 SECRET = b"outside the work dir: must never be hashed\n"
 
 
-def _refs(node_id: str) -> dict[str, ArtifactRef]:
+def ArtifactRef(path: str, sha256: str | None, role: str) -> dict:
+    """A ref as ARI stores it."""
+    return {"path": path, "sha256": sha256, "role": role}
+
+
+def _report(work: Path) -> dict:
+    return json.loads((work / "node_report.json").read_text(encoding="utf-8"))
+
+
+def _refs(node_id: str) -> dict[str, dict]:
     work = RUN_DIR / node_id
-    prov = artifact_refs(load_node_report(work / "node_report.json"), work)
-    assert prov.refused == []
-    return {r.path: r for r in prov.refs}
+    prov = artifact_refs(_report(work), work)
+    assert prov.findings == []
+    return {r["path"]: r for r in prov.refs}
 
 
 def _report_with(filenames: list[str], **extra) -> dict:
@@ -76,15 +80,15 @@ def test_recorded_artifact_hashes_and_roles_are_kept():
     report = load_node_report(RUN_DIR / "node_A2" / "node_report.json")
     refs = _refs("node_A2")
     for a in report.artifacts:
-        assert refs[a.filename].role == a.role
+        assert refs[a.filename]["role"] == a.role
         if a.sha256 is not None:
-            assert refs[a.filename].sha256 == a.sha256
+            assert refs[a.filename]["sha256"] == a.sha256
 
 
 def test_artifacts_without_a_hash_are_hashed_at_index_time():
     refs = _refs("node_A2")
-    assert refs["roofline.png"].sha256 == sha256_file(RUN_DIR / "node_A2" / "roofline.png")
-    assert _refs("node_A1")["run.log"].sha256 == sha256_file(RUN_DIR / "node_A1" / "run.log")
+    assert refs["roofline.png"]["sha256"] == sha256_file(RUN_DIR / "node_A2" / "roofline.png")
+    assert _refs("node_A1")["run.log"]["sha256"] == sha256_file(RUN_DIR / "node_A1" / "run.log")
 
 
 def test_absent_file_without_a_hash_keeps_sha_none():
@@ -94,18 +98,18 @@ def test_absent_file_without_a_hash_keeps_sha_none():
 def test_all_fixture_refs_are_relative_posix_paths():
     for work in sorted(RUN_DIR.iterdir()):
         for ref in _refs(work.name).values():
-            assert not ref.path.startswith("/") and ".." not in ref.path.split("/")
-            assert (work / ref.path).resolve().is_relative_to(work.resolve())
+            assert not ref["path"].startswith("/") and ".." not in ref["path"].split("/")
+            assert (work / ref["path"]).resolve().is_relative_to(work.resolve())
 
 
 def test_recorded_hash_is_not_overwritten_when_the_file_changed(tmp_path):
     work = tmp_path / "node_A2"
     shutil.copytree(RUN_DIR / "node_A2", work)
     (work / "results.csv").write_text("tampered\n", encoding="utf-8")
-    report = load_node_report(work / "node_report.json")
-    recorded = next(a.sha256 for a in report.artifacts if a.filename == "results.csv")
-    ref = next(r for r in artifact_refs(report, work).refs if r.path == "results.csv")
-    assert ref.sha256 == recorded != sha256_file(work / "results.csv")
+    report = _report(work)
+    recorded = next(a["sha256"] for a in report["artifacts"] if a["filename"] == "results.csv")
+    ref = next(r for r in artifact_refs(report, work).refs if r["path"] == "results.csv")
+    assert ref["sha256"] == recorded != sha256_file(work / "results.csv")
 
 
 def test_a_path_listed_twice_gives_one_ref(tmp_path):
@@ -113,54 +117,77 @@ def test_a_path_listed_twice_gives_one_ref(tmp_path):
     digest = sha256_file(tmp_path / "results.csv")
     data = _report_with(["results.csv", "./results.csv"],
                         files_changed={"added": [{"path": "results.csv", "sha256": digest}]})
-    refs = artifact_refs(load_node_report(data), tmp_path).refs
+    refs = artifact_refs(data, tmp_path).refs
     assert refs == [ArtifactRef("results.csv", digest, "data_output")]
 
 
 @pytest.mark.parametrize(
-    ("path", "reason"),
+    ("path", "stored", "reason"),
     [
-        ("/etc/passwd", "absolute path outside the work dir"),
-        ("../../etc/passwd", "'..' escapes the work dir"),
-        ("sub/../../outside/secret.txt", "'..' escapes the work dir"),
-        ("leak.csv", "symlink"),
-        ("data/secret.txt", "symlink"),
-        ("", "empty path"),
-        (".", "work dir itself"),
+        ("/etc/passwd", "passwd", "kept by its name, as ARI does"),
+        ("../../etc/passwd", "../../etc/passwd", "'..' escapes the work dir"),
+        ("sub/../../outside/secret.txt", "sub/../../outside/secret.txt", "'..' escapes the work dir"),
+        ("leak.csv", "leak.csv", "symlink"),
+        ("data/secret.txt", "data/secret.txt", "symlink"),
+        (".", ".", "work dir itself"),
     ],
 )
-def test_escaping_paths_are_refused_and_never_read(escape_setup, path, reason):
+def test_escaping_paths_are_stored_flagged_and_never_read(escape_setup, path, stored, reason):
     work = escape_setup
-    prov = artifact_refs(load_node_report(_report_with([path, "results.csv"])), work)
-    assert [r.path for r in prov.refs] == ["results.csv"]
-    assert len(prov.refused) == 1 and prov.refused[0].path == path
-    assert reason in prov.refused[0].reason
-    assert hashlib.sha256(SECRET).hexdigest() not in {r.sha256 for r in prov.refs}
+    prov = artifact_refs(_report_with([path, "results.csv"]), work)
+    refs = {r["path"]: r for r in prov.refs}
+    assert set(refs) == {stored, "results.csv"} and refs[stored]["sha256"] is None
+    assert [f.field for f in prov.findings] == ["artifacts[0].path"] and reason in prov.findings[0].reason
+    assert hashlib.sha256(SECRET).hexdigest() not in {r["sha256"] for r in prov.refs}
 
 
-def test_escapes_in_files_changed_are_refused_too(escape_setup):
+def test_escapes_in_files_changed_are_flagged_too(escape_setup):
     work = escape_setup
     fake = "0" * 64
     data = _report_with([], files_changed={
         "added": [{"path": "/etc/shadow", "sha256": fake}],
         "modified": [{"path": "data/secret.txt", "sha256_before": fake, "sha256_after": fake}],
     })
-    prov = artifact_refs(load_node_report(data), work)
-    assert prov.refs == []
-    assert [r.path for r in prov.refused] == ["/etc/shadow", "data/secret.txt"]
+    prov = artifact_refs(data, work)
+    assert [r["path"] for r in prov.refs] == ["shadow", "data/secret.txt"]  # recorded hashes kept, files never read
+    assert [f.field for f in prov.findings] == ["files_changed.added[0].path", "files_changed.modified[0].path"]
+
+
+def test_a_fifo_or_device_is_never_opened(escape_setup):
+    work = escape_setup
+    os.mkfifo(work / "pipe")
+    prov = artifact_refs(_report_with(["pipe"]), work)  # opening a FIFO would block forever
+    assert prov.refs == [ArtifactRef("pipe", None, "data_output")] and "not a regular file" in prov.findings[0].reason
 
 
 def test_absolute_path_inside_the_work_dir_becomes_relative(escape_setup):
     work = escape_setup
-    prov = artifact_refs(load_node_report(_report_with([str(work / "sub" / ".." / "results.csv")])), work)
-    assert prov.refused == []
+    prov = artifact_refs(_report_with([str(work / "sub" / ".." / "results.csv")]), work)
+    assert prov.findings == []
     assert prov.refs == [ArtifactRef("results.csv", sha256_file(work / "results.csv"), "data_output")]
 
 
 def test_symlink_that_stays_inside_is_followed(escape_setup):
     work = escape_setup
-    prov = artifact_refs(load_node_report(_report_with(["sub/latest.csv"])), work)
+    prov = artifact_refs(_report_with(["sub/latest.csv"]), work)
     assert prov.refs == [ArtifactRef("sub/latest.csv", sha256_file(work / "results.csv"), "data_output")]
+
+
+def test_refs_from_aris_builder_shapes(tmp_path):
+    """ARI's builder: inherited_unchanged as {path, sha256}, sha256_before may be "", artifacts
+    with their own sha256 and size, and ``path`` as well as ``filename`` (ARI's provenance reads both)."""
+    (tmp_path / "k.c").write_text("int main(){}\n", encoding="utf-8")
+    (tmp_path / "out.csv").write_text("a,b\n", encoding="utf-8")
+    digest = sha256_file(tmp_path / "out.csv")
+    data = _report_with([], files_changed={
+        "added": [], "deleted": ["old.c"],
+        "modified": [{"path": "k.c", "sha256_before": "", "sha256_after": sha256_file(tmp_path / "k.c")}],
+        "inherited_unchanged": [{"path": "Makefile", "sha256": "1" * 64}],
+    })
+    data["artifacts"] = [{"filename": "out.csv", "role": "data_output", "sha256": digest, "size": 4}, {"path": "fig.png", "role": "figure"}]
+    prov = artifact_refs(data, tmp_path)
+    assert prov.refs == [ArtifactRef("k.c", sha256_file(tmp_path / "k.c"), "source"),
+                         ArtifactRef("out.csv", digest, "data_output"), ArtifactRef("fig.png", None, "figure")]
 
 
 def test_resolve_inside(escape_setup):
@@ -205,59 +232,26 @@ def test_sha256_file_streams_large_files(tmp_path):
 GOOD_SHA = "a" * 64
 
 
-def test_validate_artifact_refs_accepts_and_normalises():
-    refs = validate_artifact_refs([
-        {"path": "results.csv", "sha256": GOOD_SHA, "role": "data_output"},
-        {"path": "./src//stencil.c", "sha256": None, "role": "source"},
-        {"path": "run.log", "role": "log"},
-        ArtifactRef("fig/roofline.png", None, "figure"),
-    ])
-    assert refs == [
-        ArtifactRef("results.csv", GOOD_SHA, "data_output"),
-        ArtifactRef("src/stencil.c", None, "source"),
-        ArtifactRef("run.log", None, "log"),
-        ArtifactRef("fig/roofline.png", None, "figure"),
-    ]
-
-
-def test_validate_artifact_refs_round_trips_fixture_refs():
-    refs = list(_refs("node_A2").values())
-    assert validate_artifact_refs(json.loads(json.dumps([{"path": r.path, "sha256": r.sha256, "role": r.role} for r in refs]))) == refs
-
-
 @pytest.mark.parametrize(
-    ("bad", "field", "reason"),
+    ("ref", "field", "reason"),
     [
-        ({"path": "x", "sha256": "ABC", "role": "log"}, "artifact_refs[2].sha256", "64 lowercase hex"),
-        ({"path": "x", "sha256": GOOD_SHA.upper(), "role": "log"}, "artifact_refs[2].sha256", "64 lowercase hex"),
-        ({"path": "/etc/passwd", "role": "log"}, "artifact_refs[2].path", "absolute"),
-        ({"path": "a/../../etc/passwd", "role": "log"}, "artifact_refs[2].path", "'..' escapes"),
-        ({"path": "", "role": "log"}, "artifact_refs[2].path", "non-empty"),
-        ({"path": 3, "role": "log"}, "artifact_refs[2].path", "non-empty"),
-        ({"role": "log"}, "artifact_refs[2].path", "required field is missing"),
-        ({"path": "x"}, "artifact_refs[2].role", "required field is missing"),
-        ({"path": "x", "role": "evidence"}, "artifact_refs[2].role", "expected one of"),
-        ({"path": "x", "role": "log", "sha": GOOD_SHA}, "artifact_refs[2].sha", "unknown key"),
-        ({"path": "./a.csv", "role": "log"}, "artifact_refs[2].path", "duplicate of artifact_refs[0].path"),
-        ("a.csv", "artifact_refs[2]", "expected an object"),
+        ({"path": "x", "sha256": "ABC", "role": "log"}, "metadata.artifact_refs[1].sha256", "not a sha256"),
+        ({"path": "x", "sha256": GOOD_SHA.upper(), "role": "log"}, "metadata.artifact_refs[1].sha256", "not a sha256"),
+        ({"path": "/etc/passwd", "role": "log"}, "metadata.artifact_refs[1].path", "absolute"),
+        ({"path": "a/../../etc/passwd", "role": "log"}, "metadata.artifact_refs[1].path", "'..'"),
+        ({"path": "", "role": "log"}, "metadata.artifact_refs[1].path", "missing"),
+        ({"path": 3, "role": "log"}, "metadata.artifact_refs[1].path", "missing"),
+        ({"path": "x", "role": "evidence"}, "metadata.artifact_refs[1].role", "unknown role"),
+        ("a.csv", "metadata.artifact_refs[1]", "expected an object"),
     ],
 )
-def test_validate_artifact_refs_names_index_and_field(bad, field, reason):
-    refs = [{"path": "a.csv", "sha256": GOOD_SHA, "role": "data_output"}, {"path": "b.log", "role": "log"}, bad]
-    with pytest.raises(InvalidInput) as info:
-        validate_artifact_refs(refs)
-    assert info.value.field == field
-    assert reason in info.value.reason
+def test_typed_refs_findings_name_index_and_field(ref, field, reason):
+    metadata = {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a.csv", "sha256": GOOD_SHA, "role": "data_output"}, ref]}
+    [finding] = inspect_metadata(metadata)
+    assert finding.field == field and reason in finding.reason
 
 
-def test_validate_artifact_refs_uses_the_callers_field_name():
-    with pytest.raises(InvalidInput) as info:
-        validate_artifact_refs([{"path": "x", "role": "nope"}], field="evidence")
-    assert info.value.field == "evidence[0].role"
-
-
-@pytest.mark.parametrize("not_a_list", ["results.csv", {"path": "x", "role": "log"}, None, 3])
-def test_validate_artifact_refs_wants_a_list(not_a_list):
-    with pytest.raises(InvalidInput) as info:
-        validate_artifact_refs(not_a_list)
-    assert info.value.field == "artifact_refs"
+def test_good_refs_and_free_text_have_no_findings():
+    assert inspect_metadata({"mem_kind": "experiment_result", "artifact_refs": [{"path": "a.csv", "sha256": GOOD_SHA, "role": "data_output"}],
+                             "node_report_ref": {"run_id": "r", "node_id": "n"}, "metric_ptr": {"name": "g", "value": 1.0}}) == []
+    assert inspect_metadata({"type": "result_summary", "metrics": {"g": "not checked"}}) == []
