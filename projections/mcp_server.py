@@ -38,6 +38,10 @@ def _backend() -> MemoryBackend:
     return get_backend()
 
 
+#: The tools' names in registration order (a skill directory's ``mcp.json`` lists them).
+TOOLS: list[str] = []
+
+
 def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Register ``fn`` as a tool whose library errors become tool errors."""
 
@@ -49,6 +53,7 @@ def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise ToolError(str(exc)) from exc
 
     server.tool(name=fn.__name__)(wrapper)
+    TOOLS.append(fn.__name__)
     return fn
 
 
