@@ -12,9 +12,8 @@ ARI's environment pins (``FastMCP``, the same server under its old name).
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
-
 from importlib.metadata import version
+from typing import Any, Callable
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import MCPServer as Server
@@ -147,7 +146,7 @@ def add_experiment_result(
     node_report_ref: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A typed, artifact-grounded experiment result."""
-    return _backend().add_experiment_result(node_id, text, metric_ptr, artifact_refs, node_report_ref)
+    return _backend().add_experiment_result(node_id, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
 
 
 @tool
@@ -155,7 +154,7 @@ def add_failure_case(
     node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A typed failure case (becomes a limitation, never a claim)."""
-    return _backend().add_failure_case(node_id, text, artifact_refs, node_report_ref)
+    return _backend().add_failure_case(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
 
 
 @tool
@@ -163,13 +162,13 @@ def add_procedure_memory(
     node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A typed procedure (how something was done)."""
-    return _backend().add_procedure_memory(node_id, text, artifact_refs, node_report_ref)
+    return _backend().add_procedure_memory(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
 
 
 @tool
 def add_reflection(node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, Any] | None = None) -> dict[str, Any]:
     """A typed reflection (low confidence, never a claim)."""
-    return _backend().add_reflection(node_id, text, confidence, node_report_ref)
+    return _backend().add_reflection(node_id, text, confidence=confidence, node_report_ref=node_report_ref)
 
 
 @tool
@@ -177,7 +176,7 @@ def add_reproducibility_event(
     node_id: str, target_memory_id: str, status: str, artifact_refs: list[dict[str, Any]] | None = None, text: str | None = None
 ) -> dict[str, Any]:
     """Append a re-run status for a memory in the writer's scope."""
-    return _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs, text)
+    return _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs=artifact_refs, text=text)
 
 
 @tool
@@ -190,7 +189,9 @@ def search_research_memory(
     as_of: int | None = None,
 ) -> dict[str, Any]:
     """Typed search in exact ancestor scope, filtered by kind and artifact presence."""
-    return _backend().search_research_memory(query, ancestor_ids, kinds, require_artifacts, limit, as_of=as_of)
+    return _backend().search_research_memory(
+        query, ancestor_ids, kinds=kinds, require_artifacts=require_artifacts, limit=limit, as_of=as_of
+    )
 
 
 @tool

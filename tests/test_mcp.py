@@ -357,3 +357,4 @@ def test_shim_backends_is_the_ledger_factory(shim, tmp_path: Path, monkeypatch: 
     assert fresh is not first and backends.get_backend() is fresh
     backends.clear_backend_cache()
     assert backends.get_backend() is not fresh
+    backends.clear_backend_cache()
