@@ -191,10 +191,10 @@ def test_ari_skill_dir_over_stdio(skill_dir: Path, sdk: tuple[str, list[str]], t
             assert out["ok"] is False and reason in out["error"], out
         assert (await c.call("add_memory", node_id="root", text="x"))["error"] == "ARI_CURRENT_NODE_ID not set"
         assert {"ok": True, "node_id": "root"}.items() <= (await c.call("_set_current_node", node_id="root")).items()
+        assert (await c.call("_set_current_node", node_id=""))["ok"] is False  # refused: the guard stays on root
         added = await c.call("add_memory", node_id="root", text="RESULT SUMMARY naive baseline 2.41 GFlops/s", metadata={"kind": "result_summary", "step": 1})
         assert added["ok"] and added["id"]
-        assert (await c.call("_set_current_node", node_id=""))["ok"] is False
-        [entry] = (await c.call("get_node_memory", node_id="root"))["entries"]  # a refused id left the guard on root
+        [entry] = (await c.call("get_node_memory", node_id="root"))["entries"]
         assert entry["entry_id"] == added["id"] and {"kind": "result_summary", "step": 1}.items() <= entry["metadata"].items()
         hits = (await c.call("search_memory", query="baseline GFlops", ancestor_ids=["root"], limit=5))["results"]
         assert [h["entry_id"] for h in hits] == [added["id"]]
@@ -211,7 +211,7 @@ def test_ari_skill_dir_over_stdio(skill_dir: Path, sdk: tuple[str, list[str]], t
 
         ctx = await c.call("get_verified_context", ancestor_ids=["root", "node_A"])
         # contract: ARI's claim is {entry_id, node_id, text, kind, grounded, artifact_refs, repro_status}
-        claim = next(c for c in ctx["claims"] if c["node_id"] == "node_A")
+        claim = next(x for x in ctx["claims"] if x["node_id"] == "node_A")
         assert {"entry_id", "node_id", "text", "kind", "grounded", "artifact_refs", "repro_status"} <= set(claim)
         assert claim["grounded"] is True and "9.87" in claim["text"]
         audit = await c.call("audit_memory", experiments_root=str(experiments), run_id=RUN_ID)
