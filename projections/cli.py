@@ -417,3 +417,16 @@ def cmd_restore(args: argparse.Namespace) -> int:
     else:
         print(f"restored {result['events']} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}")
     return EXIT_OK
+
+
+@command("ari-skill", "write a skill directory for ARI's memory-skill.path (and the drop-in ari-skill-memory distribution)")
+@arguments(lambda p: p.add_argument("dir", help="the skill directory to write (created; template files are overwritten)"))
+def cmd_ari_skill(args: argparse.Namespace) -> int:
+    from .skill_dir import write_skill_dir
+
+    written = write_skill_dir(args.dir)
+    root = Path(args.dir).resolve()
+    for path in written:
+        print(path.relative_to(root))
+    print(f"wrote {len(written)} files to {root}; point memory-skill.path at it and install it, see {root / 'README.md'}")
+    return EXIT_OK

@@ -1,29 +1,44 @@
-"""MCP server over stdio with ARI's memory tool names, so ARI switches by one server entry.
+"""MCP server over stdio with ARI's memory tool names, argument types and result shapes.
 
 Every tool is one call into :class:`~projections.backend.MemoryBackend` for the checkpoint in
-``ARI_CHECKPOINT_DIR``; read tools take ``as_of`` (a seq) to answer as a node saw it then. A pooled stdio server outlives one node, so ``_set_current_node``
-moves the copy-on-write guard to the node now running. Library errors come back as tool
-errors carrying the library's message; the server keeps running.
+``ARI_CHECKPOINT_DIR``; read tools take ``as_of`` (a seq) to answer as a node saw it then. A
+pooled stdio server outlives one node, so ``_set_current_node`` moves the copy-on-write guard to
+the node now running. Library errors come back as tool errors carrying the library's message;
+the server keeps running. It runs on the MCP SDK's 2.x line (``MCPServer``) and on the 1.x line
+ARI's environment pins (``FastMCP``, the same server under its old name).
 
     ari-ledger mcp          (or: python -m projections.mcp_server)
 """
 from __future__ import annotations
 
 import functools
+from importlib.metadata import version
 from typing import Any, Callable
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+try:  # mcp 2.x
+    from mcp.server.mcpserver import MCPServer as Server
+    from mcp.server.mcpserver.exceptions import ToolError
+except ModuleNotFoundError:  # mcp 1.x, ARI's environment: the same high-level server under its old name
+    from mcp.server.fastmcp import FastMCP as Server
+    from mcp.server.fastmcp.exceptions import ToolError
 
-from ledger import LedgerError, config
+from ledger import InvalidInput, LedgerError, config
+from ledger.events import check_node_id
 
 from .backend import MemoryBackend, get_backend
 
-server = MCPServer("ari-memory-ledger", instructions="Ancestor-scoped, artifact-grounded memory of an ARI checkpoint.")
+server = Server("ari-memory-ledger", instructions="Ancestor-scoped, artifact-grounded memory of an ARI checkpoint.")
+
+#: The MCP SDK release this server runs on (``health`` reports it: ARI's environment pins 1.x).
+MCP_SDK_VERSION = version("mcp")
 
 
 def _backend() -> MemoryBackend:
     return get_backend()
+
+
+#: The tools' names in registration order (a skill directory's ``mcp.json`` lists them).
+TOOLS: list[str] = []
 
 
 def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -37,14 +52,23 @@ def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise ToolError(str(exc)) from exc
 
     server.tool(name=fn.__name__)(wrapper)
+    TOOLS.append(fn.__name__)
     return fn
 
 
 @tool
 def _set_current_node(node_id: str) -> dict[str, Any]:
-    """Set the node allowed to write (the copy-on-write guard) for this server process."""
+    """Set the node allowed to write (the copy-on-write guard) for this server process.
+
+    ARI's shapes: ``{"ok": True, "node_id": id}``, or ``{"ok": False, "error": reason}`` for an
+    id that cannot be a node (empty, ``/``, NUL, control characters), which leaves the guard as it was.
+    """
+    try:
+        check_node_id(node_id)
+    except InvalidInput as exc:
+        return {"ok": False, "error": str(exc)}
     config.set_current_node(node_id)
-    return {"ok": True, "current_node": config.current_node()}
+    return {"ok": True, "node_id": node_id, "current_node": config.current_node()}
 
 
 @tool
@@ -117,34 +141,34 @@ def get_experiment_context(as_of: int | None = None) -> dict[str, Any]:
 def add_experiment_result(
     node_id: str,
     text: str,
-    metric_ptr: str | None = None,
+    metric_ptr: dict[str, Any] | None = None,
     artifact_refs: list[dict[str, Any]] | None = None,
-    node_report_ref: dict[str, str] | None = None,
+    node_report_ref: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A typed, artifact-grounded experiment result."""
-    return _backend().add_experiment_result(node_id, text, metric_ptr, artifact_refs, node_report_ref)
+    return _backend().add_experiment_result(node_id, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
 
 
 @tool
 def add_failure_case(
-    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, str] | None = None
+    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A typed failure case (becomes a limitation, never a claim)."""
-    return _backend().add_failure_case(node_id, text, artifact_refs, node_report_ref)
+    return _backend().add_failure_case(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
 
 
 @tool
 def add_procedure_memory(
-    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, str] | None = None
+    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A typed procedure (how something was done)."""
-    return _backend().add_procedure_memory(node_id, text, artifact_refs, node_report_ref)
+    return _backend().add_procedure_memory(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
 
 
 @tool
-def add_reflection(node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, str] | None = None) -> dict[str, Any]:
+def add_reflection(node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, Any] | None = None) -> dict[str, Any]:
     """A typed reflection (low confidence, never a claim)."""
-    return _backend().add_reflection(node_id, text, confidence, node_report_ref)
+    return _backend().add_reflection(node_id, text, confidence=confidence, node_report_ref=node_report_ref)
 
 
 @tool
@@ -152,7 +176,7 @@ def add_reproducibility_event(
     node_id: str, target_memory_id: str, status: str, artifact_refs: list[dict[str, Any]] | None = None, text: str | None = None
 ) -> dict[str, Any]:
     """Append a re-run status for a memory in the writer's scope."""
-    return _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs, text)
+    return _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs=artifact_refs, text=text)
 
 
 @tool
@@ -165,7 +189,9 @@ def search_research_memory(
     as_of: int | None = None,
 ) -> dict[str, Any]:
     """Typed search in exact ancestor scope, filtered by kind and artifact presence."""
-    return _backend().search_research_memory(query, ancestor_ids, kinds, require_artifacts, limit, as_of=as_of)
+    return _backend().search_research_memory(
+        query, ancestor_ids, kinds=kinds, require_artifacts=require_artifacts, limit=limit, as_of=as_of
+    )
 
 
 @tool
@@ -190,11 +216,12 @@ def consolidate_node_memory(node_id: str, node_report: dict[str, Any] | str, wor
 
 @tool
 def health() -> dict[str, Any]:
-    """Engine, events in the log and projection lag."""
-    return _backend().health()
+    """Engine, events in the log and projection lag; ``mcp_sdk`` is the SDK release serving this."""
+    return {**_backend().health(), "mcp_sdk": MCP_SDK_VERSION}
 
 
 def main() -> int:
+    """Serve on stdin/stdout until stdin closes."""
     server.run("stdio")
     return 0
 
