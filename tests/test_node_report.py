@@ -150,9 +150,10 @@ def test_report_hash_is_the_same_for_a_dict_and_its_model():
 
 
 def test_defaults_filled_by_the_model_do_not_change_the_hash():
-    minimal = {k: GOOD[k] for k in ("schema_version", "node_id", "parent_id", "ancestor_ids", "label", "depth", "status", "self_assessment")}
+    required = ("schema_version", "node_id", "label", "depth", "status", "files_changed", "metrics", "artifacts")
+    minimal = {k: GOOD[k] for k in required}  # ARI's schema: no parent, ancestors or self-assessment needed
     model = load_node_report(minimal)
-    assert model.artifacts == [] and model.build_command == ""
+    assert model.next_steps_hints == [] and model.build_command == "" and model.parent_id is None
     assert report_hash(model) == report_hash(minimal)
 
 
@@ -162,7 +163,8 @@ def test_report_hash_changes_with_content():
     assert len(report_hash(GOOD)) == 64
 
 
-def test_report_hash_refuses_what_json_cannot_hold():
+def test_report_hash_holds_nan_as_it_is_stored():
+    assert report_hash({"metrics": {"x": float("nan")}}) == report_hash({"metrics": {"x": None}})
     with pytest.raises(InvalidInput) as info:
-        report_hash({"metrics": {"x": float("nan")}})
+        report_hash({"metrics": {"x": object()}})
     assert info.value.field == "node_report"
