@@ -177,3 +177,38 @@ def test_agent_deleted_under_a_running_backend_is_restored(on_letta, tmp_path: P
     hits = backend.search_memory("vectorisation", ["root"], limit=10)["results"]
     assert backend.health()["backend"] == "letta" and sorted(h["entry_id"] for h in hits) == sorted(ids)
     assert set(event_tags(backend).values()) == {1}
+
+
+def test_purge_renews_the_agent_and_a_replay_skips_what_it_hid(on_letta, tmp_path: Path) -> None:
+    """ARI's purge deletes the checkpoint's agent; here the projection folds the purge the same way."""
+    ckpt = tmp_path / "ckpt"
+    backend = on_letta(ckpt)
+    for i in range(5):
+        backend.add_memory("root", f"before the purge {i}", current_node="root")
+    backend.react_add("Thought: before the purge")
+    backend.seed_core_memory("", "", {"primary_metric": "GFlops"})
+    assert backend.health()["letta"]["lag"] == 0
+    old_agent = backend.engine.letta.agent_id
+    assert backend.purge_checkpoint() == {"removed_node": 5, "removed_react": 1}
+    kept = backend.add_memory("root", "after the purge", current_node="root")["id"]
+    assert [r["entry_id"] for r in backend.search_memory("purge", ["root"], limit=10)["results"]] == [kept]
+    letta = backend.engine.letta
+    assert letta.agent_id != old_agent and {t[2:] for t in event_tags(backend)} == {kept}
+    assert letta.client.agents.blocks.retrieve("ari_context", agent_id=letta.agent_id).value == ""
+    delete_agent(letta)
+    backend.close()
+    again = on_letta(ckpt)  # a restore replays only what the purge left visible
+    assert [r["entry_id"] for r in again.search_memory("purge", ["root"], limit=10)["results"]] == [kept]
+    assert {t[2:] for t in event_tags(again)} == {kept}
+
+
+def test_aris_default_embedding_handle_uses_the_offline_endpoint(on_letta, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ari-core sets LETTA_EMBEDDING_CONFIG=letta-default in every run; it must not break anything."""
+    monkeypatch.setenv("LETTA_EMBEDDING_CONFIG", "letta-default")
+    backend = on_letta(tmp_path / "ckpt")
+    entry = backend.add_memory("root", "loopline model derived from STREAM", current_node="root")["id"]
+    assert [r["entry_id"] for r in backend.search_memory("loopline performance model", ["root"], limit=1)["results"]] == [entry]
+    health = backend.health()
+    assert health["backend"] == "letta" and health["letta"]["ok"] and health["letta"]["lag"] == 0
+    agent = backend.engine.letta.client.agents.retrieve(backend.engine.letta.agent_id)
+    assert agent.embedding_config.embedding_model == backend.projector.embedder.name
