@@ -320,7 +320,8 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
     backend = MemoryBackend(ckpt)
     try:
         report = [{"path": f.path, "format": f.format,
-                   "kinds": {kind: backend.bulk_import(f.entries[kind], kind) for kind in ARI_KINDS if kind in f.entries}}
+                   "kinds": {kind: backend.bulk_import(f.entries[kind], kind, source=Path(f.path).name)
+                             for kind in ARI_KINDS if kind in f.entries}}
                   for f in files]
     finally:
         backend.close()
