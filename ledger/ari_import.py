@@ -237,10 +237,6 @@ class AriFile:
     format: str  # a key of FORMATS
     entries: dict[str, list[dict[str, Any]]]
 
-    @property
-    def count(self) -> int:
-        return sum(len(v) for v in self.entries.values())
-
 
 def ari_files_in(checkpoint: str | Path) -> list[Path]:
     """ARI's memory files in a checkpoint, in the order ARI produced them: the v0.5 files ARI
@@ -334,17 +330,11 @@ def _json_array(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
         raise InvalidInput(f"{name}:{exc.lineno}", f"is not JSON ({exc.msg} at column {exc.colno})") from None
     decoder, out, pos = json.JSONDecoder(), [], text.index("[") + 1
     for i, item in enumerate(data):
-        pos = _skip(text, pos, ",")
+        while text[pos].isspace() or text[pos] == ",":  # the text is valid JSON: find item i
+            pos += 1
         line = text.count("\n", 0, pos) + 1
         if not isinstance(item, dict):
             raise InvalidInput(f"{name}:{line}", f"item {i} of the array must be a JSON object, got {type(item).__name__}")
         _, pos = decoder.raw_decode(text, pos)
         out.append((line, item))
     return out
-
-
-def _skip(text: str, pos: int, separator: str) -> int:
-    """The position of the next value of valid JSON: past whitespace and the separator."""
-    while text[pos].isspace() or text[pos] == separator:
-        pos += 1
-    return pos
