@@ -337,6 +337,8 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
 def _export_ari_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="checkpoint directory")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help=f"where to write (default: CKPT/{BACKUP_NAME})")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing file even if it holds entries the checkpoint does not show")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
@@ -347,7 +349,7 @@ def cmd_export_ari(args: argparse.Namespace) -> int:
 
     backend = open_backend(args.checkpoint)
     try:
-        result = write_ari_backup(backend, args.output)
+        result = write_ari_backup(backend, args.output, replace=args.force)
     except OSError as exc:
         raise InvalidInput("--output", f"cannot write {args.output or Path(args.checkpoint) / BACKUP_NAME}: {exc.strerror or exc}") from None
     if args.json:

@@ -239,6 +239,28 @@ def test_a_backup_of_a_checkpoint_imported_into_itself_adds_nothing(tmp_path: Pa
     assert answers(ckpt)[0]["root"][1][3] == "experiment_result"
 
 
+def test_export_never_overwrites_a_backup_holding_memory_the_checkpoint_lacks(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    ok("import-ari", ckpt, "--source", FILES / MIGRATED)  # 2 of the backup's 10 node entries; none of its 3 steps, no seed
+    shutil.copy(FILES / BACKUP_NAME, ckpt)
+    before = files_of(ckpt)
+    run = cli("export-ari", ckpt)
+    assert run.returncode == 2 and run.stderr == (
+        f"error: {BACKUP_NAME}: holds 12 entries this checkpoint does not show; writing would lose them "
+        "(import them first with import-ari, or replace the file on purpose with --force)\n")
+    assert files_of(ckpt)[BACKUP_NAME] == before[BACKUP_NAME]
+    ok("import-ari", ckpt)
+    assert ok("export-ari", ckpt).startswith(f"wrote {ckpt / BACKUP_NAME}: 10 node_scope, 3 react_step, 1 core_seed")
+
+    other = tmp_path / "notes.txt"
+    other.write_text("not ARI's\n")
+    run = cli("export-ari", ckpt, "-o", other)
+    assert run.returncode == 2 and run.stderr.startswith("error: notes.txt: exists and cannot be read as an ARI memory file")
+    assert other.read_text() == "not ARI's\n"
+    ok("export-ari", ckpt, "-o", other, "--force")
+    assert len(gzip.decompress(other.read_bytes()).splitlines()) == 14
+
+
 def test_purge_then_import_restores_as_aris_overwrite_restore(tmp_path: Path) -> None:
     """ARI's ``_do_restore(on_conflict="overwrite")``: purge_checkpoint, then bulk_import per kind."""
     ckpt = tmp_path / "ckpt"
