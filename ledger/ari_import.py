@@ -14,26 +14,28 @@ Each entry becomes one event whose ``origin`` keeps where it came from and ARI's
 typed entries included (``ledger.typed``).
 
 Importing is idempotent: every planned event carries a *content key* — a hash of what ARI
-would compare (kind, node, text, metadata, ts) — and an event whose key is already
-visible in the checkpoint is not written again, whether it was imported before or written
-there in the first place (a backup of this very checkpoint imports nothing).
+would compare (kind, node, text, metadata, ts), taken from the body as it will be stored —
+and an event whose key is already visible in the checkpoint is not written again, whether
+it was imported before or written there in the first place (a backup of this very
+checkpoint imports nothing).
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
 import json
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 
 from .errors import InvalidInput
-from .events import CHECKPOINT_NODE, Finding, check_node_id
+from .events import CHECKPOINT_NODE, Finding, check_node_id, validate_body
 
 ARI_KINDS = ("node_scope", "react_step", "core_seed")
 _key_encoder = msgspec.json.Encoder(order="deterministic")
@@ -71,36 +73,44 @@ def seed_key(persona: str, human: str, context: object) -> str:
 
 
 def seconds(value: object) -> float | None:
-    """ARI's ``ts``: float seconds as given; an ISO-8601 string (v0.5) converted; else None."""
+    """ARI's ``ts``: float seconds as given; an ISO-8601 string (v0.5, written in UTC)
+    converted, a string without a zone read as UTC; anything else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
+        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
     return None
 
 
 def plan_entries(entries: Iterable[Mapping[str, Any]], kind: str, *, source: str = "bulk_import") -> list[Planned]:
-    """Events for ARI entries of one kind, validated; nothing is written here.
+    """Events for ARI entries of one kind, validated as the ledger will store them; nothing
+    is written here.
 
     A bad entry anywhere raises InvalidInput naming ``entries[i].<field>`` before anything is
     written, so an import is all or nothing.
     """
-    if kind not in ARI_KINDS:
-        raise InvalidInput("kind", f"unknown bulk_import kind {kind!r}; expected one of {', '.join(ARI_KINDS)}")
+    _check_kind(kind, "kind")
     if isinstance(entries, (str, bytes, Mapping)):
         raise InvalidInput("entries", "expected a list of entries")
-    plan = _PLANNERS[kind]
-    out = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, Mapping):
-            raise InvalidInput(f"entries[{i}]", f"expected an object, got {type(entry).__name__}")
-        out.append(plan(entry, f"entries[{i}]", source))
-    return out
+    return [plan_entry(entry, kind, f"entries[{i}]", source) for i, entry in enumerate(entries)]
+
+
+def plan_entry(entry: object, kind: str, where: str, source: str) -> Planned:
+    """One ARI entry as one event; errors name ``<where>.<field>`` (the field as ARI wrote it)."""
+    if not isinstance(entry, Mapping):
+        raise InvalidInput(where, f"expected an object, got {type(entry).__name__}")
+    return _PLANNERS[kind](entry, where, source)
+
+
+def _check_kind(kind: object, field: str) -> None:
+    if kind not in ARI_KINDS:
+        raise InvalidInput(field, f"unknown kind {kind!r}; expected one of {', '.join(ARI_KINDS)}")
 
 
 def _origin(entry: Mapping[str, Any], source: str, ts_field: str, findings: list[Finding], where: str) -> dict[str, Any]:
@@ -118,50 +128,70 @@ def _origin(entry: Mapping[str, Any], source: str, ts_field: str, findings: list
     return origin
 
 
-def _metadata(entry: Mapping[str, Any], where: str) -> dict[str, Any]:
-    metadata = entry.get("metadata") or {}
+def _metadata(entry: Mapping[str, Any], where: str, name: str = "metadata") -> dict[str, Any]:
+    metadata = entry.get(name) or {}
     if not isinstance(metadata, Mapping):
-        raise InvalidInput(f"{where}.metadata", f"must be an object, got {type(metadata).__name__}")
+        raise InvalidInput(f"{where}.{name}", f"must be an object, got {type(metadata).__name__}")
     return dict(metadata)
 
 
-def _text(entry: Mapping[str, Any], where: str, *names: str) -> str:
+def _text(entry: Mapping[str, Any], where: str, *names: str) -> tuple[str, str]:
+    """The first of ``names`` the entry has, and its value ("" when it has none)."""
     for name in names:
         value = entry.get(name)
         if value is not None:
             if not isinstance(value, str):
                 raise InvalidInput(f"{where}.{name}", f"must be a string, got {type(value).__name__}")
-            return value
-    return ""
+            return name, value
+    return names[0], ""
+
+
+def _stored(type: str, body: dict[str, Any], where: str, fields: Mapping[str, str]) -> dict[str, Any]:
+    """The body as the ledger will store it (text cut, NaN as null, …), or InvalidInput naming
+    the entry's own field (``fields`` maps body fields to the names the entry used)."""
+    try:
+        return validate_body(type, body)
+    except InvalidInput as exc:
+        path = exc.field.removeprefix("body").lstrip(".")
+        head, dot, rest = path.partition(".")
+        if head == "origin":  # only the entry's id and ts go into origin
+            head, dot, rest = rest.partition(".")
+            head = {"ts_text": "ts"}.get(head, head)
+        head = fields.get(head, head)
+        raise InvalidInput(f"{where}.{head}{dot}{rest}" if head else where, exc.reason) from None
 
 
 def _node_scope(entry: Mapping[str, Any], where: str, source: str) -> Planned:
     node = entry.get("node_id")
     check_node_id(node, f"{where}.node_id")
-    text, metadata = _text(entry, where, "text"), _metadata(entry, where)
+    _, text = _text(entry, where, "text")
     findings: list[Finding] = []
     origin = _origin(entry, source, "ts", findings, where)
-    body = {"text": text, "metadata": metadata, "origin": origin, **_flagged(findings)}
-    return Planned(node, "memory_added", body, entry_key(node, text, metadata, origin.get("ts")))
+    body = {"text": text, "metadata": _metadata(entry, where), "origin": origin, **_flagged(findings)}
+    stored = _stored("memory_added", body, where, {})
+    return Planned(node, "memory_added", body, entry_key(node, stored["text"], stored.get("metadata", {}), origin.get("ts")))
 
 
 def _react_step(entry: Mapping[str, Any], where: str, source: str) -> Planned:
-    content, metadata = _text(entry, where, "content", "text"), _metadata(entry, where)
+    name, content = _text(entry, where, "content", "text")
+    metadata = _metadata(entry, where)
     findings: list[Finding] = []
     origin = _origin(entry, source, "ts", findings, where)
     body = {"content": content, "metadata": metadata, "origin": origin, **_flagged(findings)}
-    return Planned(step_node(metadata), "react_step", body, step_key(content, metadata, origin.get("ts")))
+    stored = _stored("react_step", body, where, {"content": name})
+    key = step_key(stored["content"], stored.get("metadata", {}), origin.get("ts"))
+    return Planned(step_node(metadata), "react_step", body, key)
 
 
 def _core_seed(entry: Mapping[str, Any], where: str, source: str) -> Planned:
-    persona, human = _text(entry, where, "persona"), _text(entry, where, "human")
-    context = entry.get("context") or {}
-    if not isinstance(context, Mapping):
-        raise InvalidInput(f"{where}.context", f"must be an object, got {type(context).__name__}")
+    _, persona = _text(entry, where, "persona")
+    _, human = _text(entry, where, "human")
     findings: list[Finding] = []
     origin = _origin(entry, source, "seeded_at", findings, where)
-    body = {"persona": persona, "human": human, "context": dict(context), "origin": origin, **_flagged(findings)}
-    return Planned(CHECKPOINT_NODE, "core_seeded", body, seed_key(persona, human, dict(context)))
+    body = {"persona": persona, "human": human, "context": _metadata(entry, where, "context"), "origin": origin, **_flagged(findings)}
+    stored = _stored("core_seeded", body, where, {})
+    key = seed_key(stored.get("persona", ""), stored.get("human", ""), stored.get("context", {}))
+    return Planned(CHECKPOINT_NODE, "core_seeded", body, key)
 
 
 def step_node(metadata: Mapping[str, Any], fallback: str | None = None) -> str:
@@ -179,75 +209,132 @@ def _flagged(findings: list[Finding]) -> dict[str, Any]:
     return {"findings": [msgspec.structs.asdict(f) for f in findings]} if findings else {}
 
 
-_PLANNERS = {"node_scope": _node_scope, "react_step": _react_step, "core_seed": _core_seed}
+_PLANNERS: dict[str, Callable[[Mapping[str, Any], str, str], Planned]] = {
+    "node_scope": _node_scope, "react_step": _react_step, "core_seed": _core_seed,
+}
 
 
 # ---------------------------------------------------------------------------- ARI's files
 
+BACKUP_NAME = "memory_backup.jsonl.gz"  # v0.6+: ari memory backup, and every run's exit
+STORE_NAME = "memory_store.jsonl"  # v0.5: the memory skill's node-scope entries
+REACT_NAME = "memory.json"  # v0.5: FileMemoryClient's ReAct trace
+_MIGRATED = re.compile(r"\.migrated-(\d+)$")  # what ARI renames a v0.5 file to once imported
+
+FORMATS = {
+    "v0.6-backup": f"v0.6 {BACKUP_NAME}",
+    "v0.5-store": f"v0.5 {STORE_NAME}",
+    "v0.5-react": f"v0.5 {REACT_NAME}",
+}
+
 
 @dataclass
 class AriFile:
-    """The entries of one of ARI's memory files, by kind, in file order."""
+    """The entries of one of ARI's memory files, by kind, in file order, each already
+    checked the way ``bulk_import`` checks it."""
 
     path: str
-    format: str  # "v0.6-backup" | "v0.5-store" | "v0.5-react"
+    format: str  # a key of FORMATS
     entries: dict[str, list[dict[str, Any]]]
 
-    @property
-    def count(self) -> int:
-        return sum(len(v) for v in self.entries.values())
+
+def ari_files_in(checkpoint: str | Path) -> list[Path]:
+    """ARI's memory files in a checkpoint, in the order ARI produced them: the v0.5 files ARI
+    migrated (``*.migrated-<ts>``, oldest migration first, the node store before the ReAct
+    trace as ``maybe_auto_migrate`` imports them), v0.5 files not migrated yet, then the
+    backup ARI writes at the end of every run."""
+    checkpoint = Path(checkpoint)
+    migrated = []
+    for rank, name in enumerate((STORE_NAME, REACT_NAME)):
+        for path in checkpoint.glob(f"{name}.migrated-*"):
+            stamp = _MIGRATED.search(path.name)
+            if stamp and path.is_file():
+                migrated.append((int(stamp.group(1)), rank, path))
+    current = [checkpoint / name for name in (STORE_NAME, REACT_NAME, BACKUP_NAME) if (checkpoint / name).is_file()]
+    return [path for _, _, path in sorted(migrated)] + current
 
 
 def read_ari_file(path: str | Path) -> AriFile:
     """Read ``memory_backup.jsonl.gz`` (v0.6), ``memory_store.jsonl`` or ``memory.json`` (v0.5),
-    also under ARI's ``.migrated-<ts>`` names; the format is told by the content."""
+    also under ARI's ``.migrated-<ts>`` names; the format is told by the content.
+
+    Every entry is checked as ``bulk_import`` will check it, so anything wrong — unreadable
+    gzip, not UTF-8, not JSON, a bad field — raises InvalidInput naming ``file:line.field``
+    before anything is written.
+    """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InvalidInput("source", f"cannot read {path}: {exc.strerror or exc}") from None
-    if raw[:2] == b"\x1f\x8b":
+    raw = _read_bytes(path)
+    compressed = raw[:2] == b"\x1f\x8b"
+    if compressed:
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
-            raise InvalidInput("source", f"{path} is not a readable gzip file ({exc})") from None
+            raise InvalidInput(path.name, f"is not a complete gzip file ({exc})") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidInput("source", f"{path} is not UTF-8 (byte {exc.start})") from None
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(f"{path.name}:{line}", f"is not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
     if text.lstrip().startswith("["):
-        return AriFile(str(path), "v0.5-react", {"react_step": _json_list(text, path)})
-    lines = _json_lines(text, path)
-    if lines and all("kind" in obj for _n, obj in lines):
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for n, obj in lines:
-            if obj["kind"] not in ARI_KINDS:
-                raise InvalidInput(f"{path.name}:{n}.kind", f"unknown kind {obj['kind']!r}; expected one of {', '.join(ARI_KINDS)}")
-            grouped.setdefault(obj["kind"], []).append(obj)
-        return AriFile(str(path), "v0.6-backup", grouped)
-    return AriFile(str(path), "v0.5-store", {"node_scope": [obj for _n, obj in lines]})
+        return _entries(path, "v0.5-react", [(n, "react_step", obj) for n, obj in _json_array(text, path.name)])
+    lines = _json_lines(text, path.name)
+    if not lines:  # a backup of an empty checkpoint, or a v0.5 store whose nodes were all cleared
+        return AriFile(str(path), "v0.6-backup" if compressed else "v0.5-store", {})
+    if not any("kind" in obj for _, obj in lines):
+        return _entries(path, "v0.5-store", [(n, "node_scope", obj) for n, obj in lines])
+    for n, obj in lines:
+        if "kind" not in obj:
+            raise InvalidInput(f"{path.name}:{n}.kind", "is missing; every line of a v0.6 backup has one")
+        _check_kind(obj["kind"], f"{path.name}:{n}.kind")
+    return _entries(path, "v0.6-backup", [(n, obj["kind"], obj) for n, obj in lines])
 
 
-def _json_lines(text: str, path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _read_bytes(path: Path) -> bytes:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(path.name or str(path), f"cannot read {path}: {exc.strerror or exc}") from None
+    if not raw:
+        raise InvalidInput(path.name, "is empty (0 bytes): not an ARI memory file")
+    return raw
+
+
+def _entries(path: Path, format: str, lines: list[tuple[int, str, dict[str, Any]]]) -> AriFile:
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for n, kind, obj in lines:
+        plan_entry(obj, kind, f"{path.name}:{n}", path.name)
+        grouped.setdefault(kind, []).append(obj)
+    return AriFile(str(path), format, grouped)
+
+
+def _json_lines(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
     out = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): ARI writes U+2028 unescaped
         if not line.strip():
             continue
         try:
             obj = json.loads(line)  # Python's reader: ARI writes NaN as a bare token
         except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{path.name}:{n}", f"not JSON ({exc.msg} at column {exc.colno})") from None
+            raise InvalidInput(f"{name}:{n}", f"is not JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(obj, dict):
-            raise InvalidInput(f"{path.name}:{n}", "each line must be a JSON object")
+            raise InvalidInput(f"{name}:{n}", f"must be a JSON object, got {type(obj).__name__}")
         out.append((n, obj))
     return out
 
 
-def _json_list(text: str, path: Path) -> list[dict[str, Any]]:
+def _json_array(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
+    """The objects of v0.5's ``memory.json`` (an indented JSON array), each with the line it starts on."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidInput(path.name, f"not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
-        raise InvalidInput(path.name, "expected a JSON array of objects (v0.5 memory.json)")
-    return data
+        raise InvalidInput(f"{name}:{exc.lineno}", f"is not JSON ({exc.msg} at column {exc.colno})") from None
+    decoder, out, pos = json.JSONDecoder(), [], text.index("[") + 1
+    for i, item in enumerate(data):
+        while text[pos].isspace() or text[pos] == ",":  # the text is valid JSON: find item i
+            pos += 1
+        line = text.count("\n", 0, pos) + 1
+        if not isinstance(item, dict):
+            raise InvalidInput(f"{name}:{line}", f"item {i} of the array must be a JSON object, got {type(item).__name__}")
+        _, pos = decoder.raw_decode(text, pos)
+        out.append((line, item))
+    return out

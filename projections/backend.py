@@ -336,14 +336,15 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
                                    removed_node=removed_node, removed_react=removed_react)
         return {"removed_node": removed_node, "removed_react": removed_react}
 
-    def bulk_import(self, entries: list[dict], kind: str) -> dict[str, Any]:
+    def bulk_import(self, entries: list[dict], kind: str, *, source: str = "bulk_import") -> dict[str, Any]:
         """Import ARI entries of one kind (``node_scope``, ``react_step``, ``core_seed``).
 
         Idempotent: an entry whose content (node, text, metadata, ts) is already visible is
         skipped, so restoring the same backup twice, or a backup of this very checkpoint,
         adds nothing. ARI's ``ts`` is kept. All entries are checked before any is written.
+        ``source`` (this library's addition) is recorded in each event's ``origin``.
         """
-        planned = plan_entries(entries, kind)
+        planned = plan_entries(entries, kind, source=source)
         with self._lock:
             self._read()
             fresh = self._not_yet_imported(planned)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound
-from ledger.ari_import import ARI_KINDS, plan_entries, read_ari_file
+from ledger.ari_import import ARI_KINDS, BACKUP_NAME, FORMATS, REACT_NAME, STORE_NAME, ari_files_in, read_ari_file
 from ledger.bundle import export_bundle, import_bundle
 from ledger.cli import EXIT_CHECK_FAILED, EXIT_OK, arguments, command, emit
 from ledger.log import LOG_NAME
@@ -302,32 +302,61 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _import_ari_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="checkpoint directory")
-    p.add_argument("--source", action="append", default=None,
-                   help="memory_backup.jsonl.gz, memory_store.jsonl or memory.json, also *.migrated-<ts> (repeatable; default: those found in CKPT)")
-
-
-ARI_FILES = ("memory_backup.jsonl.gz", "memory_store.jsonl", "memory.json")
+    p.add_argument("checkpoint", help="checkpoint directory (created when it does not exist and --source is given)")
+    p.add_argument("--source", action="append", default=None, metavar="FILE",
+                   help=f"{BACKUP_NAME}, {STORE_NAME} or {REACT_NAME}, also *.migrated-<ts> (repeatable; "
+                        "default: every one found in CKPT, in the order ARI wrote them)")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 @command("import-ari", "import ARI's memory files (v0.6 backup, v0.5 store and ReAct trace); importing twice adds nothing")
 @arguments(_import_ari_args)
 def cmd_import_ari(args: argparse.Namespace) -> int:
     ckpt = Path(args.checkpoint)
-    sources = [Path(s) for s in args.source] if args.source else [ckpt / n for n in ARI_FILES if (ckpt / n).exists()]
-    if not sources or not all(s.exists() for s in sources):
-        raise InvalidInput("--source", f"no ARI memory file found in {ckpt}; pass --source FILE")
-    files = [read_ari_file(s) for s in sources]
-    for f in files:  # every entry checked before anything is written
-        for kind, entries in f.entries.items():
-            plan_entries(entries, kind, source=Path(f.path).name)
+    sources = [Path(s) for s in args.source] if args.source else ari_files_in(ckpt)
+    if not sources:
+        raise InvalidInput("--source", f"no ARI memory file ({BACKUP_NAME}, {STORE_NAME}, {REACT_NAME}) in {ckpt}; pass --source FILE")
+    files = [read_ari_file(s) for s in sources]  # every file read and checked before anything is written
     backend = MemoryBackend(ckpt)
     try:
-        for f in files:
-            counts = {kind: backend.bulk_import(f.entries[kind], kind) for kind in ARI_KINDS if kind in f.entries}
-            print(f"{f.path} ({f.format}): " + ", ".join(f"{k} {r['imported']} imported, {r['skipped']} already there" for k, r in counts.items()))
+        report = [{"path": f.path, "format": f.format,
+                   "kinds": {kind: backend.bulk_import(f.entries[kind], kind, source=Path(f.path).name)
+                             for kind in ARI_KINDS if kind in f.entries}}
+                  for f in files]
     finally:
         backend.close()
+    if args.json:
+        emit(report)
+        return EXIT_OK
+    for item in report:
+        done = "; ".join(f"{kind} {r['imported']} imported, {r['skipped']} already there" for kind, r in item["kinds"].items())
+        print(f"{item['path']} ({FORMATS[item['format']]}): {done or 'no entries'}")
+    return EXIT_OK
+
+
+def _export_ari_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint", help="checkpoint directory")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help=f"where to write (default: CKPT/{BACKUP_NAME})")
+    p.add_argument("--force", action="store_true",
+                   help="replace an existing file even if it holds entries the checkpoint does not show")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+@command("export-ari", f"write ARI's {BACKUP_NAME} (what `ari memory backup` writes), for ARI's restore")
+@arguments(_export_ari_args)
+def cmd_export_ari(args: argparse.Namespace) -> int:
+    from .ari_export import write_ari_backup
+
+    backend = open_backend(args.checkpoint)
+    try:
+        result = write_ari_backup(backend, args.output, replace=args.force)
+    except OSError as exc:
+        raise InvalidInput("--output", f"cannot write {args.output or Path(args.checkpoint) / BACKUP_NAME}: {exc.strerror or exc}") from None
+    if args.json:
+        emit(result)
+    else:
+        lines = result["lines"]
+        print(f"wrote {result['path']}: " + ", ".join(f"{n} {kind}" for kind, n in lines.items()))
     return EXIT_OK
 
 

@@ -1,5 +1,5 @@
-"""The command line (R26): the demo as the main job, moving logs, ARI import, and every
-command's bad-input path (one-line error, non-zero exit, no traceback)."""
+"""The command line (R26): the demo as the main job, moving logs, and every command's
+bad-input path (one-line error, non-zero exit, no traceback). ARI's files: test_ari_files.py."""
 from __future__ import annotations
 
 import gzip
@@ -91,59 +91,6 @@ def test_export_import_round_trip(demo: Path, tmp_path: Path) -> None:
     tampered = tmp_path / "bad.tar"
     tampered.write_bytes(bundle.read_bytes().replace(b'"events"', b'"evenzs"'))
     assert cli("import", str(tampered), str(tmp_path / "other")).returncode == 2
-
-
-ARI_BACKUP = [
-    {"kind": "core_seed", "persona": "You are ARI.", "human": "researcher", "context": {"goal": "fast stencil", "primary_metric": "GFlops_per_s"}},
-    {"kind": "node_scope", "id": "m1", "node_id": "root", "text": "survey: stencils are memory bound", "metadata": {"src": "survey"}, "ts": "2026-01-01T00:00:00Z"},
-    {"kind": "react_step", "id": "r1", "content": "Thought: compile with -O3", "metadata": {"step": 1}, "ts": "2026-01-01T00:00:01Z"},
-    {"kind": "node_scope", "id": "m2", "node_id": "node_A", "text": "RESULT SUMMARY metrics=[GFlops_per_s=9.87]", "metadata": {"kind": "result_summary"}, "ts": "2026-01-01T00:01:00Z"},
-    {"kind": "node_scope", "id": "m3", "node_id": "node_A1", "text": "tiling 32x8", "metadata": {}, "ts": "2026-01-01T00:02:00Z"},
-]
-
-
-def test_import_ari_backup_reproduces_entries_trace_and_context(tmp_path: Path) -> None:
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    with gzip.open(ckpt / "memory_backup.jsonl.gz", "wt", encoding="utf-8") as f:
-        for line in ARI_BACKUP:
-            f.write(json.dumps(line) + "\n")
-    run = cli("import-ari", str(ckpt))
-    assert run.returncode == 0, run.stderr
-    from projections.backend import MemoryBackend
-
-    backend = MemoryBackend(ckpt)
-    by_node = backend.list_all_nodes()["by_node"]
-    assert {n: [(e["text"], e["metadata"]) for e in es] for n, es in by_node.items()} == {
-        line["node_id"]: [(x["text"], x["metadata"]) for x in ARI_BACKUP if x.get("node_id") == line["node_id"]]
-        for line in ARI_BACKUP if line["kind"] == "node_scope"
-    }
-    assert [e["content"] for e in backend.react_get_all()["entries"]] == ["Thought: compile with -O3"]
-    assert backend.get_experiment_context() == ARI_BACKUP[0]["context"]
-    origins = [e.body.get("origin") for e in backend.ledger.events() if e.type == "memory_added"]
-    assert [o["id"] for o in origins] == ["m1", "m2", "m3"]
-    backend.close()
-    twice = cli("import-ari", str(ckpt))
-    assert twice.returncode == 2 and "import into an empty checkpoint" in twice.stderr
-
-
-def test_import_ari_v05_store(tmp_path: Path) -> None:
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    lines = [{"node_id": "root", "text": f"note {i}", "metadata": {"i": i}} for i in range(3)]
-    (ckpt / "memory_store.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    assert cli("import-ari", str(ckpt)).returncode == 0
-    log = [json.loads(x) for x in gzip.decompress((ckpt / LOG_NAME).read_bytes()).splitlines()]
-    assert [(e["body"]["text"], e["body"]["metadata"]) for e in log] == [(x["text"], x["metadata"]) for x in lines]
-
-
-def test_import_ari_bad_line_writes_nothing(tmp_path: Path) -> None:
-    ckpt = tmp_path / "ckpt"
-    ckpt.mkdir()
-    (ckpt / "memory_store.jsonl").write_text('{"node_id": "root", "text": "ok"}\n{"node_id": "a/b", "text": "bad"}\n')
-    run = cli("import-ari", str(ckpt))
-    assert run.returncode == 2 and "memory_store.jsonl:2.node_id" in run.stderr
-    assert not (ckpt / LOG_NAME).exists()
 
 
 def _corrupt(tmp_path: Path, demo: Path) -> Path:
