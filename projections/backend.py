@@ -358,14 +358,20 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
         return {"imported": len(fresh), "kind": kind, "skipped": len(planned) - len(fresh)}
 
     def _not_yet_imported(self, planned: list[Planned]) -> list[Planned]:
-        """The planned events whose content is not visible yet (nor earlier in the same call)."""
+        """The planned events whose content is not visible yet (nor earlier in the same call).
+
+        An entry ARI gave no time matches a visible entry with the same content, whatever
+        its time (each is also keyed without one), so it is imported once, not on every run.
+        """
         catalog = self.projector.catalog
         seen: set[str] = set()
         nodes = {p.node for p in planned if p.type == "memory_added"}
         for nid in nodes:
-            seen.update(entry_key(nid, e.text, e.metadata, e.ts) for e in catalog.node_entries(nid))
+            for e in catalog.node_entries(nid):
+                seen.update((entry_key(nid, e.text, e.metadata, e.ts), entry_key(nid, e.text, e.metadata, None)))
         if any(p.type == "react_step" for p in planned):
-            seen.update(step_key(s.content, s.metadata, s.ts) for s in catalog.steps_as_of())
+            for s in catalog.steps_as_of():
+                seen.update((step_key(s.content, s.metadata, s.ts), step_key(s.content, s.metadata, None)))
         seed = catalog.context()
         if seed is not None:
             seen.add(seed_key(seed.persona, seed.human, seed.context))

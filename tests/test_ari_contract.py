@@ -202,8 +202,13 @@ def test_bulk_import_keeps_aris_ts_and_is_idempotent(backend) -> None:
     assert backend.get_experiment_context() == {"primary_metric": "GB_per_s"}
     for kind, entries in (("node_scope", nodes), ("react_step", steps), ("core_seed", seed)):
         assert backend.bulk_import(entries, kind=kind)["imported"] == 0
-    with pytest.raises(ValueError, match="unknown bulk_import kind"):
+    with pytest.raises(ValueError, match="kind: unknown kind .global."):
         backend.bulk_import(nodes, kind="global")
+    untimed = [{"node_id": "root", "text": "no time given", "metadata": {}}, {"text": "untimed step", "metadata": {}}]
+    assert backend.bulk_import(untimed[:1], kind="node_scope")["imported"] == 1
+    assert backend.bulk_import(untimed[1:], kind="react_step")["imported"] == 1
+    assert backend.bulk_import(untimed[:1], kind="node_scope")["imported"] == 0  # not again on every run
+    assert backend.bulk_import(untimed[1:], kind="react_step")["imported"] == 0
 
 
 def _backup_lines(b) -> list[dict]:
