@@ -224,13 +224,16 @@ def read_report_file(path: Path, inside: Path | None = None) -> Any:
         raise InvalidInput("node_report", f"file not found: {path}") from None
     except OSError as exc:
         raise InvalidInput("node_report", f"cannot read {path}: {exc.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InvalidInput("node_report", f"{path} is not a regular file; not read")
         if info.st_size > MAX_REPORT_BYTES:
             raise InvalidInput("node_report", f"{path} is {info.st_size} bytes; the limit is {MAX_REPORT_BYTES}")
-        raw = f.read(MAX_REPORT_BYTES + 1)
+        with os.fdopen(os.dup(fd), "rb") as f:
+            raw = f.read(MAX_REPORT_BYTES + 1)
+    finally:
+        os.close(fd)
     if len(raw) > MAX_REPORT_BYTES:
         raise InvalidInput("node_report", f"{path} grew beyond {MAX_REPORT_BYTES} bytes while read")
     try:

@@ -196,10 +196,12 @@ def search_research_memory(
 
 @tool
 def get_verified_context(
-    ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None, as_of: int | None = None
+    ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None,
+    min_evidence: str | None = None, as_of: int | None = None,
 ) -> dict[str, Any]:
-    """Claims of a lineage ranked rerun_passed > grounded > ungrounded > rerun_failed."""
-    return _backend().get_verified_context(ancestor_ids, purpose, limit, as_of=as_of)
+    """Claims of a lineage ranked rerun_passed > grounded > ungrounded > rerun_failed, each with
+    its evidence level; ``min_evidence`` keeps weaker claims out of ``usable_for_claims``."""
+    return _backend().get_verified_context(ancestor_ids, purpose, limit, min_evidence=min_evidence, as_of=as_of)
 
 
 @tool

@@ -9,6 +9,7 @@ mixed into :class:`~projections.backend.MemoryBackend`.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -146,6 +147,8 @@ class ResearchMemory:
         if not config.consolidation_enabled():
             return {"ok": True, "written": [], "skipped": "ARI_MEMORY_CONSOLIDATE is off"}
         work = Path(work_dir)
+        if not isinstance(node_report, (Mapping, str, os.PathLike)):
+            raise InvalidInput("node_report", f"expected a report object or the path of node_report.json, got {type(node_report).__name__}")
         report = node_report if isinstance(node_report, Mapping) else read_report_file(Path(node_report), inside=work)
         if not isinstance(report, Mapping):
             raise InvalidInput("node_report", f"expected a JSON object, got {type(report).__name__}")

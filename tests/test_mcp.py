@@ -355,3 +355,33 @@ def test_shim_backends_is_the_ledger_factory(shim, tmp_path: Path, monkeypatch: 
     backends.clear_backend_cache()
     assert backends.get_backend() is not fresh
     backends.clear_backend_cache()
+
+
+# -- bad input through the server: a tool error naming the field, and the server lives on ------------------
+
+MCP_BAD_INPUT = [
+    ("add_memory", {"node_id": "a/b", "text": "x"}, "node_id: contains a forbidden character"),
+    ("add_memory", {"node_id": "root", "text": "x", "metadata": {"k": "y" * (1024 * 1024 + 1)}}, "body.metadata.k: is 1048577 bytes"),
+    ("search_memory", {"query": "q", "ancestor_ids": ["root"], "limit": -1}, "limit: must be a non-negative integer"),
+    ("add_reproducibility_event", {"node_id": "root", "target_memory_id": "e1", "status": "maybe"}, "status: unknown status 'maybe'"),
+    ("get_verified_context", {"ancestor_ids": ["root"], "min_evidence": "solid"}, "min_evidence: unknown evidence level"),
+    ("audit_memory", {"experiments_root": "/tmp", "run_id": "/etc"}, "run_id: '/etc' is not a run id"),
+    ("consolidate_node_memory", {"node_id": "root", "node_report": "/dev/zero", "work_dir": "/tmp"}, "node_report: /dev/zero is outside"),
+]
+
+
+def test_bad_input_is_a_tool_error_naming_the_field(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "checkpoint"
+    params = StdioServerParameters(command=sys.executable, args=["-m", "ledger", "mcp"],
+                                   env=subprocess_env(ARI_CHECKPOINT_DIR=str(checkpoint), ARI_CURRENT_NODE_ID="root"))
+
+    async def body(c: Client) -> None:
+        assert (await c.call("add_memory", node_id="root", text="before"))["ok"]
+        before = (checkpoint / "memory_ledger.jsonl.gz").read_bytes()
+        for tool, args, message in MCP_BAD_INPUT:
+            error = await c.error(tool, **args)
+            assert message in error, (tool, error)
+        assert (checkpoint / "memory_ledger.jsonl.gz").read_bytes() == before
+        assert (await c.call("health"))["ok"] is True
+
+    anyio.run(serve, params, body)
