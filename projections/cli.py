@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound
 from ledger.ari_import import import_ari, plan_import
-from ledger.bundle import export_bundle, import_bundle
+from ledger.bundle import check_output_path, export_bundle, import_bundle
 from ledger.cli import EXIT_CHECK_FAILED, EXIT_OK, arguments, command, emit
 from ledger.ledger import Ledger
 from ledger.log import LOG_NAME
@@ -263,6 +263,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .lineage import lineage_data
     from .report import render_report
 
+    check_output_path(Path(args.output), "--output")
     backend = open_backend(args.checkpoint)
     data = lineage_data(backend, _optional_experiments(Path(args.checkpoint), args.experiments))
     Path(args.output).write_text(render_report(data), encoding="utf-8")
