@@ -78,6 +78,7 @@ class HeadFile:
     def __init__(self, log_path: Path) -> None:
         self.path = log_path.with_name(log_path.name + HEAD_SUFFIX)
         self.source = self.path.name
+        self.damaged_slot = False  # the last read found one slot damaged and used the other
         self._fd = -1
 
     def read(self) -> Anchor | None:
@@ -90,6 +91,7 @@ class HeadFile:
         except FileNotFoundError:
             return None
         slots = [s for s in (_decode(raw[:SLOT]), _decode(raw[SLOT : 2 * SLOT])) if s is not None]
+        self.damaged_slot = len(slots) == 1
         if not slots:
             raise AnchorUnreadable(f"{self.source} holds no valid record ({len(raw)} bytes)")
         best = max(slots, key=lambda s: s.seq)

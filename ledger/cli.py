@@ -218,9 +218,11 @@ def _torn_note(ledger: Ledger) -> str | None:
 
 def _head_note(ledger: Ledger) -> str | None:
     try:
-        ledger.head_anchor()
+        anchor = ledger.head_anchor()
     except AnchorUnreadable as exc:
         return f"{exc}; the next writable open re-anchors it"
+    if ledger.head_damaged_slot:
+        return f"one of the head file's two records is damaged; the other (seq {anchor.seq}) is used"
     return None
 
 

@@ -59,6 +59,7 @@ ACT_ON_ROLLBACK = (
     "restore the missing events (a backup, a .torn-* file), or accept the log as it is with "
     "`ari-ledger verify --accept-rollback CKPT`"
 )
+IN_FLIGHT = "in flight"  # a member a writer was still appending when an unlocked reader got to it
 _READONLY_ERRNOS = {
     errno.EROFS: "read-only file system (EROFS)",
     errno.EACCES: "permission denied (EACCES)",
@@ -310,6 +311,11 @@ class Ledger:
         """The head file's anchor (None when there is none). Raises AnchorUnreadable."""
         return self._head_file.read()
 
+    @property
+    def head_damaged_slot(self) -> bool:
+        """The last read of the head file found one of its two records damaged."""
+        return self._head_file.damaged_slot
+
     def head_problem(self) -> str | None:
         """Why the log does not hold the head file's anchor (a rollback), or None."""
         try:
@@ -440,8 +446,8 @@ class Ledger:
                             yield event
                     seen = events[-1].seq if events else seen
             except BadMember as bad:
-                why = self._why_not_torn(f, bad, seen)
-                if why is not None:
+                why = self._why_not_torn(f, bad, seen, locked=False)
+                if why not in (None, IN_FLIGHT):
                     raise self._damage(bad, why) from None
 
     def verify(self, anchors: Iterable[Anchor] = ()) -> VerifyReport:
@@ -457,6 +463,8 @@ class Ledger:
             problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
         if head is not None:
             anchors.insert(0, head)
+        if self._head_file.damaged_slot:
+            problems.append(f"{self._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used")
         want_seq = {a.seq for a in anchors if a.seq is not None}
         heads = [a.hash for a in anchors if a.seq is None]
         at_seq: dict[int, str] = {}
@@ -483,9 +491,10 @@ class Ledger:
             except LogCorrupted as exc:
                 return VerifyReport(False, events, events, size, exc.seq, exc.offset, str(exc))
             except BadMember as bad:
-                why = self._why_not_torn(f, bad, events)
-                reason = bad.reason if why is None else f"{bad.reason}; {why}"
-                return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
+                why = self._why_not_torn(f, bad, events, locked=False)
+                if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
+                    reason = bad.reason if why is None else f"{bad.reason}; {why}"
+                    return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
         index_problem = shape or check.finish(end)
         if index_problem:
             problems.append(
@@ -535,7 +544,9 @@ class Ledger:
                 for member, events in self._walk(f, self._head.end, seq=self._head.seq + 1, prev=self._head.hash):
                     self._advance(member, events, persist_index=recover)
             except BadMember as bad:
-                why = self._why_not_torn(f, bad, self._head.seq)
+                why = self._why_not_torn(f, bad, self._head.seq, locked=recover)
+                if why == IN_FLIGHT:
+                    return  # a writer is finishing that member: the next refresh reads it
                 if why is not None and not (accept and (bad.incomplete or valid_member_after(f, bad.offset) is None)):
                     raise self._damage(bad, why) from None
                 if recover:
@@ -649,8 +660,9 @@ class Ledger:
                     break
         self._index_dirty = not self.readonly
 
-    def _why_not_torn(self, f, bad: BadMember, last_good_seq: int) -> str | None:
-        """Why the bad member where a scan stopped is damage and not a torn write, or None.
+    def _why_not_torn(self, f, bad: BadMember, last_good_seq: int, *, locked: bool) -> str | None:
+        """Why the bad member where a scan stopped is damage and not a torn write, or None
+        (torn), or IN_FLIGHT (a writer was appending it while we read, without the lock).
 
         A crash mid-append leaves a prefix of one member at the end of the file, after every
         acknowledged event. So a member whose gzip trailer is there but fails its check, bytes
@@ -661,10 +673,21 @@ class Ledger:
             return "the member was written whole (its gzip trailer is there) and fails its check: damaged, not torn"
         acknowledged = self._acknowledged()
         if acknowledged > last_good_seq:
+            # The head is written after the member is complete: without the lock, a member we
+            # read half-written may have been finished (and acknowledged) since.
+            if not locked and self._complete_now(bad.offset):
+                return IN_FLIGHT
             return f"{self._head_file.source} records seq {acknowledged} as acknowledged, so these bytes held acknowledged events: damaged, not torn"
         if not bad.incomplete and valid_member_after(f, bad.offset) is not None:
             return "a complete member follows it"
         return None
+
+    def _complete_now(self, offset: int) -> bool:
+        with self._file.reader() as f:
+            try:
+                return next(scan_members(f, offset), None) is not None
+            except BadMember:
+                return False
 
     def _damage(self, bad: BadMember, why: str) -> LogCorrupted:
         seq = self._seq_at(bad.offset)
