@@ -152,19 +152,20 @@ def _accept_rollback(checkpoint_dir: Path) -> int:
     from projections.snapshot import SNAPSHOT_NAME, SnapshotError, read_preamble
     from projections.verified import VERIFIED_CONTEXT_NAME
 
-    files: list[tuple[Path, Anchor]] = []
-    if (checkpoint_dir / LOG_NAME).exists():
+    candidates: list[tuple[Path, Anchor, Callable[[Ledger], str | None]]] = []
+    try:
+        preamble = read_preamble(checkpoint_dir / SNAPSHOT_NAME)
+        if preamble.cursor:
+            candidates.append((checkpoint_dir / SNAPSHOT_NAME, snapshot_anchor(preamble), lambda lg: rollback_problem(lg, preamble)))
+    except (FileNotFoundError, SnapshotError):
+        pass
+    vc_anchor, _ = verified_context_anchor(checkpoint_dir)
+    if vc_anchor:
+        candidates.append((checkpoint_dir / VERIFIED_CONTEXT_NAME, vc_anchor, lambda lg: lg.anchor_problem(vc_anchor)))
+    if (checkpoint_dir / LOG_NAME).exists():  # keep only the anchors this log does not hold
         with Ledger.open_readonly(checkpoint_dir) as ledger:
-            try:
-                preamble = read_preamble(checkpoint_dir / SNAPSHOT_NAME)
-                if rollback_problem(ledger, preamble):
-                    files.append((checkpoint_dir / SNAPSHOT_NAME, snapshot_anchor(preamble)))
-            except (FileNotFoundError, SnapshotError):
-                pass
-            vc_anchor, _ = verified_context_anchor(checkpoint_dir)
-            if vc_anchor and ledger.anchor_problem(vc_anchor):
-                files.append((checkpoint_dir / VERIFIED_CONTEXT_NAME, vc_anchor))
-    accepted = Ledger.accept_rollback(checkpoint_dir, files)
+            candidates = [c for c in candidates if c[2](ledger)]
+    accepted = Ledger.accept_rollback(checkpoint_dir, [(path, anchor) for path, anchor, _ in candidates])
     for line in accepted or ["nothing to accept: the log holds every anchor"]:
         print(f"accepted: {line}" if accepted else line)
     return EXIT_OK

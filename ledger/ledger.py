@@ -59,6 +59,7 @@ ACT_ON_ROLLBACK = (
     "restore the missing events (a backup, a .torn-* file), or accept the log as it is with "
     "`ari-ledger verify --accept-rollback CKPT`"
 )
+INSPECTING = "opened read-only to inspect"  # open_readonly: the caller reports what it finds
 IN_FLIGHT = "in flight"  # a member a writer was still appending when an unlocked reader got to it
 _READONLY_ERRNOS = {
     errno.EROFS: "read-only file system (EROFS)",
@@ -141,6 +142,7 @@ class Ledger:
         self._ckpt: str | None = None
         self._index: list[tuple[int, int]] = []
         self._index_dirty = False  # a seek found the index wrong: rebuild it under the lock
+        self._head_write_failed = False
         self._last_member = (0, 1)  # (offset, first seq) of the newest member seen: cheap tail reads
         self._thread_lock = threading.RLock()
         self._in_batch = False
@@ -212,7 +214,7 @@ class Ledger:
         path = directory / LOG_NAME
         if not path.exists():
             raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
-        ledger = cls(directory, LogFile(path, writable=False), readonly="opened read-only")
+        ledger = cls(directory, LogFile(path, writable=False), readonly=INSPECTING)
         try:
             ledger._sync(recover=False)
         except LogCorrupted as exc:
@@ -233,10 +235,11 @@ class Ledger:
         directory = Path(checkpoint_dir)
         path = directory / LOG_NAME
         head = HeadFile(path)
-        if not path.exists():
-            if not head.path.exists():
+        if not path.exists():  # every anchor points at events that are gone
+            files = [head.path, *(file for file, _anchor in anchored_files)]
+            accepted = [f"{LOG_NAME} is missing; {f.name} moved to {_set_aside(f).name}" for f in files if f.exists()]
+            if not accepted:
                 raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
-            accepted = [f"{LOG_NAME} is missing; {head.source} moved to {_set_aside(head.path).name}"]
             _record_rollback(path, accepted, None)
             return accepted
         ledger = cls(directory, LogFile(path))
@@ -350,14 +353,17 @@ class Ledger:
             problem = self.anchor_problem(anchor)
             if problem:
                 raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(anchor.seq or 0, self._head.seq + 1))
-        if adopt and self._ckpt is not None and (anchor is None or anchor.seq < self._head.seq):
+        if adopt and self._ckpt is not None and (anchor is None or anchor.seq < self._head.seq or self._head_file.damaged_slot):
             self._write_head(both=True)
 
     def _write_head(self, *, both: bool = False) -> None:
         try:
             self._head_file.write(self._ckpt, self._head.seq, self._head.hash, both=both)
+            self._head_write_failed = False
         except OSError as exc:  # the log itself is durable; only rollback detection lags
-            log.warning("could not update %s (%s); it catches up at the next append", self._head_file.path, exc)
+            if not self._head_write_failed:
+                log.warning("could not update %s (%s); rollback detection lags until it can be written", self._head_file.path, exc)
+            self._head_write_failed = True
 
     def _acknowledged(self) -> int:
         """The newest seq the head file says was acknowledged (0 when unknown or another log's)."""
@@ -553,7 +559,8 @@ class Ledger:
                     self._recover(bad)
                 else:
                     self.torn_tail = bad
-                    log.warning("%s: torn tail at byte offset %d left in place (%s)", self.path, bad.offset, self.readonly_reason)
+                    if self.readonly_reason not in (None, INSPECTING):
+                        log.warning("%s: torn tail at byte offset %d left in place (%s)", self.path, bad.offset, self.readonly_reason)
 
     def _load_start(self, *, persist: bool) -> None:
         """First sync: read the checkpoint id and start the head at the last indexed member."""

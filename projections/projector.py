@@ -200,7 +200,7 @@ def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bo
     except FileNotFoundError:
         return SnapshotCheck(False)
     except SnapshotError as exc:
-        return SnapshotCheck(True, problem=f"unreadable ({exc}); the next open rebuilds it from the log")
+        return SnapshotCheck(True, problem=f"{SNAPSHOT_NAME}: unreadable ({exc}); the next open rebuilds it from the log")
     return _deep_check(ledger, snap, embedder)
 
 
@@ -222,5 +222,8 @@ def _deep_check(ledger: Ledger, snap: Snapshot, embedder: Embedder | None) -> Sn
         or vectors_problem(catalog, snap.blocks, embedder, random_rows(catalog))
     )
     if problem:
-        return SnapshotCheck(True, preamble.cursor, preamble.rebuilt, problem=f"its content disagrees with the log: {problem}; the next open rebuilds it")
+        return SnapshotCheck(
+            True, preamble.cursor, preamble.rebuilt,
+            problem=f"{SNAPSHOT_NAME}: its content disagrees with the log: {problem}; the next open rebuilds it",
+        )
     return found

@@ -72,8 +72,8 @@ class SnapshotError(ValueError):
 
 
 def write_snapshot(path: Path, preamble: SnapshotPreamble, catalog: CatalogState, blocks: dict[str, Block]) -> None:
-    """Write atomically (temporary file, fsync, rename). Raises OSError (disk full, read-only)
-    and leaves no temporary file behind when it does."""
+    """Write atomically (temporary file, rename). Raises OSError (disk full, read-only) and
+    leaves no temporary file behind when it does."""
     remove_stale_temps(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     body = SnapshotBody(catalog, [BlockMeta(name, b.ids, b.hidden) for name, b in blocks.items()])
@@ -90,9 +90,7 @@ def write_snapshot(path: Path, preamble: SnapshotPreamble, catalog: CatalogState
                     for array in (block.seqs[:n], block.cleared[:n], block.matrix[:n]):
                         out.write(np.ascontiguousarray(array).data)
             f.write(hashed.digest.digest())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, path)  # not fsynced: after a power loss a garbled file fails its checksum and is rebuilt
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -178,7 +176,7 @@ def _check_file_digest(f) -> None:
         digest.update(chunk)
         left -= len(chunk)
     if f.read(_DIGEST) != digest.digest():
-        raise SnapshotError("checksum mismatch (changed or cut short after it was written, or older than format 5)")
+        raise SnapshotError("checksum mismatch: changed or cut short after it was written, or older than format 5")
     f.seek(0)
 
 

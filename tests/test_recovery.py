@@ -293,6 +293,23 @@ def test_a_log_removed_under_its_head_file_is_refused_not_recreated(ckpt: Path) 
         assert ledger.last_seq == 0
 
 
+def test_a_log_deleted_with_its_head_file_is_still_caught_by_the_snapshot(ckpt: Path) -> None:
+    from projections.backend import MemoryBackend
+    from projections.snapshot import SNAPSHOT_NAME
+
+    backend = MemoryBackend(ckpt)
+    backend.add_memory("root", "remembered by the snapshot", current_node="root")
+    backend.close()
+    (ckpt / LOG_NAME).unlink()
+    (ckpt / (LOG_NAME + ".head")).unlink()
+    with pytest.raises(RollbackDetected, match="the log ends at seq 0, but memory_projection.snapshot.zst records seq 1"):
+        MemoryBackend(ckpt)
+    accepted = _cli("verify", str(ckpt), "--accept-rollback")
+    assert accepted.returncode == 0 and "memory_projection.snapshot.zst moved to" in accepted.stdout, accepted
+    assert list(ckpt.glob(SNAPSHOT_NAME + ".rolled-back-*"))
+    MemoryBackend(ckpt).close()
+
+
 def test_a_log_cut_back_under_an_open_writer_is_refused(ckpt: Path) -> None:
     build_log(ckpt, [2, 2])
     raw = (ckpt / LOG_NAME).read_bytes()

@@ -68,7 +68,7 @@ def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(ckpt: Path, 
         assert texts == truth
         assert "not used: unreadable" in caplog.text and "rebuilding from the log" in caplog.text
         check = check_snapshot(Ledger.open_readonly(ckpt))
-        assert check.problem and check.problem.startswith("unreadable")
+        assert check.problem and check.problem.startswith("memory_projection.snapshot.zst: unreadable")
     assert len(positions) >= 20
 
 
@@ -77,7 +77,7 @@ def test_a_rebuild_is_recorded_for_status(ckpt: Path) -> None:
     (ckpt / SNAPSHOT_NAME).write_bytes(original[:-10])
     status = subprocess.run([sys.executable, "-m", "ledger", "status", str(ckpt), "--json"], capture_output=True,
                             text=True, env=subprocess_env())
-    assert "unreadable (checksum mismatch" in json.loads(status.stdout)["projections"]["snapshot"]["problem"]
+    assert "unreadable (checksum mismatch:" in json.loads(status.stdout)["projections"]["snapshot"]["problem"]
     backend = MemoryBackend(ckpt)
     assert backend.projector.rebuilt.startswith("unreadable")
     backend.health()  # a read folds the log, so close() saves the rebuilt state
@@ -116,7 +116,7 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
     assert check.problem and "disagrees with the log" in check.problem, check
     verify = subprocess.run([sys.executable, "-m", "ledger", "verify", str(ckpt)], capture_output=True, text=True,
                             env=subprocess_env())
-    assert verify.returncode == 1 and "problem: its content disagrees with the log" in verify.stdout
+    assert verify.returncode == 1 and "problem: memory_projection.snapshot.zst: its content disagrees with the log" in verify.stdout
     loaded, texts = served(ckpt)
     assert not loaded and texts == truth
 
