@@ -104,6 +104,7 @@ class HeadFile:
         if self._fd < 0:
             existed = self.path.exists()
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            both = both or not existed  # a new file gets both slots, so neither is ever blank
             if durable and not existed:
                 fsync_dir(self.path.parent)
         record = _encode(ckpt, seq, hash)

@@ -124,7 +124,8 @@ def test_sigkill_loop_on_appends_and_batches(ckpt: Path) -> None:
     assert len(stored) == len(set(stored))
     missing = set(acked) - set(stored)
     assert not missing, f"{len(missing)} acknowledged events lost"
-    assert [i for i in stored if i in set(acked)] == acked  # in the order they were acknowledged
+    acknowledged = set(acked)
+    assert [i for i in stored if i in acknowledged] == acked  # in the order they were acknowledged
     torn = sorted(ckpt.glob(LOG_NAME + ".torn-*"))
     figures("sigkill-ledger", kills=rounds, acknowledged=len(acked), stored=len(stored), lost=0,
             torn_tails_moved_aside=len(torn), recovered_reports=recovered)
