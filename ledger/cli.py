@@ -103,18 +103,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
             "snapshot": dataclasses.asdict(snapshot) if snapshot else None,
         })
     else:
-        if report.reason is not None:
-            print(report.summary())
-        elif rollback:
-            print(f"rolled back: {rollback[0]}")
-        else:
-            print(report.summary())
-        for line in rollback[1:] if report.reason is None else rollback:
-            print(f"rolled back: {line}")
-        for line in problems:
-            print(f"problem: {line}")
-        for h, seq in report.found.items():
-            print(f"head {h[:12]}…: seq {seq} of {report.last_seq}")
+        lines = [f"rolled back: {line}" for line in rollback] + [f"problem: {line}" for line in problems]
+        if report.reason is not None or not rollback:
+            lines.insert(0, report.summary())  # damaged / torn tail / ok; else a rollback line leads
+        lines += [f"head {h[:12]}…: seq {seq} of {report.last_seq}" for h, seq in report.found.items()]
+        print("\n".join(lines))
     return EXIT_OK if report.reason is None and not rollback and not problems else EXIT_CHECK_FAILED
 
 
@@ -128,22 +121,22 @@ def _hash_arg(value: str) -> str:
 def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | None]:
     """The anchor ``verified_context.json`` records (``{"anchor": {"seq", "hash"}}``), or why
     it cannot be read; (None, None) when the file or its anchor is absent."""
-    from projections.verified import VERIFIED_CONTEXT_NAME as VERIFIED_CONTEXT
+    from projections.verified import VERIFIED_CONTEXT_NAME
 
-    path = checkpoint_dir / VERIFIED_CONTEXT
+    path = checkpoint_dir / VERIFIED_CONTEXT_NAME
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as exc:
-        return None, f"{VERIFIED_CONTEXT} is unreadable ({exc})"
+        return None, f"{VERIFIED_CONTEXT_NAME} is unreadable ({exc})"
     anchor = data.get("anchor") if isinstance(data, dict) else None
     if anchor is None:
         return None, None
     seq, hash_ = (anchor.get("seq"), anchor.get("hash")) if isinstance(anchor, dict) else (None, None)
     if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(hash_, str):
-        return None, f"{VERIFIED_CONTEXT}: anchor must be {{\"seq\": int, \"hash\": str}}, got {anchor!r}"
-    return Anchor(VERIFIED_CONTEXT, hash_, seq), None
+        return None, f"{VERIFIED_CONTEXT_NAME}: anchor must be {{\"seq\": int, \"hash\": str}}, got {anchor!r}"
+    return Anchor(VERIFIED_CONTEXT_NAME, hash_, seq), None
 
 
 def _accept_rollback(checkpoint_dir: Path) -> int:

@@ -559,8 +559,7 @@ class Ledger:
                     self._recover(bad)
                 else:
                     self.torn_tail = bad
-                    if self.readonly_reason not in (None, INSPECTING):
-                        log.warning("%s: torn tail at byte offset %d left in place (%s)", self.path, bad.offset, self.readonly_reason)
+                    self._warn("%s: torn tail at byte offset %d left in place (%s)", self.path, bad.offset, self.readonly_reason)
 
     def _load_start(self, *, persist: bool) -> None:
         """First sync: read the checkpoint id and start the head at the last indexed member."""
@@ -588,7 +587,7 @@ class Ledger:
                     return
                 problem = f"its last record ({offset}, seq {first_seq}) is not the start of a member with that seq"
             if problem:
-                log.warning("side index %s is wrong (%s); rebuilding it from the log", self._file.idx_path.name, problem)
+                self._warn("side index %s is wrong (%s); rebuilding it from the log", self._file.idx_path.name, problem)
             self._index = [(0, 1)]
             if persist and (problem or len(index) != 1):
                 self._persist_index()
@@ -638,6 +637,11 @@ class Ledger:
         self._head = _Head(member.end, events[-1].seq, events[-1].hash)
         self._last_member = (member.offset, events[0].seq)
 
+    def _warn(self, message: str, *args: object) -> None:
+        """A warning, unless this ledger was opened to inspect: its caller reports what it finds."""
+        if self.readonly_reason != INSPECTING:
+            log.warning(message, *args)
+
     def _persist_index(self, *record: int) -> None:
         """Append one record (or rewrite the whole index); the index is derived data, so a
         failure (disk full) costs a slower open later, never the append that caused it."""
@@ -652,7 +656,7 @@ class Ledger:
     def _distrust_index(self, offset: int, first_seq: int, exc: Exception) -> None:
         """A read seeked to ``offset`` (seq ``first_seq``) and did not find that member:
         rebuild the index from the log now, and write it at the next locked section."""
-        log.warning(
+        self._warn(
             "side index %s: (%d, seq %d) is not the start of a member with that seq (%s); rebuilding it from the log",
             self._file.idx_path.name, offset, first_seq, exc,
         )
