@@ -1,8 +1,11 @@
 """Portable bundles: the log and a manifest, nothing that cannot be rebuilt.
 
 ``export_bundle`` writes a tar holding ``memory_ledger.jsonl.gz`` and ``manifest.json``
-(checkpoint id, event count, last hash, sha256 of the log). ``import_bundle`` checks all of
-it before the log is placed into an empty checkpoint; projections rebuild on first open.
+(checkpoint id, event count, last hash, sha256 of the log). The manifest's ``last_hash`` is
+an anchor kept outside the checkpoint: ``ari-ledger verify CKPT --head <last_hash>`` later
+proves the log still holds that event. ``import_bundle`` checks all of it before the log is
+placed into an empty checkpoint (anchored at the manifest's last event); projections
+rebuild on first open.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .anchor import HeadFile
 from .errors import InvalidInput, LogCorrupted
 from .ledger import Ledger
 from .log import LOG_NAME
@@ -21,14 +25,17 @@ from .provenance import sha256_file
 
 MANIFEST = "manifest.json"
 FORMAT = "ari-memory-ledger-bundle/1"
+_FIELDS = {"format": str, "ckpt": (str, type(None)), "events": int, "last_hash": str, "log_sha256": str}
 
 
 def export_bundle(checkpoint_dir: Path, out: Path) -> dict[str, Any]:
+    """Write the verified log and its manifest to ``out`` (a tar); refuse a damaged or rolled-back log."""
+    check_output_path(out, "out")
     with Ledger.open_readonly(checkpoint_dir) as ledger:
         report = ledger.verify()
         if not report.ok:
-            raise LogCorrupted(f"refusing to export a damaged log: {report.summary()}", seq=report.first_bad_seq, offset=report.offset)
-        last = next(ledger.events(after=report.last_seq - 1), None) if report.last_seq else None
+            raise LogCorrupted(f"refusing to export: {report.summary()}", seq=report.first_bad_seq, offset=report.offset)
+        last = ledger.event_at(report.last_seq)
         manifest = {
             "format": FORMAT,
             "ckpt": last.ckpt if last else None,
@@ -36,41 +43,89 @@ def export_bundle(checkpoint_dir: Path, out: Path) -> dict[str, Any]:
             "last_hash": last.hash if last else "",
             "log_sha256": sha256_file(ledger.path),
         }
-        tmp = out.with_name(out.name + ".tmp")
-        with tarfile.open(tmp, "w") as tar:
-            tar.add(ledger.path, arcname=LOG_NAME)
-            data = json.dumps(manifest, indent=2).encode()
-            info = tarfile.TarInfo(MANIFEST)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        os.replace(tmp, out)
+        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+        try:
+            with tarfile.open(tmp, "w") as tar:
+                tar.add(ledger.path, arcname=LOG_NAME)
+                data = json.dumps(manifest, indent=2).encode()
+                info = tarfile.TarInfo(MANIFEST)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+            os.replace(tmp, out)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     return manifest
 
 
 def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
+    """Place a bundle's log into an empty checkpoint after checking it against its manifest."""
     target = checkpoint_dir / LOG_NAME
     if target.exists():
         raise InvalidInput("checkpoint", f"{checkpoint_dir} already has a ledger; import into an empty checkpoint")
+    head = HeadFile(target)
+    if head.path.exists():
+        raise InvalidInput(
+            "checkpoint", f"{checkpoint_dir} holds {head.source} but no log (its log was removed); import into an empty checkpoint"
+        )
     try:
         with tarfile.open(bundle) as tar:
-            manifest = json.load(tar.extractfile(MANIFEST))
+            manifest = _manifest(bundle, tar)
             log_member = tar.extractfile(LOG_NAME)
-            if manifest.get("format") != FORMAT or log_member is None:
-                raise InvalidInput("bundle", f"{bundle} is not an {FORMAT} bundle")
+            if log_member is None:
+                raise InvalidInput("bundle", f"{bundle}: {LOG_NAME} is not a regular file")
             checkpoint_dir.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=checkpoint_dir) as staging:
                 staged = Path(staging) / LOG_NAME
                 staged.write_bytes(log_member.read())
                 if sha256_file(staged) != manifest["log_sha256"]:
-                    raise InvalidInput("bundle", "the log's sha256 does not match the manifest")
+                    raise InvalidInput("bundle", "the log's sha256 does not match the manifest's log_sha256")
                 with Ledger.open_readonly(staging) as ledger:
                     report = ledger.verify()
-                    last = next(ledger.events(after=report.last_seq - 1), None) if report.ok and report.last_seq else None
-                if not report.ok or report.events != manifest["events"]:
-                    raise InvalidInput("bundle", f"the log does not verify: {report.summary()}")
-                if last is not None and (last.hash != manifest["last_hash"] or last.ckpt != manifest["ckpt"]):
-                    raise InvalidInput("bundle", "the log's last event or checkpoint id differs from the manifest")
+                    last = ledger.event_at(report.last_seq) if report.ok else None
+                _check_against_manifest(report, last, manifest)
                 os.replace(staged, target)
-    except (tarfile.TarError, KeyError, json.JSONDecodeError, OSError) as exc:
-        raise InvalidInput("bundle", f"cannot read {bundle}: {exc}") from None
+    except (tarfile.TarError, KeyError, OSError) as exc:
+        raise InvalidInput("bundle", f"cannot read {bundle}: {' '.join(str(exc).split())}") from None
+    if last is not None:
+        head.write(last.ckpt, last.seq, last.hash, both=True, durable=True)
+        head.close()
     return manifest
+
+
+def check_output_path(out: Path, field: str) -> None:
+    """Refuse, before any work, an output file whose folder does not exist."""
+    if not out.parent.is_dir():
+        raise InvalidInput(field, f"{out.parent} is not an existing directory (create it first)")
+
+
+def _manifest(bundle: Path, tar: tarfile.TarFile) -> dict[str, Any]:
+    """The manifest, every field present with its type (else InvalidInput naming it)."""
+    try:
+        manifest = json.load(tar.extractfile(MANIFEST))
+    except (KeyError, TypeError):
+        raise InvalidInput("bundle", f"{bundle} has no {MANIFEST}; it is not an {FORMAT} bundle") from None
+    except ValueError as exc:
+        raise InvalidInput("bundle", f"{bundle}: {MANIFEST} is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise InvalidInput("bundle", f"{bundle}: {MANIFEST} must be a JSON object, got {type(manifest).__name__}")
+    if manifest.get("format") != FORMAT:
+        raise InvalidInput("bundle", f"{bundle} is not an {FORMAT} bundle (format {manifest.get('format')!r})")
+    for name, kind in _FIELDS.items():
+        if name not in manifest or isinstance(manifest[name], bool) or not isinstance(manifest[name], kind):
+            raise InvalidInput(f"bundle.{MANIFEST}.{name}", f"missing or of the wrong type ({manifest.get(name)!r})")
+    if LOG_NAME not in tar.getnames():
+        raise InvalidInput("bundle", f"{bundle} holds no {LOG_NAME}")
+    return manifest
+
+
+def _check_against_manifest(report, last, manifest: dict[str, Any]) -> None:
+    """Say exactly what differs between the staged log and its manifest."""
+    if not report.ok:
+        raise InvalidInput("bundle", f"the log does not verify: {report.summary()}")
+    if report.events != manifest["events"]:
+        raise InvalidInput("bundle", f"the manifest says {manifest['events']} events, the log has {report.events}")
+    if last is not None and last.hash != manifest["last_hash"]:
+        raise InvalidInput("bundle", f"the log's last event (seq {last.seq}) has hash {last.hash[:12]}…, the manifest says {manifest['last_hash'][:12]}…")
+    if last is not None and last.ckpt != manifest["ckpt"]:
+        raise InvalidInput("bundle", f"the log is checkpoint {last.ckpt}, the manifest says {manifest['ckpt']}")

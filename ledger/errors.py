@@ -59,3 +59,14 @@ class ProjectionError(LedgerError):
 
 class EmbeddingMismatch(ProjectionError):
     """A projection was built with a different embedding configuration than the one in use."""
+
+
+class LedgerReadOnly(LedgerError):
+    """An append to a ledger that was opened read-only (by request, or because the checkpoint
+    cannot be written: read-only file system, permission denied)."""
+
+
+class RollbackDetected(LogCorrupted):
+    """The log is shorter than, or differs from, what an anchor outside it has seen: the head
+    file, a projection snapshot, ``verified_context.json`` or ``verify --head``. Refused until a
+    person acts (restores the missing events, or runs ``ari-ledger verify --accept-rollback``)."""

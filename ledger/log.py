@@ -7,8 +7,9 @@ they decompress each member with ``zlib.decompressobj(wbits=31)``, which only re
 member as complete once its CRC and length check out.
 
 A sparse side index (``.idx``: pairs of byte offset and first seq) lets an open or a
-read start near the end instead of at byte 0. It is derived data: missing or wrong, it is
-rebuilt from the log.
+read start near the end instead of at byte 0. It is derived data: its shape is checked
+whenever it is read, each record is checked when a read seeks to it, and missing or wrong,
+it is rebuilt from the log.
 """
 from __future__ import annotations
 
@@ -39,11 +40,21 @@ class Member:
 
 @dataclass(frozen=True)
 class BadMember(Exception):
-    """The scan stopped at ``offset``: the member there is cut short or not valid gzip."""
+    """The scan stopped at ``offset``: the member there is cut short or not valid gzip.
+
+    ``incomplete``: the file ends inside the member (what a crash mid-write leaves).
+    ``whole``: the member's data and trailer are all there but its CRC-32 or length check
+    fails, so it was written whole and damaged afterwards: never a torn write.
+    """
 
     offset: int
     reason: str
     incomplete: bool
+    whole: bool = False
+
+
+# zlib's messages when a member's data ended and its trailer was read but does not match.
+_TRAILER_MISMATCH = ("incorrect data check", "incorrect length check")
 
 
 def compress_member(data: bytes) -> bytes:
@@ -74,7 +85,8 @@ def scan_members(f, start: int = 0) -> Iterator[Member]:
         try:
             parts.append(decomp.decompress(buf))
         except zlib.error as exc:
-            raise BadMember(member_start, f"invalid gzip data ({exc})", False) from None
+            whole = any(m in str(exc) for m in _TRAILER_MISMATCH)
+            raise BadMember(member_start, f"invalid gzip data ({exc})", False, whole) from None
         if decomp.eof:
             rest = decomp.unused_data
             pos += len(buf) - len(rest)
@@ -116,7 +128,7 @@ class LogFile:
         existed = path.exists()
         self.fd = os.open(path, flags, 0o644)
         if not existed:
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -157,19 +169,24 @@ class LogFile:
         with self.reader() as f:
             f.seek(offset)
             torn = f.read()
-        with open(save_to, "wb") as out:
-            out.write(torn)
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with open(save_to, "wb") as out:
+                out.write(torn)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            save_to.unlink(missing_ok=True)  # nothing was cut: leave no partial copy behind
+            raise
         os.ftruncate(self.fd, offset)
         os.fsync(self.fd)
-        _fsync_dir(self.path.parent)
+        fsync_dir(self.path.parent)
         return len(torn)
 
     # -- side index ---------------------------------------------------------------
 
     def read_index(self) -> list[tuple[int, int]]:
-        """(offset, first_seq) pairs, ascending; [] when the index is missing or unreadable."""
+        """(offset, first_seq) pairs as stored (a trailing partial record dropped); [] when
+        the index is missing or unreadable. Check them with :func:`index_shape_problem`."""
         try:
             raw = self.idx_path.read_bytes()
         except OSError:
@@ -182,12 +199,60 @@ class LogFile:
             f.write(_IDX_RECORD.pack(offset, first_seq))
 
     def write_index(self, records: list[tuple[int, int]]) -> None:
+        """Replace the index (under the log's lock, so the temp name is never shared)."""
         tmp = self.idx_path.with_name(self.idx_path.name + ".tmp")
-        tmp.write_bytes(b"".join(_IDX_RECORD.pack(*r) for r in records))
-        os.replace(tmp, self.idx_path)
+        try:
+            tmp.write_bytes(b"".join(_IDX_RECORD.pack(*r) for r in records))
+            os.replace(tmp, self.idx_path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
 
-def _fsync_dir(path: Path) -> None:
+def index_shape_problem(records: list[tuple[int, int]], size: int) -> str | None:
+    """What is wrong with the index as a whole, before any record is followed: the first
+    record must be (0, 1), offsets and seqs strictly increase, every offset is inside the log."""
+    if not records:
+        return None
+    if records[0] != (0, 1):
+        return f"its first record is {records[0]}, not (offset 0, seq 1)"
+    for (o1, s1), (o2, s2) in zip(records, records[1:]):
+        if o2 <= o1 or s2 <= s1:
+            return f"record ({o2}, seq {s2}) does not follow ({o1}, seq {s1})"
+    if records[-1][0] >= size:
+        return f"record ({records[-1][0]}, seq {records[-1][1]}) points past the end of the log ({size} bytes)"
+    return None
+
+
+class IndexCheck:
+    """Checks every index record against the members of a scan from byte 0 (for ``verify``)."""
+
+    def __init__(self, records: list[tuple[int, int]]) -> None:
+        self._records = records
+        self._i = 0
+        self.problem: str | None = None
+
+    def member(self, offset: int, first_seq: int) -> None:
+        """Called for each member in order, with the seq of its first event."""
+        records = self._records
+        while self.problem is None and self._i < len(records) and records[self._i][0] <= offset:
+            rec_offset, rec_seq = records[self._i]
+            if rec_offset < offset:
+                self.problem = f"record ({rec_offset}, seq {rec_seq}) does not point at the start of a member"
+            elif rec_seq != first_seq:
+                self.problem = f"record ({rec_offset}, seq {rec_seq}) points at a member that starts with seq {first_seq}"
+            self._i += 1
+
+    def finish(self, end: int) -> str | None:
+        """The first problem found; records left over point past the log's valid end."""
+        if self.problem is None and self._i < len(self._records):
+            rec_offset, rec_seq = self._records[self._i]
+            self.problem = f"record ({rec_offset}, seq {rec_seq}) points past the log's valid end ({end} bytes)"
+        return self.problem
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a directory entry durable (a file created, renamed or truncated in ``path``)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

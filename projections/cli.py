@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, FORMATS, REACT_NAME, STORE_NAME, ari_files_in, read_ari_file
-from ledger.bundle import export_bundle, import_bundle
+from ledger.bundle import check_output_path, export_bundle, import_bundle
 from ledger.cli import EXIT_CHECK_FAILED, EXIT_OK, arguments, command, emit
 from ledger.log import LOG_NAME
 
@@ -265,6 +265,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .lineage import lineage_data
     from .report import render_report
 
+    check_output_path(Path(args.output), "--output")
     backend = open_backend(args.checkpoint)
     data = lineage_data(backend, _optional_experiments(Path(args.checkpoint), args.experiments))
     Path(args.output).write_text(render_report(data), encoding="utf-8")

@@ -1,59 +1,46 @@
 """The local projector: folds the log into the catalog and the semantic index, with a cursor.
 
-State and cursor are snapshotted together next to the log, so a resume loads them and
-folds only the tail. The snapshot is one zstandard stream: a magic, a msgpack header
-(cursor, model, catalog, block ids) and then each block's arrays raw, streamed in and out
-so no second copy of the vectors is ever held in memory. The snapshot is a cache: when it is missing,
-corrupt, made with another embedding model, or does not match the log (another
-checkpoint, a log cut back by recovery), it is ignored and the state rebuilt from seq 0.
+State and cursor are snapshotted together next to the log (``snapshot``), so a resume loads
+them and folds only the tail. The snapshot is a cache, never trusted blindly: one that fails
+its checksum, was made with another embedding model or for another checkpoint, or whose
+content disagrees with the log (``snapshot_check``) is rebuilt from the log, with a warning
+and a note the next snapshot keeps for ``status``. One that has folded events the log no
+longer holds is an alarm (RollbackDetected) until a person acts, never a silent rebuild.
 Rebuilding from scratch yields exactly the state of incremental folding.
 """
 from __future__ import annotations
 
 import logging
-import os
-import struct
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
 import msgspec
-import numpy as np
-import zstandard
 
 from ledger import Ledger
-from ledger.events import Event
+from ledger.anchor import Anchor
+from ledger.errors import RollbackDetected
+from ledger.events import Event, utc_now
+from ledger.ledger import ACT_ON_ROLLBACK
 
-from .catalog import Catalog, CatalogState
-from .semantic import VECTOR_DTYPE, Block, BlockMeta, Embedder, SemanticIndex
+from .catalog import Catalog
+from .semantic import Embedder, SemanticIndex
+from .snapshot import (
+    SNAPSHOT_FORMAT,
+    SNAPSHOT_NAME,
+    Snapshot,
+    SnapshotError,
+    SnapshotPreamble,
+    read_preamble,
+    read_snapshot,
+    write_snapshot,
+)
+from .snapshot_check import catalog_problem, random_rows, sample_problem, structure_problem, vectors_problem
 
 log = logging.getLogger("projections")
 
-SNAPSHOT_NAME = "memory_projection.snapshot.zst"
-SNAPSHOT_FORMAT = 4
-MAGIC = b"ARISNAP\x00"
-_LEN = struct.Struct("<Q")
 SNAPSHOT_EVERY = 5000  # events folded since the last snapshot before an automatic save
 FOLD_CHUNK = 2048  # events embedded together
-
-
-class SnapshotPreamble(msgspec.Struct):
-    """The snapshot's first record: small, so ``status`` can read a cursor cheaply."""
-
-    format: int
-    ckpt: str | None
-    cursor: int
-    cursor_hash: str
-    model: str
-    dim: int
-
-
-class SnapshotBody(msgspec.Struct):
-    catalog: CatalogState
-    blocks: list[BlockMeta]
-
-
-class SnapshotError(ValueError):
-    """The snapshot file is cut short or malformed."""
 
 
 class Projector:
@@ -67,7 +54,10 @@ class Projector:
         self.cursor_hash = ""
         self.catalog = Catalog()
         self.index = SemanticIndex(embedder)
+        self.rebuilt: str | None = None  # why this open did not use the snapshot (None: loaded, or none)
+        self._rebuilt_note: str | None = None  # the last rebuild, kept in every snapshot written
         self._unsaved = 0
+        self._next_save = SNAPSHOT_EVERY
         self.loaded_from_snapshot = use_snapshot and self._load()
 
     # -- folding ---------------------------------------------------------------------
@@ -81,7 +71,7 @@ class Projector:
         while chunk := list(islice(events, FOLD_CHUNK)):
             self.apply(chunk)
             folded += len(chunk)
-        if self._unsaved >= SNAPSHOT_EVERY:
+        if self._unsaved >= self._next_save:
             self.save()
         return folded
 
@@ -103,127 +93,137 @@ class Projector:
 
     # -- snapshot --------------------------------------------------------------------
 
-    def save(self) -> Path:
-        """Write the snapshot atomically (temp file + rename), streaming the vectors."""
-        blocks = self.index.blocks
+    def save(self) -> Path | None:
+        """Write the snapshot atomically; return its path, or None when it was not written.
+
+        A snapshot is a cache, so this never raises: on a read-only ledger it is skipped, and
+        when the disk is full or the directory not writable it logs a warning, leaves no
+        temporary file, and the next open folds from the last snapshot that was written.
+        """
+        if self.ledger.readonly:
+            return None
         preamble = SnapshotPreamble(
-            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.embedder.name, self.embedder.dim
+            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.embedder.name, self.embedder.dim,
+            self._rebuilt_note,
         )
-        body = SnapshotBody(self.catalog.state(), [BlockMeta(name, b.ids, b.hidden) for name, b in blocks.items()])
-        tmp = self.snapshot_path.with_name(f"{self.snapshot_path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f, zstandard.ZstdCompressor(level=3).stream_writer(f, closefd=False) as out:
-            out.write(MAGIC)
-            for record in (preamble, body):
-                data = msgspec.msgpack.encode(record)
-                out.write(_LEN.pack(len(data)) + data)
-            for block in blocks.values():
-                n = block.n
-                for array in (block.seqs[:n], block.cleared[:n], block.matrix[:n]):
-                    out.write(np.ascontiguousarray(array).data)
-        os.replace(tmp, self.snapshot_path)
+        try:
+            write_snapshot(self.snapshot_path, preamble, self.catalog.state(), self.index.blocks)
+        except (OSError, msgspec.EncodeError) as exc:
+            log.warning("could not save the projection snapshot %s (%s); the next open folds more of the log", self.snapshot_path, exc)
+            self._next_save = self._unsaved + SNAPSHOT_EVERY  # try again later, not on every fold
+            return None
         self._unsaved = 0
+        self._next_save = SNAPSHOT_EVERY
         return self.snapshot_path
 
     def _load(self) -> bool:
         try:
-            with open(self.snapshot_path, "rb") as f, zstandard.ZstdDecompressor().stream_reader(f) as src:
-                return self._read_snapshot(src)
+            snap = read_snapshot(self.snapshot_path)
         except FileNotFoundError:
             return False
-        except (OSError, zstandard.ZstdError, msgspec.DecodeError, msgspec.ValidationError, SnapshotError) as exc:
-            log.warning("ignoring unreadable projection snapshot %s (%s); rebuilding", self.snapshot_path, exc)
-            return False
-
-    def _read_snapshot(self, src) -> bool:
-        preamble = _read_preamble(src)
-        reason = self._mismatch(preamble)
+        except SnapshotError as exc:
+            return self._discard(f"unreadable ({exc})")
+        reason = self._mismatch(snap.preamble)
         if reason:
-            log.warning("ignoring projection snapshot %s: %s; rebuilding", self.snapshot_path, reason)
-            return False
-        body = msgspec.msgpack.decode(_read_record(src), type=SnapshotBody)
-        blocks = {}
-        for meta in body.blocks:
-            n, block = len(meta.ids), Block(preamble.dim, list(meta.ids), hidden=meta.hidden)
-            block.seqs, block.cleared = _read_array(src, (n,), np.int64), _read_array(src, (n,), np.int64)
-            block.matrix = _read_array(src, (n, preamble.dim), VECTOR_DTYPE)
-            blocks[meta.name] = block
-        self.catalog = Catalog(body.catalog)
-        self.index = SemanticIndex(self.embedder, blocks)
-        self.cursor, self.cursor_hash = preamble.cursor, preamble.cursor_hash
+            return self._discard(reason)
+        raise_on_rollback(self.ledger, snap.preamble)
+        catalog = Catalog(snap.catalog)
+        problem = structure_problem(catalog, snap.blocks, snap.preamble.cursor) or sample_problem(
+            self.ledger, catalog, snap.blocks, self.embedder
+        )
+        if problem:
+            return self._discard(f"its content disagrees with the log: {problem}")
+        self.catalog = catalog
+        self.index = SemanticIndex(self.embedder, snap.blocks)
+        self.cursor, self.cursor_hash = snap.preamble.cursor, snap.preamble.cursor_hash
+        self._rebuilt_note = snap.preamble.rebuilt
         return True
 
+    def _discard(self, reason: str) -> bool:
+        """Rebuild from the log instead of using the snapshot, and say so."""
+        log.warning("projection snapshot %s not used: %s; rebuilding from the log", self.snapshot_path, reason)
+        self.rebuilt = reason
+        self._rebuilt_note = f"{utc_now()}: {reason}"
+        return False
+
     def _mismatch(self, snap: SnapshotPreamble) -> str | None:
-        if snap.format != SNAPSHOT_FORMAT:
-            return f"format {snap.format}, expected {SNAPSHOT_FORMAT}"
+        """Why a sound snapshot is not this projection's (then it is rebuilt, not an alarm)."""
         if snap.model != self.embedder.name or snap.dim != self.embedder.dim:
             return f"made with embedding model {snap.model} ({snap.dim}-dim), now {self.embedder.name} ({self.embedder.dim}-dim)"
-        if snap.cursor == 0:
-            return None
-        if snap.ckpt != self.ledger.ckpt:
+        if snap.cursor and self.ledger.ckpt is not None and snap.ckpt != self.ledger.ckpt:
             return f"made for checkpoint {snap.ckpt}, this log is {self.ledger.ckpt}"
-        at = next(self.ledger.events(after=snap.cursor - 1, as_of=snap.cursor), None)
-        if at is None or at.hash != snap.cursor_hash:
-            return f"its cursor (seq {snap.cursor}) is not an event of this log"
         return None
 
 
-def snapshot_preamble(checkpoint_dir: Path) -> SnapshotPreamble | None:
-    """The cursor and model of the checkpoint's snapshot, without loading it (None if unusable)."""
-    try:
-        with open(Path(checkpoint_dir) / SNAPSHOT_NAME, "rb") as f, zstandard.ZstdDecompressor().stream_reader(f) as src:
-            return _read_preamble(src)
-    except (OSError, zstandard.ZstdError, msgspec.DecodeError, msgspec.ValidationError, SnapshotError):
-        return None
+def snapshot_anchor(preamble: SnapshotPreamble) -> Anchor:
+    """The last event a snapshot folded, as an anchor on the log."""
+    return Anchor(SNAPSHOT_NAME, preamble.cursor_hash, preamble.cursor, preamble.ckpt)
 
 
-def snapshot_anchor_problem(ledger: Ledger, last_seq: int) -> str | None:
-    """What the snapshot proves is missing from the log, if anything.
+def rollback_problem(ledger: Ledger, preamble: SnapshotPreamble) -> str | None:
+    """Why the log no longer holds what this snapshot (of this checkpoint) folded, or None."""
+    if not preamble.cursor or (ledger.ckpt is not None and preamble.ckpt != ledger.ckpt):
+        return None  # nothing folded, or another checkpoint's snapshot: not an anchor on this log
+    return ledger.anchor_problem(snapshot_anchor(preamble))
 
-    The snapshot records the seq and hash of the last event it folded: a log that now ends
-    before that seq, or holds another event there, lost or rewrote its newest events.
+
+def raise_on_rollback(ledger: Ledger, preamble: SnapshotPreamble) -> None:
+    problem = rollback_problem(ledger, preamble)
+    if problem:
+        raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(preamble.cursor, ledger.last_seq + 1))
+
+
+@dataclass(frozen=True)
+class SnapshotCheck:
+    """What ``verify`` and ``status`` say about a checkpoint's snapshot."""
+
+    present: bool
+    cursor: int | None = None
+    rebuilt: str | None = None  # the last rebuild the snapshot records
+    rollback: str | None = None  # the log lost events the snapshot folded
+    problem: str | None = None  # unreadable, or its content disagrees with the log
+
+
+def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bool = True) -> SnapshotCheck:
+    """Check the checkpoint's snapshot against the log, read-only.
+
+    ``deep`` (``verify``): the whole file's checksum, the catalog against a fresh fold of the
+    log and a sample of vectors against a fresh embedding. Otherwise (``status``): the
+    preamble's own checksum and its anchor only.
     """
-    snap = snapshot_preamble(ledger.checkpoint_dir)
-    first = next(ledger.events(as_of=1), None)
-    if snap is None or snap.cursor == 0 or first is None or snap.ckpt != first.ckpt:
-        return None
-    if snap.cursor > last_seq:
-        return (
-            f"the log ends at seq {last_seq}, but its projection snapshot had folded up to seq "
-            f"{snap.cursor}: the newest events were removed"
+    path = ledger.checkpoint_dir / SNAPSHOT_NAME
+    try:
+        if not deep:
+            preamble = read_preamble(path)
+            return SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
+        snap = read_snapshot(path)
+    except FileNotFoundError:
+        return SnapshotCheck(False)
+    except SnapshotError as exc:
+        return SnapshotCheck(True, problem=f"{SNAPSHOT_NAME}: unreadable ({exc}); the next open rebuilds it from the log")
+    return _deep_check(ledger, snap, embedder)
+
+
+def _deep_check(ledger: Ledger, snap: Snapshot, embedder: Embedder | None) -> SnapshotCheck:
+    preamble = snap.preamble
+    found = SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
+    if found.rollback or (preamble.cursor and preamble.ckpt != ledger.ckpt):
+        return found
+    if embedder is None:
+        from .embedder import get_embedder
+
+        embedder = get_embedder()
+    if preamble.model != embedder.name:
+        return found  # another model's snapshot is rebuilt on open; its vectors cannot be compared here
+    catalog = Catalog(snap.catalog)
+    problem = (
+        structure_problem(catalog, snap.blocks, preamble.cursor)
+        or catalog_problem(ledger, snap.catalog, preamble.cursor)
+        or vectors_problem(catalog, snap.blocks, embedder, random_rows(catalog))
+    )
+    if problem:
+        return SnapshotCheck(
+            True, preamble.cursor, preamble.rebuilt,
+            problem=f"{SNAPSHOT_NAME}: its content disagrees with the log: {problem}; the next open rebuilds it",
         )
-    at = next(ledger.events(after=snap.cursor - 1, as_of=snap.cursor), None)
-    if at is None or at.hash != snap.cursor_hash:
-        return f"event seq {snap.cursor} is not the one the projection snapshot folded: the log was rewritten"
-    return None
-
-
-def _read_preamble(src) -> SnapshotPreamble:
-    if _read_exact(src, len(MAGIC)) != MAGIC:
-        raise SnapshotError("not a projection snapshot")
-    return msgspec.msgpack.decode(_read_record(src), type=SnapshotPreamble)
-
-
-def _read_record(src) -> bytes:
-    return _read_exact(src, _LEN.unpack(_read_exact(src, _LEN.size))[0])
-
-
-def _read_exact(src, size: int) -> bytes:
-    data = src.read(size)
-    if len(data) != size:
-        raise SnapshotError("cut short")
-    return data
-
-
-def _read_array(src, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """Stream an array straight into its own buffer (no intermediate bytes object)."""
-    array = np.empty(shape, dtype)
-    if not array.size:
-        return array
-    view = memoryview(array).cast("B")
-    filled = 0
-    while filled < len(view):
-        got = src.readinto(view[filled:])
-        if not got:
-            raise SnapshotError("cut short")
-        filled += got
-    return array
+    return found

@@ -79,3 +79,32 @@ def test_sigkill_mid_run_keeps_every_acknowledged_append(ckpt: Path) -> None:
         assert ledger.verify().ok
     assert set(acked) <= set(stored)
     assert stored[: len(acked)] == acked
+
+
+def test_a_member_a_writer_finishes_while_a_reader_reads_it_is_not_damage(ckpt: Path, monkeypatch) -> None:
+    """An unlocked reader sees member 3 half written, then the head file that the writer
+    updated once it was complete: a write in flight, not damage (the interleaving is forced
+    by doing the writer's part inside the reader's check)."""
+    from ledger.anchor import HEAD_SUFFIX
+    from ledger.log import LOG_NAME
+
+    with Ledger.open(ckpt) as ledger:
+        for i in range(3):
+            ledger.append("root", "memory_added", {"text": f"entry {i}"}, current_node="root")
+        with open(ledger.path, "rb") as f:
+            from ledger.log import scan_members
+
+            third = list(scan_members(f))[-1]
+    full, head = (ckpt / LOG_NAME).read_bytes(), (ckpt / (LOG_NAME + HEAD_SUFFIX)).read_bytes()
+    (ckpt / LOG_NAME).write_bytes(full[: third.offset + 10])  # the writer is inside its write()
+    real = Ledger._acknowledged
+
+    def writer_finishes(self: Ledger) -> int:
+        (ckpt / LOG_NAME).write_bytes(full)
+        (ckpt / (LOG_NAME + HEAD_SUFFIX)).write_bytes(head)
+        return real(self)
+
+    monkeypatch.setattr(Ledger, "_acknowledged", writer_finishes)
+    with Ledger.open_readonly(ckpt) as reader:
+        assert reader.damage is None and reader.torn_tail is None and reader.last_seq == 2
+        assert reader.refresh() == 3 and [e.body["text"] for e in reader.events()] == ["entry 0", "entry 1", "entry 2"]

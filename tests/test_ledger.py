@@ -330,3 +330,37 @@ def test_cli_verify_status_log(ledger: Ledger) -> None:
     missing = run("status", str(ledger.checkpoint_dir / "nope"))
     assert missing.returncode == 2 and missing.stderr.startswith("error: no ledger at")
     assert "Traceback" not in missing.stderr
+
+
+def test_read_only_opens_refuse_appends_and_know_the_head(ledger: Ledger) -> None:
+    from ledger.errors import LedgerReadOnly
+
+    for i in range(3):
+        ledger.append("root", "memory_added", {"text": f"t{i}"})
+    before = ledger.path.read_bytes()
+    with Ledger.open(ledger.checkpoint_dir, readonly=True) as reader:
+        assert reader.readonly and reader.last_seq == 3 and reader.ckpt == ledger.ckpt and reader.last_hash == ledger.last_hash
+        with pytest.raises(LedgerReadOnly, match="is open read-only .* nothing was written"):
+            reader.append("root", "memory_added", {"text": "no"})
+        with pytest.raises(LedgerReadOnly):
+            with reader.batch():
+                pass
+    inspector = Ledger.open_readonly(ledger.checkpoint_dir)
+    assert inspector.last_seq == 3 and inspector.damage is None and inspector.head_problem() is None
+    assert ledger.path.read_bytes() == before
+    with pytest.raises(LedgerNotFound):
+        Ledger.open(ledger.checkpoint_dir / "nowhere", readonly=True)
+
+
+def test_the_head_file_follows_every_acknowledged_append(ledger: Ledger) -> None:
+    from ledger.anchor import Anchor
+
+    assert ledger.head_anchor() is None  # nothing acknowledged yet
+    first = ledger.append("root", "memory_added", {"text": "one"})
+    with ledger.batch() as batch:
+        last = [batch.append("root", "memory_added", {"text": f"b{i}"}) for i in range(4)][-1]
+    anchor = ledger.head_anchor()
+    assert (anchor.seq, anchor.hash, anchor.ckpt) == (5, last.hash, ledger.ckpt)
+    report = ledger.verify([Anchor("--head", first.hash[:20]), Anchor("note", last.hash, 5)])
+    assert report.ok and report.found == {first.hash[:20]: 1} and report.rollback == () and report.problems == ()
+    assert Ledger.accept_rollback(ledger.checkpoint_dir) == []  # nothing to accept

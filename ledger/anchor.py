@@ -1,0 +1,142 @@
+"""Anchors: the seq and hash of an event, kept outside the log, to catch a log cut back.
+
+A hash chain proves that nothing inside the log was edited, but not that nothing was cut
+off its end: a log cut back at a member boundary, or replaced by an older copy, is a valid
+shorter chain. An anchor is an event someone outside the log has seen. The ledger keeps one
+itself, the **head file** ``memory_ledger.jsonl.gz.head``: the newest event every append
+acknowledged. Others come from a projection snapshot, ``verified_context.json``, an export
+manifest or ``verify --head HASH``. A log that ends before an anchor, or holds another event
+at its seq, lost acknowledged events: that is an alarm for a person, never a silent rebuild.
+
+The head file holds two fixed-size slots written alternately in place, each one ``pwrite``
+of a JSON line with a check value. It is written after the log's ``fdatasync`` and not
+synced itself: after a power loss it may lag the log, never lead it. A torn slot fails its
+check and the other slot (one append older) is used.
+"""
+from __future__ import annotations
+
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from .log import fsync_dir
+
+HEAD_SUFFIX = ".head"
+SLOT = 256  # bytes per slot; two slots
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """An event seen from outside the log: its hash, its seq (None: any seq), its checkpoint."""
+
+    source: str
+    hash: str
+    seq: int | None = None
+    ckpt: str | None = None
+
+    def describe(self) -> str:
+        where = "some seq" if self.seq is None else f"seq {self.seq}"
+        return f"{self.source} ({where}, hash {self.hash[:12]}…)"
+
+
+class AnchorUnreadable(ValueError):
+    """An anchor file exists but holds no valid record."""
+
+
+class _Slot(msgspec.Struct, forbid_unknown_fields=True):
+    ckpt: str
+    seq: int
+    hash: str
+    check: int
+
+
+def _check(ckpt: str, seq: int, hash: str) -> int:
+    return zlib.crc32(f"{ckpt}|{seq}|{hash}".encode())
+
+
+def _encode(ckpt: str, seq: int, hash: str) -> bytes:
+    line = msgspec.json.encode(_Slot(ckpt, seq, hash, _check(ckpt, seq, hash)))
+    if len(line) >= SLOT:
+        raise ValueError(f"head record of {len(line)} bytes does not fit a {SLOT}-byte slot")
+    return line.ljust(SLOT - 1) + b"\n"
+
+
+def _decode(raw: bytes) -> _Slot | None:
+    try:
+        slot = msgspec.json.decode(raw.strip(), type=_Slot)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return slot if slot.check == _check(slot.ckpt, slot.seq, slot.hash) else None
+
+
+class HeadFile:
+    """``memory_ledger.jsonl.gz.head``: the newest acknowledged event of the log beside it."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.path = log_path.with_name(log_path.name + HEAD_SUFFIX)
+        self.source = self.path.name
+        self.damaged_slot = False  # the last read found one slot damaged and used the other
+        self._fd = -1
+
+    def read(self) -> Anchor | None:
+        """The newest valid slot; None when the file does not exist.
+
+        Raises AnchorUnreadable when the file exists but neither slot checks out.
+        """
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        slots = [s for s in (_decode(raw[:SLOT]), _decode(raw[SLOT : 2 * SLOT])) if s is not None]
+        self.damaged_slot = len(slots) == 1
+        if not slots:
+            raise AnchorUnreadable(f"{self.source} holds no valid record ({len(raw)} bytes)")
+        best = max(slots, key=lambda s: s.seq)
+        return Anchor(self.source, best.hash, best.seq, best.ckpt)
+
+    def write(self, ckpt: str, seq: int, hash: str, *, both: bool = False, durable: bool = False) -> None:
+        """Record the newest acknowledged event in the slot of its seq's parity; ``both`` slots
+        when the anchor is set rather than advanced. Not synced unless ``durable`` (an anchor
+        that lags after a power loss costs detection, never a false alarm)."""
+        if self._fd < 0:
+            existed = self.path.exists()
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            both = both or not existed  # a new file gets both slots, so neither is ever blank
+            if durable and not existed:
+                fsync_dir(self.path.parent)
+        record = _encode(ckpt, seq, hash)
+        os.pwrite(self._fd, record + record if both else record, 0 if both else (seq % 2) * SLOT)
+        if durable:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def anchor_problem(anchor: Anchor, ckpt: str | None, last_seq: int, hash_at) -> str | None:
+    """Why the log (checkpoint ``ckpt``, ending at ``last_seq``) does not hold ``anchor``.
+
+    ``hash_at(seq)`` gives the hash of the log's event at a seq <= ``last_seq``. Only for
+    anchors with a seq; ``verify --head`` (any seq) is checked during the scan.
+    """
+    if anchor.seq is None or anchor.seq < 1:
+        return None
+    if anchor.ckpt is not None and ckpt is not None and anchor.ckpt != ckpt:
+        return f"{anchor.source} anchors checkpoint {anchor.ckpt}, but this log is checkpoint {ckpt}: the log was replaced"
+    if anchor.seq > last_seq:
+        return (
+            f"the log ends at seq {last_seq}, but {anchor.source} records seq {anchor.seq} "
+            f"(hash {anchor.hash[:12]}…): acknowledged events were removed"
+        )
+    found = hash_at(anchor.seq)
+    if found != anchor.hash:
+        return (
+            f"{anchor.source} records seq {anchor.seq} with hash {anchor.hash[:12]}…, but the log's seq "
+            f"{anchor.seq} has hash {(found or '?')[:12]}…: the log was rewritten"
+        )
+    return None

@@ -1,0 +1,167 @@
+"""The projection snapshot is a checked cache (issue 10 items 1, 3, 8): bit rot and content
+that disagrees with the log are rebuilt from the log and said so, never served; whatever
+the log accepts can be saved; saving never raises and leaves no temporary file behind."""
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import subprocess_env
+
+from ledger import Ledger
+from projections import projector as projector_module
+from projections.backend import MemoryBackend
+from projections.embedder import get_embedder
+from projections.projector import Projector, check_snapshot
+from projections.snapshot import SNAPSHOT_NAME, SnapshotPreamble, read_snapshot, write_snapshot
+
+TEXTS = [f"entry {i}: temporal blocking with tile {i * 8}" for i in range(12)]
+
+
+def make_checkpoint(ckpt: Path) -> bytes:
+    """12 entries, a tombstone, two ReAct steps and a seed, folded and snapshotted."""
+    backend = MemoryBackend(ckpt)
+    backend.start_node("root", current_node="root")
+    for i, text in enumerate(TEXTS):
+        node = "root" if i < 6 else "node_A"
+        if i == 6:
+            backend.start_node("node_A", "root", ["root"], current_node="node_A")
+        backend.add_memory(node, text, {"i": i}, current_node=node)
+    backend.clear_node_memory("node_A", current_node="node_A")
+    backend.add_memory("node_A", "after the tombstone", current_node="node_A")
+    backend.react_add("Thought: compile with -O3")
+    backend.react_add("Action: run the benchmark")
+    backend.seed_core_memory("persona", "human", {"goal": "fast stencil"})
+    backend.close()
+    return (ckpt / SNAPSHOT_NAME).read_bytes()
+
+
+def served(ckpt: Path) -> tuple[bool, dict[str, list[str]]]:
+    """Whether the snapshot was loaded, and every text a fresh projector serves per node."""
+    with Ledger.open(ckpt) as ledger:
+        p = Projector(ledger, get_embedder())
+        loaded = p.loaded_from_snapshot
+        p.catch_up()
+        texts = {node: [e.text for e in p.catalog.node_entries(node)] for node in p.catalog.by_node}
+        texts["react"] = [s.content for s in p.catalog.steps]
+    return loaded, texts
+
+
+def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(ckpt: Path, caplog: pytest.LogCaptureFixture) -> None:
+    original = make_checkpoint(ckpt)
+    loaded, truth = served(ckpt)
+    assert loaded
+    positions = sorted({0, 5, len(original) // 2, len(original) - 1, *range(9, len(original), max(1, len(original) // 24))})
+    for pos in positions:
+        rotten = bytearray(original)
+        rotten[pos] ^= 0x10
+        (ckpt / SNAPSHOT_NAME).write_bytes(bytes(rotten))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="projections"):
+            loaded, texts = served(ckpt)
+        assert not loaded, f"flipped byte {pos} of {len(original)} was loaded"
+        assert texts == truth
+        assert "not used: unreadable" in caplog.text and "rebuilding from the log" in caplog.text
+        check = check_snapshot(Ledger.open_readonly(ckpt))
+        assert check.problem and check.problem.startswith("memory_projection.snapshot.zst: unreadable")
+    assert len(positions) >= 20
+
+
+def test_a_rebuild_is_recorded_for_status(ckpt: Path) -> None:
+    original = make_checkpoint(ckpt)
+    (ckpt / SNAPSHOT_NAME).write_bytes(original[:-10])
+    status = subprocess.run([sys.executable, "-m", "ledger", "status", str(ckpt), "--json"], capture_output=True,
+                            text=True, env=subprocess_env())
+    assert "unreadable (checksum mismatch:" in json.loads(status.stdout)["projections"]["snapshot"]["problem"]
+    backend = MemoryBackend(ckpt)
+    assert backend.projector.rebuilt.startswith("unreadable")
+    backend.health()  # a read folds the log, so close() saves the rebuilt state
+    backend.close()
+    status = subprocess.run([sys.executable, "-m", "ledger", "status", str(ckpt), "--json"], capture_output=True,
+                            text=True, env=subprocess_env())
+    snapshot = json.loads(status.stdout)["projections"]["snapshot"]
+    assert status.returncode == 0 and "unreadable" in snapshot["rebuilt"] and snapshot["lag"] == 0
+
+
+def _forge(ckpt: Path, edit) -> None:
+    """A snapshot with a valid checksum whose content was changed (a bug, or an edit)."""
+    snap = read_snapshot(ckpt / SNAPSHOT_NAME)
+    edit(snap)
+    write_snapshot(ckpt / SNAPSHOT_NAME, snap.preamble, snap.catalog, snap.blocks)
+
+
+@pytest.mark.parametrize("what", ["text", "vector", "tombstone", "missing-entry"])
+def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str) -> None:
+    make_checkpoint(ckpt)
+    _, truth = served(ckpt)
+
+    def edit(snap) -> None:
+        entry = snap.catalog.entries[3]
+        if what == "text":
+            entry.body = {**entry.body, "text": "a text that is not in the log"}
+        elif what == "vector":
+            snap.blocks["root"].matrix[2] = -snap.blocks["root"].matrix[2]
+        elif what == "tombstone":
+            snap.blocks["root"].cleared[1] = 7
+        else:
+            del snap.catalog.entries[3]
+
+    _forge(ckpt, edit)
+    check = check_snapshot(Ledger.open_readonly(ckpt))
+    assert check.problem and "disagrees with the log" in check.problem, check
+    verify = subprocess.run([sys.executable, "-m", "ledger", "verify", str(ckpt)], capture_output=True, text=True,
+                            env=subprocess_env())
+    assert verify.returncode == 1 and "problem: memory_projection.snapshot.zst: its content disagrees with the log" in verify.stdout
+    loaded, texts = served(ckpt)
+    assert not loaded and texts == truth
+
+
+def test_an_older_format_snapshot_is_rebuilt(ckpt: Path, caplog: pytest.LogCaptureFixture) -> None:
+    make_checkpoint(ckpt)
+    (ckpt / SNAPSHOT_NAME).write_bytes(bytes.fromhex("28b52ffd") + b"format 4 bytes")
+    with caplog.at_level(logging.WARNING, logger="projections"):
+        loaded, _ = served(ckpt)
+    assert not loaded and "unreadable" in caplog.text
+
+
+def test_whatever_the_log_accepts_the_snapshot_saves(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 10.3: an integer beyond 2**64-1 broke every later save (msgpack); JSON holds it."""
+    monkeypatch.setattr(projector_module, "SNAPSHOT_EVERY", 20)
+    huge = {"big": 2**70, "negative": -(2**80), "float": 0.1 + 0.2, "nested": [[2**64]]}
+    backend = MemoryBackend(ckpt)
+    assert backend.add_memory("root", "huge numbers", huge, current_node="root")["ok"]
+    for i in range(45):  # automatic saves every 20 events still work, and no add raises after writing
+        assert backend.add_memory("root", f"later {i}", current_node="root")["ok"]
+    assert backend.projector._unsaved < 20
+    backend.close()
+    reopened = MemoryBackend(ckpt)
+    assert reopened.projector.loaded_from_snapshot
+    assert reopened.get_node_memory("root")["entries"][0]["metadata"] == huge
+    reopened.close()
+
+
+def test_a_killed_save_leaves_its_temporary_file_only_until_the_next_save(ckpt: Path) -> None:
+    """(Disk full during a save is tested on a real full filesystem in test_torture.)"""
+    make_checkpoint(ckpt)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = ckpt / f"{SNAPSHOT_NAME}.{dead.stdout.strip()}.tmp"
+    stale.write_bytes(b"left by a killed save")
+    with Ledger.open(ckpt) as ledger:
+        p = Projector(ledger, get_embedder())
+        assert p.save() == ckpt / SNAPSHOT_NAME
+        assert not stale.exists()
+    with Ledger.open(ckpt, readonly=True) as ledger:
+        p = Projector(ledger, get_embedder())
+        assert p.loaded_from_snapshot and p.save() is None
+
+
+def test_snapshot_preamble_keeps_its_fields(ckpt: Path) -> None:
+    make_checkpoint(ckpt)
+    snap = read_snapshot(ckpt / SNAPSHOT_NAME)
+    assert isinstance(snap.preamble, SnapshotPreamble) and snap.preamble.format == 5
+    assert snap.preamble.cursor == 19 and snap.preamble.rebuilt is None
