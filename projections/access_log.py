@@ -48,8 +48,9 @@ _encoder = msgspec.json.Encoder(enc_hook=str)
 class AccessLog:
     """memory_access.jsonl in ARI's line format; never raises into the caller."""
 
-    def __init__(self, checkpoint_dir: Path) -> None:
+    def __init__(self, checkpoint_dir: Path, *, muted: bool = False) -> None:
         self.path = Path(checkpoint_dir) / ACCESS_LOG_NAME
+        self.muted = muted  # a read-only backend (a person's `ari-ledger search`) writes nothing
         self._problems: collections.deque[str] = collections.deque(maxlen=KEEP_PROBLEMS)
         self._warned: set[tuple[str, int | None]] = set()
 
@@ -60,7 +61,7 @@ class AccessLog:
         tool: str, node: str | None = None, **extra: Any,
     ) -> None:
         """ARI's write line (``collection`` is ``node_scope`` or ``react_step``)."""
-        if not config.access_log_enabled():
+        if self.muted or not config.access_log_enabled():
             return
         self._append({
             **self._head("write", node), "collection": collection, "entry_id": entry_id,
@@ -73,7 +74,7 @@ class AccessLog:
     ) -> None:
         """ARI's read line; ``ancestor_ids`` is None for ReAct reads, ``results`` carry
         ``entry_id``/``src_node_id``/``score`` (inheritance reads: ``query="inherit:…"``)."""
-        if not config.access_log_enabled():
+        if self.muted or not config.access_log_enabled():
             return
         self._append({
             **self._head("read", node), "collection": collection, "query": query,
@@ -86,7 +87,7 @@ class AccessLog:
         ``seed``, ``import``, ``audit``, ``context``, …): ARI's ``ts``/``node_id``/``op`` then
         ``fields``. ``write``/``read`` lines must carry ARI's fields, so they go through
         :meth:`write` and :meth:`read` and are refused here."""
-        if not config.access_log_enabled():
+        if self.muted or not config.access_log_enabled():
             return
         if op in ("write", "read"):
             self._problem("record", ValueError(f"op {op!r} has ARI's shape; use AccessLog.{op}()"))
@@ -98,7 +99,7 @@ class AccessLog:
     def flush_and_close(self) -> None:
         """ARI's tests drain its queue with this. Lines here are written synchronously, so it
         only fsyncs the current file; the log stays usable afterwards."""
-        if not config.access_log_enabled():
+        if self.muted or not config.access_log_enabled():
             return
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)

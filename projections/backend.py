@@ -124,20 +124,30 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
     layer (``research``), verified context (``verified``), audit and working context.
     """
 
-    def __init__(self, checkpoint_dir: str | Path, *, embedder=None) -> None:
+    def __init__(self, checkpoint_dir: str | Path, *, embedder=None, readonly: bool = False) -> None:
+        """Open a checkpoint's memory (created when missing).
+
+        ``readonly=True`` opens an existing checkpoint only to read it (a person's ``search``):
+        nothing in the directory changes — no recovery, no snapshot, no access log. On a
+        read-only filesystem the backend falls back to that by itself; writes then raise
+        ``LedgerReadOnly`` saying why.
+        """
         from .embedder import get_embedder
 
         checkpoint_dir = Path(checkpoint_dir)
         self.checkpoint_dir = checkpoint_dir
         self.namespace = checkpoint_hash(checkpoint_dir)
-        self.ledger = Ledger.open(checkpoint_dir)
+        if readonly:
+            self.ledger = Ledger.open(checkpoint_dir, create=False, readonly=True)
+        else:
+            self.ledger = Ledger.open(checkpoint_dir, readonly_fallback=True)
         self.projector = Projector(self.ledger, embedder or get_embedder())
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
         if config.letta_base_url():
             from .letta import LettaEngine
 
             self.engine = LettaEngine(self.projector, self.engine)
-        self.access = AccessLog(checkpoint_dir)
+        self.access = AccessLog(checkpoint_dir, muted=self.ledger.readonly)
         self.problems: list[str] = []  # what failed after a write was already durable
         self._lock = threading.RLock()
 
@@ -473,6 +483,9 @@ class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingCon
             "events": events,
             "lag": lag,
             "problems": problems,
+            "readonly": self.ledger.readonly_reason,
+            "torn_tail": self.ledger.torn_tail is not None,
+            "snapshot_rebuilt": self.projector.rebuilt,
             **extra,
         }
 

@@ -26,12 +26,11 @@ console = Console(highlight=False, soft_wrap=True, markup=False)  # ids and clai
 
 
 def open_backend(path: str) -> MemoryBackend:
-    """The backend of an existing checkpoint (never creates one)."""
+    """An existing checkpoint, opened only to read it: a command for people changes nothing
+    in the directory (no recovery, no snapshot, no access-log line)."""
     if not (Path(path) / LOG_NAME).exists():
         raise LedgerNotFound(f"no ledger at {Path(path) / LOG_NAME} (is {path} a checkpoint directory?)")
-    from .backend import get_backend
-
-    return get_backend(path)
+    return MemoryBackend(path, readonly=True)
 
 
 def scope_for(backend: MemoryBackend, node: str, ancestors: str | None) -> list[str]:

@@ -237,8 +237,8 @@ class VerifiedContextMixin:
             ctx = self.get_verified_context(lineage, experiments_root=experiments_root)
             if not ctx["claims"]:
                 return None
-            ctx.update(best_node=best["node_id"], best_node_id=best["node_id"], as_of_seq=self.projector.cursor,
-                       anchor={"seq": self.projector.cursor, "hash": self.projector.cursor_hash})
+            ctx.update(best_node=best["node_id"], best_node_id=best["node_id"], as_of_seq=self.ledger.last_seq,
+                       anchor={"seq": self.ledger.last_seq, "hash": self.ledger.last_hash})
             path = self.checkpoint_dir / VERIFIED_CONTEXT_NAME
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps(ctx, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")

@@ -405,11 +405,14 @@ def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None
         subprocess.run(["mount", "-o", "remount,ro", str(fs)], check=True)
         before = tree_digest(ckpt)
         runs = {}
-        for args in (["status", "--json"], ["log"], ["verify"]):
+        for args in (["status", "--json"], ["log"], ["verify"], ["search", "entry 3", "--node", "root", "--json"],
+                     ["context", "--node", "root", "--json"], ["tree"]):
             run = subprocess.run([sys.executable, "-m", "ledger", args[0], str(ckpt), *args[1:]], capture_output=True,
                                  text=True, env=subprocess_env())
             assert "Traceback" not in run.stderr, run.stderr
             runs[args[0]] = run
+        assert runs["search"].returncode == 0 and json.loads(runs["search"].stdout)["results"][0]["text"] == "entry 3"
+        assert runs["context"].returncode == runs["tree"].returncode == 0
         assert runs["status"].returncode == 0 and json.loads(runs["status"].stdout)["events"] == 8
         assert "torn tail" in json.loads(runs["status"].stdout)["notes"][0]
         assert runs["log"].returncode == 0 and len(runs["log"].stdout.splitlines()) == 8
@@ -422,7 +425,17 @@ def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None
                 ledger.append("root", "memory_added", {"text": "refused"}, current_node="root")
             projector = Projector(ledger, get_embedder())
             assert projector.loaded_from_snapshot and projector.save() is None
+        hooks = MemoryBackend(ckpt)  # ARI's hooks on a read-only checkpoint: reads work, a write says why
+        assert [r["text"] for r in hooks.search_memory("entry 5", ["root"], limit=1)["results"]] == ["entry 5"]
+        assert hooks.health()["readonly"] == "read-only file system (EROFS)"
+        with pytest.raises(LedgerReadOnly, match="read-only file system"):
+            hooks.add_memory("root", "refused", current_node="root")
+        hooks.close()
         assert tree_digest(ckpt) == before
+
+
+READING = (["status"], ["log"], ["verify"], ["search", "entry", "--node", "root"], ["context", "--node", "root"],
+           ["verified", "--node", "root"], ["tree"], ["audit", "--experiments", "/nonexistent"], ["export-ari", "-o", "/dev/null", "--force"])
 
 
 def test_reading_commands_never_modify_the_checkpoint(ckpt: Path, tmp_path: Path, capsys) -> None:
@@ -451,13 +464,14 @@ def test_reading_commands_never_modify_the_checkpoint(ckpt: Path, tmp_path: Path
     for state, (name, change) in states.items():
         with damaged_copy(ckpt, tmp_path, name, change) as case:
             before = tree_digest(case)
-            for command in ("status", "log", "verify"):
-                codes[(state, command)] = main([command, str(case)])
+            for command in READING:
+                codes[(state, command[0])] = main([command[0], str(case), *command[1:]])
                 capsys.readouterr()
-                assert tree_digest(case) == before, f"{command} changed the checkpoint ({state})"
+                assert tree_digest(case) == before, f"{command[0]} changed the checkpoint ({state})"
     assert codes[("healthy", "verify")] == 0 and codes[("healthy", "status")] == 0
     for state in states:
         if state != "healthy":
             assert codes[(state, "verify")] == 1, state
     assert codes[("rolled back", "status")] == 1  # an alarm
-    figures("read-only-commands", states=len(states), commands=3, modified=0)
+    assert all(codes[("healthy", c[0])] == 0 for c in READING if c[0] not in ("audit", "verified"))
+    figures("read-only-commands", states=len(states), commands=len(READING), modified=0)
