@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from ledger import Ledger
-from projections import letta_harness
-from projections.letta import delete_agent
+from projections.letta_server import harness as letta_harness
+from projections.engines.letta import delete_agent
 
 from .common import Figure, Timer, report
 from .projection_bench import VOCAB, build_tree, text
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     server = letta_harness.server() or letta_harness.up()
     os.environ["LETTA_BASE_URL"] = server.base_url
     os.environ["ARI_MEMORY_EMBED_URL"] = server.embedding_url
-    from projections.backend import MemoryBackend
+    from projections.api.backend import MemoryBackend
 
     work = Path(tempfile.mkdtemp(prefix="ari-letta-bench-"))
     backends: list[MemoryBackend] = []

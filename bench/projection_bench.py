@@ -69,8 +69,8 @@ def write_checkpoint(ckpt: Path, nodes: int, per_node: int, seed: int) -> None:
 COLD = """
 import json, sys, time
 from ledger import Ledger
-from projections.embedder import get_embedder
-from projections.projector import Projector
+from projections.models.embedder import get_embedder
+from projections.engines.local import Projector
 from bench.common import own_peak_rss_mb
 embedder = get_embedder()
 embedder.embed(["warm up"])
@@ -87,7 +87,7 @@ print(json.dumps({"entries": entries, "cold_s": cold, "rss": own_peak_rss_mb()})
 RAW = """
 import json, sys, time
 from ledger import Ledger
-from projections.embedder import get_embedder
+from projections.models.embedder import get_embedder
 embedder = get_embedder()
 embedder.embed(["warm up"])
 with Ledger.open(sys.argv[1]) as ledger:
@@ -102,10 +102,10 @@ SEARCH = """
 import json, sys, time, random
 import numpy as np
 from bench.common import own_peak_rss_mb
-from projections.embedder import get_embedder
+from projections.models.embedder import get_embedder
 get_embedder().embed(["warm up"])  # model load is not part of reopening a checkpoint
 t = time.perf_counter()
-from projections.backend import MemoryBackend
+from projections.api.backend import MemoryBackend
 b = MemoryBackend(sys.argv[1])
 b.health()
 reopen = time.perf_counter() - t

@@ -1,7 +1,8 @@
 """ari-memory-ledger: an event-sourced, hash-chained memory for ARI's experiment tree.
 
 The write side lives here (events, log, chain, guard, provenance); the read side lives in
-``projections``. ``from ledger import Ledger`` is the log; ``get_backend`` is ARI's API.
+``projections``. ``from ledger import Ledger`` is the log; ``get_backend`` is ARI's front door
+to the memory API, resolved through an entry point so this package never imports upward.
 """
 from .errors import (
     ConfigurationError,
@@ -15,6 +16,7 @@ from .errors import (
 )
 from .events import Event
 from .ledger import Ledger, RecoveryReport, VerifyReport
+from .memory_api import clear_backend_cache, get_backend
 
 __all__ = [
     "ConfigurationError",
@@ -29,13 +31,6 @@ __all__ = [
     "RecoveryReport",
     "UnsupportedVersion",
     "VerifyReport",
+    "clear_backend_cache",
+    "get_backend",
 ]
-
-
-def __getattr__(name: str):
-    """``from ledger import get_backend``: ARI's API lives on the read side, loaded on demand."""
-    if name in ("get_backend", "MemoryBackend"):
-        from projections import backend
-
-        return getattr(backend, name)
-    raise AttributeError(f"module 'ledger' has no attribute {name!r}")

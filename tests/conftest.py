@@ -61,7 +61,7 @@ ENGINES = ["embedded", pytest.param("letta", marks=pytest.mark.letta)]
 def backends_on(engine: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator:
     """A factory of fresh MemoryBackends on one engine; closes them (and deletes their Letta
     agents) afterwards."""
-    from projections.backend import MemoryBackend
+    from projections.api.backend import MemoryBackend
 
     if engine == "letta":
         server = request.getfixturevalue("letta_server")
@@ -93,6 +93,6 @@ def engine_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
 
 def delete_agent(letta) -> None:
     """Remove a test's agent (with its archive and blocks)."""
-    from projections.letta import delete_agent as delete
+    from projections.engines.letta import delete_agent as delete
 
     delete(letta.client, letta.agent_name)

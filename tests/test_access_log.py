@@ -36,9 +36,9 @@ from typing import Any
 
 import pytest
 
-import projections.access_log as access_log
+import projections.api.access_log as access_log
 from conftest import subprocess_env
-from projections.access_log import ACCESS_LOG_NAME, KEEP_PROBLEMS, ROTATED_GLOB, AccessLog
+from projections.api.access_log import ACCESS_LOG_NAME, KEEP_PROBLEMS, ROTATED_GLOB, AccessLog
 
 ARI_WRITE_KEYS = ["ts", "node_id", "op", "collection", "entry_id", "text_preview", "metadata"]
 ARI_READ_KEYS = ["ts", "node_id", "op", "collection", "query", "ancestor_ids", "limit", "results"]
@@ -248,7 +248,7 @@ def test_rotation_never_overwrites_an_existing_rotated_file(ckpt: Path, monkeypa
 CHILD = """
 import json, sys, time
 from pathlib import Path
-from projections.access_log import AccessLog
+from projections.api.access_log import AccessLog
 ckpt, writer, n, go = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 log = AccessLog(ckpt)
 while not go.exists():
@@ -322,7 +322,7 @@ def test_threads_of_one_process_share_the_log_safely(ckpt: Path, monkeypatch: py
 def test_a_full_disk_is_a_problem_not_an_exception(ckpt: Path, caplog: pytest.LogCaptureFixture) -> None:
     (ckpt / ACCESS_LOG_NAME).symlink_to("/dev/full")  # every write: ENOSPC from the kernel
     log = AccessLog(ckpt)
-    with caplog.at_level(logging.WARNING, logger="projections.access_log"):
+    with caplog.at_level(logging.WARNING, logger="projections.api.access_log"):
         for i in range(KEEP_PROBLEMS + 5):
             log.write("node_scope", f"e{i}", "t", {}, tool="add_memory")
     assert len(log.problems) == KEEP_PROBLEMS  # the last few, bounded
@@ -356,7 +356,7 @@ def test_without_flock_lines_are_still_written_unlocked_and_never_rotated(ckpt: 
 FS_CHILD = """
 import errno, fcntl, json, os, subprocess, sys
 from pathlib import Path
-from projections.access_log import ACCESS_LOG_NAME, AccessLog
+from projections.api.access_log import ACCESS_LOG_NAME, AccessLog
 ckpt = Path(sys.argv[1])
 
 def no_flock(fd, operation):

@@ -17,8 +17,8 @@ import pytest
 
 from ledger import ConfigurationError, InvalidInput
 from ledger.events import TRUNCATED
-from projections.access_log import ACCESS_LOG_NAME
-from projections.backend import clear_backend_cache, get_backend
+from projections.api.access_log import ACCESS_LOG_NAME
+from projections.api.backend import clear_backend_cache, get_backend
 
 SHA = "c" * 64
 COW = "node_id does not match current node (CoW violation)"

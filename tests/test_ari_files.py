@@ -18,7 +18,7 @@ from conftest import FIXTURES, subprocess_env
 
 from ledger.ari_import import BACKUP_NAME, read_ari_file
 from ledger.log import LOG_NAME
-from projections.backend import MemoryBackend
+from projections.api.backend import MemoryBackend
 
 FILES = FIXTURES / "ari_files"
 MIGRATED = "memory_store.jsonl.migrated-1764400000"
@@ -115,7 +115,7 @@ V05_STEPS = [  # memory.json's ISO times (UTC) as float seconds
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ledger", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "projections", *map(str, args)], capture_output=True, text=True,
                           env=subprocess_env(), timeout=300)
 
 

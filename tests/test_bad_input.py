@@ -18,7 +18,7 @@ from conftest import subprocess_env
 from ledger import InvalidInput, LedgerError
 from ledger.log import LOG_NAME
 from ledger.node_report import MAX_REPORT_BYTES
-from projections.backend import MemoryBackend
+from projections.api.backend import MemoryBackend
 
 HUGE = "y" * (1024 * 1024 + 1)
 
@@ -94,7 +94,7 @@ def test_oversized_or_special_report_files_are_refused_fast(ckpt: Path, tmp_path
 
 
 def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ledger", *args], capture_output=True, env=subprocess_env(), input=stdin, timeout=120)
+    return subprocess.run([sys.executable, "-m", "projections", *args], capture_output=True, env=subprocess_env(), input=stdin, timeout=120)
 
 
 def _tree_hash(directory: Path) -> str:

@@ -17,7 +17,7 @@ from ledger.log import LOG_NAME
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ledger", *args], capture_output=True, text=True, env=env or subprocess_env(), timeout=300
+        [sys.executable, "-m", "projections", *args], capture_output=True, text=True, env=env or subprocess_env(), timeout=300
     )
 
 
@@ -130,7 +130,7 @@ def test_unknown_node_is_one_line_error(args: list[str], demo: Path) -> None:
 
 
 def test_every_command_has_help() -> None:
-    from ledger.cli import build_parser
+    from projections.adapters.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     for name in sub.choices:

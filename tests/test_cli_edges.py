@@ -11,7 +11,7 @@ import pytest
 
 from ledger import Ledger
 from ledger.bundle import MANIFEST, export_bundle
-from ledger.cli import main
+from projections.adapters.cli import main
 from ledger.log import LOG_NAME
 
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from projections.embed_server import make_server
-from projections.embedder import get_embedder
+from projections.adapters.embed_server import make_server
+from projections.models.embedder import get_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -169,7 +169,7 @@ def test_access_log_only_when_verbose(capfd: pytest.CaptureFixture[str]) -> None
 
 def test_subprocess_serves_and_exits_cleanly_on_sigterm() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "projections.embed_server", "--port", "0"],
+        [sys.executable, "-m", "projections.adapters.embed_server", "--port", "0"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

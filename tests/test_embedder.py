@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ledger.errors import InvalidInput
-from projections.embedder import StaticEmbedder, cosine_scores, get_embedder
+from projections.models.embedder import StaticEmbedder, cosine_scores, get_embedder
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "fixtures" / "retrieval_quality.json"
@@ -40,7 +40,7 @@ def test_loads_from_wheel_files_without_network(tmp_path: Path) -> None:
                 raise RuntimeError(f"network access attempted: {event} {args}")
 
         sys.addaudithook(refuse_network)
-        from projections.embedder import get_embedder
+        from projections.models.embedder import get_embedder
 
         instances = []
         threads = [threading.Thread(target=lambda: instances.append(get_embedder())) for _ in range(8)]

@@ -318,7 +318,7 @@ def test_cli_verify_status_log(ledger: Ledger) -> None:
     ledger.append("root", "node_started", started())
     ledger.append("root", "memory_added", {"text": "hello"})
     ledger.append("root", "memory_added", {"text": "again"})
-    run = lambda *a: subprocess.run([sys.executable, "-m", "ledger", *a], capture_output=True, text=True)  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "projections", *a], capture_output=True, text=True)  # noqa: E731
     verify = run("verify", str(ledger.checkpoint_dir))
     assert verify.returncode == 0 and "ok: 3 events" in verify.stdout
     status = run("status", str(ledger.checkpoint_dir), "--json")

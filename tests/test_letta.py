@@ -13,8 +13,8 @@ import pytest
 from conftest import backends_on, delete_agent, subprocess_env
 
 from ledger.errors import EmbeddingMismatch
-from projections import letta_harness
-from projections.backend import MemoryBackend
+from projections.letta_server import harness as letta_harness
+from projections.api.backend import MemoryBackend
 
 pytestmark = pytest.mark.letta
 
@@ -92,7 +92,7 @@ def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_p
     backend.close()
 
     env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
-    replay = subprocess.Popen([sys.executable, "-m", "ledger", "restore", str(ckpt)], env=env,
+    replay = subprocess.Popen([sys.executable, "-m", "projections", "restore", str(ckpt)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # kill it half-way
@@ -104,7 +104,7 @@ def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_p
     replay.wait()
     assert replay.returncode != 0
 
-    rerun = subprocess.run([sys.executable, "-m", "ledger", "restore", str(ckpt), "--json"], env=env,
+    rerun = subprocess.run([sys.executable, "-m", "projections", "restore", str(ckpt), "--json"], env=env,
                            capture_output=True, text=True, timeout=600)
     assert rerun.returncode == 0, rerun.stderr
     assert json.loads(rerun.stdout)["cursor"] == 800
@@ -151,7 +151,7 @@ def test_agent_with_another_embedding_is_refused(on_letta, letta_server, tmp_pat
 
 def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
     env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
-    run = subprocess.run([sys.executable, "-m", "ledger", "demo", str(tmp_path / "d"), "--json"], env=env,
+    run = subprocess.run([sys.executable, "-m", "projections", "demo", str(tmp_path / "d"), "--json"], env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
@@ -160,7 +160,7 @@ def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
         assert row["top_hits"] and {hit[0] for hit in row["top_hits"]} <= set(row["may_read"])
     from letta_client import Letta
 
-    from projections.letta import checkpoint_hash
+    from projections.engines.letta import checkpoint_hash
 
     client = Letta(base_url=letta_server.base_url)
     agent = list(client.agents.list(name=f"ari_agent_{checkpoint_hash(tmp_path / 'd' / 'checkpoint')}"))

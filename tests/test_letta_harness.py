@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from projections import letta_harness
-from projections.letta_harness import LettaServer
+from projections.letta_server import harness as letta_harness
+from projections.letta_server.harness import LettaServer
 
 TOPICS = [
     "The sourdough starter needs flour and water every day to stay active.",

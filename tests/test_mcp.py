@@ -25,8 +25,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from conftest import FIXTURES, ROOT, subprocess_env
 
-from projections.backend import MemoryBackend
-from projections.demo import copy_run
+from projections.api.backend import MemoryBackend
+from projections.adapters.demo import copy_run
 
 RUN = FIXTURES / "ari_run"
 RUN_ID = "run_20261128_stencil"
@@ -75,7 +75,7 @@ def sdk(request: pytest.FixtureRequest) -> tuple[str, list[str]]:
 def skill_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The skill directory, written by the real command line."""
     target = tmp_path_factory.mktemp("ari") / "ari-skill-memory-ledger"
-    subprocess.run([sys.executable, "-m", "ledger", "ari-skill", str(target)], env=subprocess_env(), check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "projections", "ari-skill", str(target)], env=subprocess_env(), check=True, capture_output=True)
     return target
 
 
@@ -108,13 +108,13 @@ async def serve(params: StdioServerParameters, body) -> None:
         await body(Client(session))
 
 
-# -- this project's scenario, through `python -m ledger mcp` ------------------------------------------
+# -- this project's scenario, through `python -m projections mcp` ------------------------------------------
 
 
 def test_mcp_stdio_bfts_scenario(tmp_path: Path) -> None:
     experiments = copy_run(RUN, tmp_path)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "ledger", "mcp"], env=subprocess_env(ARI_CHECKPOINT_DIR=str(tmp_path / "checkpoint"))
+        command=sys.executable, args=["-m", "projections", "mcp"], env=subprocess_env(ARI_CHECKPOINT_DIR=str(tmp_path / "checkpoint"))
     )
 
     async def body(c: Client) -> None:
@@ -343,7 +343,7 @@ def test_shim_retriever_folds(shim, node_a: MemoryBackend) -> None:
 
 
 def test_shim_backends_is_the_ledger_factory(shim, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from projections import backend as ledger_backend
+    from projections.api import backend as ledger_backend
 
     backends = shim("backends")
     assert backends.MemoryBackend is shim("backends.base").MemoryBackend is ledger_backend.MemoryBackend
@@ -372,7 +372,7 @@ MCP_BAD_INPUT = [
 
 def test_bad_input_is_a_tool_error_naming_the_field(tmp_path: Path) -> None:
     checkpoint = tmp_path / "checkpoint"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "ledger", "mcp"],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "projections", "mcp"],
                                    env=subprocess_env(ARI_CHECKPOINT_DIR=str(checkpoint), ARI_CURRENT_NODE_ID="root"))
 
     async def body(c: Client) -> None:

@@ -12,7 +12,7 @@ from conftest import FIXTURES, subprocess_env
 
 from ledger import InvalidInput
 from ledger.log import LOG_NAME
-from projections.access_log import ACCESS_LOG_NAME
+from projections.api.access_log import ACCESS_LOG_NAME
 
 
 @pytest.fixture

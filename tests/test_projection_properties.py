@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import Ledger
-from projections.backend import MemoryBackend
-from projections.embedder import get_embedder
-from projections.projector import SNAPSHOT_NAME, Projector
+from projections.api.backend import MemoryBackend
+from projections.models.embedder import get_embedder
+from projections.engines.local import SNAPSHOT_NAME, Projector
 
 SUFFIXES = ["1", "12", "2", "21"]  # sibling ids share prefixes: n_1 / n_12, n_2 / n_21
 WORDS = ["stencil", "tiling", "cache", "omp", "roofline", "vector", "halo", "bandwidth", "failed", "build"]

@@ -143,7 +143,7 @@ def test_verify_is_read_only_and_reports_a_torn_tail(ckpt: Path) -> None:
 
 
 def _cli_verify(ckpt: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ledger", "verify", str(ckpt)], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "projections", "verify", str(ckpt)], capture_output=True, text=True)
 
 
 def test_flipped_byte_in_the_middle_names_the_first_bad_seq(ckpt: Path) -> None:
@@ -200,14 +200,14 @@ def test_deleted_reordered_or_edited_lines_are_detected(ckpt: Path, edit, bad_se
 def _cli(*args: str) -> subprocess.CompletedProcess:
     from conftest import subprocess_env
 
-    return subprocess.run([sys.executable, "-m", "ledger", *args], capture_output=True, text=True, env=subprocess_env())
+    return subprocess.run([sys.executable, "-m", "projections", *args], capture_output=True, text=True, env=subprocess_env())
 
 
 def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
     """Issue 10.6: the newest events cut off is caught by the head file and by the snapshot,
     refused by every open for projection, and stays an alarm until a person accepts it."""
-    from projections.backend import MemoryBackend
-    from projections.snapshot import SNAPSHOT_NAME
+    from projections.api.backend import MemoryBackend
+    from projections.engines.snapshot import SNAPSHOT_NAME
 
     backend = MemoryBackend(ckpt)
     for i in range(6):
@@ -294,8 +294,8 @@ def test_a_log_removed_under_its_head_file_is_refused_not_recreated(ckpt: Path) 
 
 
 def test_a_log_deleted_with_its_head_file_is_still_caught_by_the_snapshot(ckpt: Path) -> None:
-    from projections.backend import MemoryBackend
-    from projections.snapshot import SNAPSHOT_NAME
+    from projections.api.backend import MemoryBackend
+    from projections.engines.snapshot import SNAPSHOT_NAME
 
     backend = MemoryBackend(ckpt)
     backend.add_memory("root", "remembered by the snapshot", current_node="root")

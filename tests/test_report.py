@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from projections.report import NODE_H, NODE_W, render_report
+from projections.adapters.report import NODE_H, NODE_W, render_report
 
 CHROMIUM = "/usr/bin/chromium"
 HOSTILE = '</script><b>x</b> and "quotes" & <!-- comment'

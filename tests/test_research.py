@@ -18,9 +18,9 @@ from conftest import FIXTURES
 from ledger import InvalidInput
 from ledger.events import REPRO_STATUSES
 from ledger.log import LOG_NAME
-from projections.backend import MemoryBackend
-from projections.demo import copy_run, replay_run
-from projections.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
+from projections.api.backend import MemoryBackend
+from projections.adapters.demo import copy_run, replay_run
+from projections.api.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
 
 RUN = FIXTURES / "ari_run"
 

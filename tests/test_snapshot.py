@@ -14,11 +14,11 @@ import pytest
 from conftest import subprocess_env
 
 from ledger import Ledger
-from projections import projector as projector_module
-from projections.backend import MemoryBackend
-from projections.embedder import get_embedder
-from projections.projector import Projector, check_snapshot
-from projections.snapshot import SNAPSHOT_NAME, SnapshotPreamble, read_snapshot, write_snapshot
+from projections.engines import local as projector_module
+from projections.api.backend import MemoryBackend
+from projections.models.embedder import get_embedder
+from projections.engines.local import Projector, check_snapshot
+from projections.engines.snapshot import SNAPSHOT_NAME, SnapshotPreamble, read_snapshot, write_snapshot
 
 TEXTS = [f"entry {i}: temporal blocking with tile {i * 8}" for i in range(12)]
 
@@ -75,14 +75,14 @@ def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(ckpt: Path, 
 def test_a_rebuild_is_recorded_for_status(ckpt: Path) -> None:
     original = make_checkpoint(ckpt)
     (ckpt / SNAPSHOT_NAME).write_bytes(original[:-10])
-    status = subprocess.run([sys.executable, "-m", "ledger", "status", str(ckpt), "--json"], capture_output=True,
+    status = subprocess.run([sys.executable, "-m", "projections", "status", str(ckpt), "--json"], capture_output=True,
                             text=True, env=subprocess_env())
     assert "unreadable (checksum mismatch:" in json.loads(status.stdout)["projections"]["snapshot"]["problem"]
     backend = MemoryBackend(ckpt)
     assert backend.projector.rebuilt.startswith("unreadable")
     backend.health()  # a read folds the log, so close() saves the rebuilt state
     backend.close()
-    status = subprocess.run([sys.executable, "-m", "ledger", "status", str(ckpt), "--json"], capture_output=True,
+    status = subprocess.run([sys.executable, "-m", "projections", "status", str(ckpt), "--json"], capture_output=True,
                             text=True, env=subprocess_env())
     snapshot = json.loads(status.stdout)["projections"]["snapshot"]
     assert status.returncode == 0 and "unreadable" in snapshot["rebuilt"] and snapshot["lag"] == 0
@@ -114,7 +114,7 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
     _forge(ckpt, edit)
     check = check_snapshot(Ledger.open_readonly(ckpt))
     assert check.problem and "disagrees with the log" in check.problem, check
-    verify = subprocess.run([sys.executable, "-m", "ledger", "verify", str(ckpt)], capture_output=True, text=True,
+    verify = subprocess.run([sys.executable, "-m", "projections", "verify", str(ckpt)], capture_output=True, text=True,
                             env=subprocess_env())
     assert verify.returncode == 1 and "problem: memory_projection.snapshot.zst: its content disagrees with the log" in verify.stdout
     loaded, texts = served(ckpt)

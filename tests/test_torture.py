@@ -78,7 +78,7 @@ with Ledger.open(ckpt) as ledger:
 
 BACKEND_WRITER = r"""
 import os, random, sys
-from projections.backend import MemoryBackend
+from projections.api.backend import MemoryBackend
 ckpt, rnd = sys.argv[1], random.Random(int(sys.argv[2]))
 backend = MemoryBackend(ckpt)
 print("ready", len(backend.ledger.recovered), flush=True)
@@ -132,9 +132,9 @@ def test_sigkill_loop_on_appends_and_batches(ckpt: Path) -> None:
 
 
 def test_sigkill_loop_on_the_backend(ckpt: Path) -> None:
-    from projections.backend import MemoryBackend
-    from projections.projector import check_snapshot
-    from projections.snapshot import SNAPSHOT_NAME
+    from projections.api.backend import MemoryBackend
+    from projections.engines.local import check_snapshot
+    from projections.engines.snapshot import SNAPSHOT_NAME
 
     rounds = 5 * SCALE
     acked, _ = kill_loop(ckpt, BACKEND_WRITER, rounds, (0.3, 1.2), seed=20)
@@ -280,10 +280,10 @@ def test_flip_and_cut_sweep_over_the_log(ckpt: Path, tmp_path: Path) -> None:
 
 
 def test_flip_and_cut_sweep_over_the_snapshot(ckpt: Path, tmp_path: Path) -> None:
-    from projections.backend import MemoryBackend
-    from projections.embedder import get_embedder
-    from projections.projector import Projector
-    from projections.snapshot import SNAPSHOT_NAME
+    from projections.api.backend import MemoryBackend
+    from projections.models.embedder import get_embedder
+    from projections.engines.local import Projector
+    from projections.engines.snapshot import SNAPSHOT_NAME
 
     backend = MemoryBackend(ckpt)
     for i in range(30):
@@ -348,8 +348,8 @@ def tmpfs(where: Path, size: str) -> Iterator[Path]:
 
 
 def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
-    from projections.backend import MemoryBackend
-    from projections.snapshot import SNAPSHOT_NAME
+    from projections.api.backend import MemoryBackend
+    from projections.engines.snapshot import SNAPSHOT_NAME
 
     with tmpfs(tmp_path / "fs", "1m") as fs:
         ckpt = fs / "ckpt"
@@ -390,9 +390,9 @@ def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
 
 
 def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None:
-    from projections.backend import MemoryBackend
-    from projections.embedder import get_embedder
-    from projections.projector import Projector
+    from projections.api.backend import MemoryBackend
+    from projections.models.embedder import get_embedder
+    from projections.engines.local import Projector
 
     with tmpfs(tmp_path / "fs", "8m") as fs:
         ckpt = fs / "ckpt"
@@ -407,7 +407,7 @@ def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None
         runs = {}
         for args in (["status", "--json"], ["log"], ["verify"], ["search", "entry 3", "--node", "root", "--json"],
                      ["context", "--node", "root", "--json"], ["tree"]):
-            run = subprocess.run([sys.executable, "-m", "ledger", args[0], str(ckpt), *args[1:]], capture_output=True,
+            run = subprocess.run([sys.executable, "-m", "projections", args[0], str(ckpt), *args[1:]], capture_output=True,
                                  text=True, env=subprocess_env())
             assert "Traceback" not in run.stderr, run.stderr
             runs[args[0]] = run
@@ -441,9 +441,9 @@ READING = (["status"], ["log"], ["verify"], ["search", "entry", "--node", "root"
 def test_reading_commands_never_modify_the_checkpoint(ckpt: Path, tmp_path: Path, capsys) -> None:
     """status, log and verify on a healthy, torn, damaged, rolled-back, or badly cached
     checkpoint: not one byte changes."""
-    from ledger.cli import main
-    from projections.backend import MemoryBackend
-    from projections.snapshot import SNAPSHOT_NAME
+    from projections.adapters.cli import main
+    from projections.api.backend import MemoryBackend
+    from projections.engines.snapshot import SNAPSHOT_NAME
 
     backend = MemoryBackend(ckpt)
     for i in range(12):

@@ -1,0 +1,4 @@
+"""``python -m projections``: the same as the ``ari-ledger`` command."""
+from projections.adapters.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""Commands on the log itself: ``status``, ``verify``, ``log`` — all read-only."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import msgspec
+
+from ledger import InvalidInput, Ledger
+
+from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, emit
+from projections.api import checkpoint as state
+
+log = logging.getLogger("ledger")
+
+
+def _verify_args(parser: argparse.ArgumentParser) -> None:
+    checkpoint_arg(parser)
+    parser.add_argument(
+        "--head", action="append", default=[], metavar="HASH",
+        help="an event hash kept outside the checkpoint (an export manifest's last_hash, a note): "
+        "fail unless it is an event of this chain; prints its seq (repeatable; 12+ hex digits)",
+    )
+    parser.add_argument(
+        "--accept-rollback", action="store_true",
+        help="after a person has looked: accept the log as it is, clearing a rollback alarm "
+        "(a damaged tail and stale snapshot/verified context are moved aside, never deleted)",
+    )
+
+
+@command("verify", "check the log (members, hashes, links), its anchors and derived files (exit 1 on any problem)", _verify_args)
+def cmd_verify(args: argparse.Namespace) -> int:
+    if args.accept_rollback:
+        from pathlib import Path
+
+        accepted = state.accept_rollback(Path(args.checkpoint))
+        for line in accepted or ["nothing to accept: the log holds every anchor"]:
+            print(f"accepted: {line}" if accepted else line)
+        return EXIT_OK
+    found = state.verify(args.checkpoint, [_hash_arg(h) for h in args.head])
+    report = found.report
+    if args.json:
+        emit(found.as_dict())
+    else:
+        lines = [f"rolled back: {line}" for line in found.rollback] + [f"problem: {line}" for line in found.problems]
+        if report.reason is not None or not found.rollback:
+            lines.insert(0, report.summary())  # damaged / torn tail / ok; else a rollback line leads
+        lines += [f"head {h[:12]}…: seq {seq} of {report.last_seq}" for h, seq in report.found.items()]
+        print("\n".join(lines))
+    return EXIT_OK if found.passed else EXIT_CHECK_FAILED
+
+
+def _hash_arg(value: str) -> str:
+    value = value.strip().lower()
+    if not 12 <= len(value) <= 64 or any(c not in "0123456789abcdef" for c in value):
+        raise InvalidInput("--head", f"{value!r} is not an event hash (12 to 64 lowercase hex digits)")
+    return value
+
+
+@command("status", "events, nodes, event types, last seq, projection lag and alarms (read-only; exit 1 on an alarm)", checkpoint_arg)
+def cmd_status(args: argparse.Namespace) -> int:
+    data = state.status(args.checkpoint)
+    if args.json:
+        emit(data)
+    else:
+        for key, value in data.items():
+            if key not in ("alarms", "notes") or value:
+                print(f"{key:>11}: {value}")
+    return EXIT_CHECK_FAILED if data["alarms"] else EXIT_OK
+
+
+def _log_args(parser: argparse.ArgumentParser) -> None:
+    checkpoint_arg(parser, json_flag=False)
+    parser.add_argument("--as-of", type=int, default=None, metavar="SEQ", help="stop at this seq (time travel)")
+    parser.add_argument("--node", default=None, help="only events of this node")
+
+
+@command("log", "print events as JSON lines, optionally as of a seq or for one node", _log_args)
+def cmd_log(args: argparse.Namespace) -> int:
+    encoder = msgspec.json.Encoder()
+    out = sys.stdout.buffer
+    with Ledger.open_readonly(args.checkpoint) as ledger:
+        if ledger.damage is not None:
+            raise ledger.damage
+        alarm = ledger.head_problem()
+        if alarm:
+            log.warning("alarm: %s", alarm)
+        for event in ledger.events(as_of=args.as_of):
+            if args.node is None or event.node == args.node:
+                out.write(encoder.encode(event) + b"\n")
+    out.flush()
+    return EXIT_OK

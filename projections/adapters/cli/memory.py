@@ -1,0 +1,201 @@
+"""Commands on memory: ``search``, ``context``, ``verified``, ``audit``, ``tree``, ``report``.
+
+Each opens the checkpoint read-only: a command for people changes nothing in it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from ledger import InvalidInput, LedgerNotFound
+from ledger.bundle import check_output_path
+from ledger.log import LOG_NAME
+
+from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
+from projections.api.backend import MemoryBackend
+from projections.api.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
+
+
+def open_backend(path: str) -> MemoryBackend:
+    """An existing checkpoint, opened only to read it: a command for people changes nothing
+    in the directory (no recovery, no snapshot, no access-log line)."""
+    if not (Path(path) / LOG_NAME).exists():
+        raise LedgerNotFound(f"no ledger at {Path(path) / LOG_NAME} (is {path} a checkpoint directory?)")
+    return MemoryBackend(path, readonly=True)
+
+
+def scope_for(backend: MemoryBackend, node: str, ancestors: str | None) -> list[str]:
+    """``--ancestors a,b`` as given, else the node's lineage from the recorded tree."""
+    if ancestors is not None:
+        return [a for a in ancestors.split(",") if a]
+    backend.health()
+    catalog = backend.projector.catalog
+    if node not in catalog.nodes and node not in catalog.by_node:
+        raise InvalidInput("--node", f"unknown node {node!r} in this checkpoint (see `ari-ledger tree`)")
+    return catalog.lineage(node)
+
+
+
+
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument("query", help="natural-language query (ARI uses the node's eval_summary)")
+    p.add_argument("--node", required=True, help="search as this node")
+    p.add_argument("--ancestors", default=None, help="comma-separated scope instead of the recorded lineage")
+    p.add_argument("--limit", type=int, default=5)
+    p.add_argument("--as-of", type=int, default=None, metavar="SEQ", help="as the node saw it at this seq")
+    p.add_argument("--kind", action="append", default=None, help="typed search: only this kind (repeatable)")
+
+
+@command("search", "semantic search as a node: only its ancestors' memory", _search_args)
+def cmd_search(args: argparse.Namespace) -> int:
+    backend = open_backend(args.checkpoint)
+    scope = scope_for(backend, args.node, args.ancestors)
+    if args.kind:
+        results = backend.search_research_memory(args.query, scope, kinds=args.kind, limit=args.limit, as_of=args.as_of)["results"]
+    else:
+        results = backend.search_memory(args.query, scope, limit=args.limit, as_of=args.as_of)["results"]
+    if args.json:
+        emit({"scope": scope, "results": results})
+        return EXIT_OK
+    table = Table(title=f"{args.node} may read: {' → '.join(scope)}")
+    for col in ("score", "node", "kind", "text"):
+        table.add_column(col)
+    for r in results:
+        table.add_row(f"{r['score']:.3f}", r["node_id"], r.get("kind") or "note", r["text"])
+    console.print(table)
+    return EXIT_OK
+
+
+def _node_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument("--node", required=True)
+
+
+@command("context", "the working context a node starts with (experiment core, ancestor results)", _node_args)
+def cmd_context(args: argparse.Namespace) -> int:
+    backend = open_backend(args.checkpoint)
+    scope = scope_for(backend, args.node, None)
+    info = backend.projector.catalog.nodes.get(args.node)
+    ctx = backend.build_working_context(args.node, scope[:-1], info.eval_summary if info else None)
+    if args.json:
+        emit(ctx)
+    else:
+        for message in ctx["messages"]:
+            console.print(f"{message['role']}:\n{message['content']}\n")
+    return EXIT_OK
+
+
+def _verified_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument("--node", default=None, help="lineage of this node (default: the best node of verified_context.json)")
+    p.add_argument("--block", action="store_true", help="print the grounded block for the paper prompt")
+    p.add_argument("--min-evidence", default=None, choices=("none", "cited", "hashed", "verified", "rerun_passed"),
+                   help="keep claims below this evidence level out of usable_for_claims")
+
+
+@command("verified", "the verified context: claims ranked by how well artifacts back them", _verified_args)
+def cmd_verified(args: argparse.Namespace) -> int:
+    backend = open_backend(args.checkpoint)
+    if args.node:
+        lineage = scope_for(backend, args.node, None)
+    else:
+        saved = Path(args.checkpoint) / VERIFIED_CONTEXT_NAME
+        if not saved.is_file():
+            raise InvalidInput("--node", f"no {VERIFIED_CONTEXT_NAME} yet; name the node whose lineage to use")
+        lineage = json.loads(saved.read_text())["lineage"]
+    ctx = backend.get_verified_context(lineage, min_evidence=args.min_evidence)
+    if args.block:
+        print(render_grounded_block(ctx), end="")
+    elif args.json:
+        emit(ctx)
+    else:
+        table = Table(title=f"claims of {' → '.join(lineage)}")
+        for col in ("rank", "node", "repro", "evidence", "usable", "text"):
+            table.add_column(col)
+        usable = {c["entry_id"] for c in ctx["usable_for_claims"]}
+        for i, c in enumerate(ctx["claims"], 1):
+            table.add_row(str(i), c["node_id"], c["repro_status"] or "unverified", c["evidence"], "yes" if c["entry_id"] in usable else "no", c["text"])
+        console.print(table)
+        console.print(f"usable for claims: {len(ctx['usable_for_claims'])}; limitations: {len(ctx['limitations'])}")
+    return EXIT_OK
+
+
+def _audit_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument("--experiments", default=None, help="experiments root (default: CKPT/experiments or CKPT/../experiments)")
+    p.add_argument("--run-id", default=None)
+
+
+@command("audit", "re-hash every artifact memory cites; exit 1 on missing or mismatch", _audit_args)
+def cmd_audit(args: argparse.Namespace) -> int:
+    backend = open_backend(args.checkpoint)
+    root = _experiments_root(Path(args.checkpoint), args.experiments)
+    audit = backend.audit_memory(root, args.run_id)
+    if args.json:
+        emit(audit)
+    else:
+        for r in audit["results"]:
+            if r["status"] != "verified":
+                console.print(f"{r['status']:>9}  {r['node_id']}/{r['path']}")
+        console.print(f"summary: {audit['summary']}; chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}")
+    return EXIT_OK if audit["ok"] else EXIT_CHECK_FAILED
+
+
+def _experiments_root(ckpt: Path, given: str | None) -> Path:
+    if given:
+        return Path(given)
+    for candidate in (ckpt / "experiments", ckpt.parent / "experiments"):
+        if candidate.is_dir():
+            return candidate
+    raise InvalidInput("--experiments", f"no experiments directory next to {ckpt}; pass --experiments DIR")
+
+
+def _tree_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument("--experiments", default=None, help="experiments root, for metrics and audit status")
+
+
+@command("tree", "the recorded node tree with memory counts per node", _tree_args)
+def cmd_tree(args: argparse.Namespace) -> int:
+    from projections.api.lineage import lineage_data, render_tree
+
+    backend = open_backend(args.checkpoint)
+    root = _optional_experiments(Path(args.checkpoint), args.experiments)
+    data = lineage_data(backend, root)
+    if args.json:
+        emit(data)
+    else:
+        print(render_tree(data))
+    return EXIT_OK
+
+
+def _optional_experiments(ckpt: Path, given: str | None) -> Path | None:
+    try:
+        return _experiments_root(ckpt, given)
+    except InvalidInput:
+        return None
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("checkpoint")
+    p.add_argument("-o", "--output", default="report.html")
+    p.add_argument("--experiments", default=None)
+
+
+@command("report", "write the lineage report: one self-contained HTML file", _report_args)
+def cmd_report(args: argparse.Namespace) -> int:
+    from projections.api.lineage import lineage_data
+    from projections.adapters.report import render_report
+
+    check_output_path(Path(args.output), "--output")
+    backend = open_backend(args.checkpoint)
+    data = lineage_data(backend, _optional_experiments(Path(args.checkpoint), args.experiments))
+    Path(args.output).write_text(render_report(data), encoding="utf-8")
+    print(f"wrote {args.output} ({len(data['nodes'])} nodes)")
+    return EXIT_OK

@@ -1,0 +1,165 @@
+"""Tools: ``demo``, ``bench``, ``embed-server``, ``letta``, ``mcp``, ``restore``, ``ari-skill``."""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ledger import InvalidInput
+from ledger.log import LOG_NAME
+
+from projections.adapters.cli.framework import EXIT_OK, checkpoint_arg, command, console, emit
+from projections.api.backend import MemoryBackend
+from projections.api.verified import render_grounded_block
+from projections.adapters.cli.memory import open_backend
+
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", nargs="?", default=None, help="output directory (default: a new temp dir)")
+    p.add_argument("--json", action="store_true", help="print the scope table as JSON")
+
+
+@command("demo", "replay the fixture BFTS run into a fresh checkpoint, as ARI's hooks would", _demo_args)
+def cmd_demo(args: argparse.Namespace) -> int:
+    from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
+    from projections.api.lineage import lineage_data, render_tree
+    from projections.adapters.report import render_report
+
+    out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))
+    if (out / "checkpoint" / LOG_NAME).exists() or (out / "experiments").exists():
+        raise InvalidInput("dir", f"{out} already holds a demo; pass a new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    experiments = copy_run(FIXTURE_RUN, out)
+    backend = MemoryBackend(out / "checkpoint")
+    try:
+        with console.status("replaying the fixture run (node start → context → consolidation → re-run → audit)"):
+            replay = replay_run(backend, FIXTURE_RUN, experiments)
+        rows = []
+        for nid, ancestors in replay.tree.items():
+            scope = ancestors + [nid]
+            hits = backend.search_memory(replay.queries[nid], scope, limit=3)["results"]
+            rows.append({"node": nid, "may_read": scope, "top_hits": [(h["node_id"], round(h["score"], 3), h["text"][:48]) for h in hits]})
+        data = lineage_data(backend, experiments)
+        report_path = out / "report.html"
+        report_path.write_text(render_report(data), encoding="utf-8")
+        health = backend.health()
+    finally:
+        backend.close()
+    if args.json:
+        emit({"checkpoint": str(out / "checkpoint"), "scope": rows, "audit": replay.audit["summary"],
+              "verified_context": str(replay.verified_path), "report": str(report_path), "backend": health["backend"]})
+        return EXIT_OK
+    table = Table(title=f"What each node may read, and what a search from it returns ({health['backend']} engine)")
+    table.add_column("node", style="bold", no_wrap=True)
+    table.add_column("may read (root → self)")
+    table.add_column("top hits for its eval_summary")
+    for row in rows:
+        table.add_row(row["node"], " → ".join(row["may_read"]), "\n".join(f"{n} {s:.3f} {t}" for n, s, t in row["top_hits"]))
+    console.print(table)
+    console.print(render_tree(data))
+    ctx = json.loads(replay.verified_path.read_text()) if replay.verified_path else {}
+    console.print(f"\nbest node: {ctx.get('best_node')}; usable claims: {len(ctx.get('usable_for_claims', []))}")
+    console.print(render_grounded_block(ctx) if ctx else "(no claims)")
+    console.print(f"audit: {replay.audit['summary']}  chain ok: {replay.audit['chain']['ok']}")
+    console.print(f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}")
+    return EXIT_OK
+
+
+
+
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("which", choices=["ledger", "projections", "letta", "all"], nargs="?", default="all")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
+
+
+@command("bench", "run the benchmarks (each figure beside its limit, measured in the same run)", _bench_args)
+def cmd_bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    modules = {"ledger": "bench.ledger_bench", "projections": "bench.projection_bench", "letta": "bench.letta_bench"}
+    chosen = list(modules) if args.which == "all" else [args.which]
+    worst = 0
+    for name in chosen:
+        print(f"== {name}", flush=True)
+        worst = max(worst, importlib.import_module(modules[name]).main(args.rest))
+    return worst
+
+
+def _embed_args(p: argparse.ArgumentParser) -> None:
+    from projections.adapters.embed_server import add_arguments
+
+    add_arguments(p)
+
+
+@command("embed-server", "serve OpenAI-compatible /v1/embeddings from the static embedder (offline)", _embed_args)
+def cmd_embed_server(args: argparse.Namespace) -> int:
+    from projections.adapters.embed_server import serve
+
+    return serve(args)
+
+
+def _letta_args(p: argparse.ArgumentParser) -> None:
+    from projections.letta_server.harness import add_arguments
+
+    add_arguments(p)
+
+
+@command("letta", "bring a local Letta 0.16.7 server up or down (own venv, Postgres, embeddings)", _letta_args)
+def cmd_letta(args: argparse.Namespace) -> int:
+    from projections.letta_server.harness import run
+
+    return run(args)
+
+
+
+@command("mcp", "serve ARI's memory tools over MCP stdio (configured by ARI's environment variables)")
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from projections.adapters.mcp_server import main as serve
+
+    return serve()
+
+
+@command("restore", "replay the log into the checkpoint's Letta agent (LETTA_BASE_URL), with progress", checkpoint_arg)
+def cmd_restore(args: argparse.Namespace) -> int:
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ledger import config
+
+    if not config.letta_base_url():
+        raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
+    backend = open_backend(args.checkpoint)
+    backend.projector.catch_up()  # the local fold first; Letta is replayed below, with progress
+    columns = (TextColumn("replaying into {task.fields[agent]}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn())
+    started = time.perf_counter()
+    with Progress(*columns, console=Console(stderr=True), transient=args.json) as progress:
+        task = progress.add_task("replay", total=None, agent=backend.engine.letta.agent_name, rate=0.0)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total, rate=done / max(time.perf_counter() - started, 1e-9))
+
+        result = backend.engine.restore(progress=update)
+    if args.json:
+        emit(result)
+    else:
+        print(f"restored {result['events']} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}")
+    return EXIT_OK
+
+
+@command("ari-skill", "write a skill directory for ARI's memory-skill.path (and the drop-in ari-skill-memory distribution)", lambda p: p.add_argument("dir", help="the skill directory to write (created; template files are overwritten)"))
+def cmd_ari_skill(args: argparse.Namespace) -> int:
+    from projections.adapters.skill_dir import write_skill_dir
+
+    written = write_skill_dir(args.dir)
+    root = Path(args.dir).resolve()
+    for path in written:
+        print(path.relative_to(root))
+    print(f"wrote {len(written)} files to {root}; point memory-skill.path at it and install it, see {root / 'README.md'}")
+    return EXIT_OK

@@ -1,0 +1,232 @@
+"""MCP server over stdio with ARI's memory tool names, argument types and result shapes.
+
+Every tool is one call into :class:`~projections.api.backend.MemoryBackend` for the checkpoint in
+``ARI_CHECKPOINT_DIR``; read tools take ``as_of`` (a seq) to answer as a node saw it then. A
+pooled stdio server outlives one node, so ``_set_current_node`` moves the copy-on-write guard to
+the node now running. Library errors come back as tool errors carrying the library's message;
+the server keeps running. It runs on the MCP SDK's 2.x line (``MCPServer``) and on the 1.x line
+ARI's environment pins (``FastMCP``, the same server under its old name).
+
+    ari-ledger mcp          (or: python -m projections.adapters.mcp_server)
+"""
+from __future__ import annotations
+
+import functools
+from importlib.metadata import version
+from typing import Any, Callable
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import MCPServer as Server
+    from mcp.server.mcpserver.exceptions import ToolError
+except ModuleNotFoundError:  # mcp 1.x, ARI's environment: the same high-level server under its old name
+    from mcp.server.fastmcp import FastMCP as Server
+    from mcp.server.fastmcp.exceptions import ToolError
+
+from ledger import InvalidInput, LedgerError, config
+from ledger.events import check_node_id
+
+from projections.api.backend import MemoryBackend, get_backend
+
+server = Server("ari-memory-ledger", instructions="Ancestor-scoped, artifact-grounded memory of an ARI checkpoint.")
+
+#: The MCP SDK release this server runs on (``health`` reports it: ARI's environment pins 1.x).
+MCP_SDK_VERSION = version("mcp")
+
+
+def _backend() -> MemoryBackend:
+    return get_backend()
+
+
+#: The tools' names in registration order (a skill directory's ``mcp.json`` lists them).
+TOOLS: list[str] = []
+
+
+def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Register ``fn`` as a tool whose library errors become tool errors."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LedgerError as exc:
+            raise ToolError(str(exc)) from exc
+
+    server.tool(name=fn.__name__)(wrapper)
+    TOOLS.append(fn.__name__)
+    return fn
+
+
+@tool
+def _set_current_node(node_id: str) -> dict[str, Any]:
+    """Set the node allowed to write (the copy-on-write guard) for this server process.
+
+    ARI's shapes: ``{"ok": True, "node_id": id}``, or ``{"ok": False, "error": reason}`` for an
+    id that cannot be a node (empty, ``/``, NUL, control characters), which leaves the guard as it was.
+    """
+    try:
+        check_node_id(node_id)
+    except InvalidInput as exc:
+        return {"ok": False, "error": str(exc)}
+    config.set_current_node(node_id)
+    return {"ok": True, "node_id": node_id, "current_node": config.current_node()}
+
+
+@tool
+def add_memory(node_id: str, text: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Add a node-scope memory entry (only the current node may write its own memory)."""
+    return _backend().add_memory(node_id, text, metadata)
+
+
+@tool
+def search_memory(query: str, ancestor_ids: list[str], limit: int = 5, as_of: int | None = None) -> dict[str, Any]:
+    """Entries of exactly these ancestor nodes, ranked by semantic similarity to the query."""
+    return _backend().search_memory(query, ancestor_ids, limit, as_of=as_of)
+
+
+@tool
+def get_node_memory(node_id: str, as_of: int | None = None) -> dict[str, Any]:
+    """A node's entries in log order."""
+    return _backend().get_node_memory(node_id, as_of=as_of)
+
+
+@tool
+def clear_node_memory(node_id: str) -> dict[str, Any]:
+    """Tombstone the current node's own entries (the log keeps them)."""
+    return _backend().clear_node_memory(node_id)
+
+
+@tool
+def list_all_nodes(as_of: int | None = None) -> dict[str, Any]:
+    """Every node with visible entries, and its entries."""
+    return _backend().list_all_nodes(as_of=as_of)
+
+
+@tool
+def bulk_get_node_memory(node_ids: list[str], as_of: int | None = None) -> dict[str, Any]:
+    """The entries of exactly these nodes."""
+    return _backend().bulk_get_node_memory(node_ids, as_of=as_of)
+
+
+@tool
+def react_add(content: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Append a step to the checkpoint's flat ReAct trace."""
+    return _backend().react_add(content, metadata)
+
+
+@tool
+def react_search(query: str, limit: int = 10, as_of: int | None = None) -> dict[str, Any]:
+    """Semantic search over the ReAct trace (no ancestor filter)."""
+    return _backend().react_search(query, limit, as_of=as_of)
+
+
+@tool
+def react_get_all(as_of: int | None = None) -> dict[str, Any]:
+    """The whole ReAct trace in order."""
+    return _backend().react_get_all(as_of=as_of)
+
+
+@tool
+def seed_core_memory(persona: str, human: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Seed the experiment context (goal, primary metric, hardware, …)."""
+    return _backend().seed_core_memory(persona, human, context)
+
+
+@tool
+def get_experiment_context(as_of: int | None = None) -> dict[str, Any]:
+    """The seeded experiment context, {} before the seed."""
+    return _backend().get_experiment_context(as_of=as_of)
+
+
+@tool
+def add_experiment_result(
+    node_id: str,
+    text: str,
+    metric_ptr: dict[str, Any] | None = None,
+    artifact_refs: list[dict[str, Any]] | None = None,
+    node_report_ref: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A typed, artifact-grounded experiment result."""
+    return _backend().add_experiment_result(node_id, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+
+
+@tool
+def add_failure_case(
+    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A typed failure case (becomes a limitation, never a claim)."""
+    return _backend().add_failure_case(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+
+
+@tool
+def add_procedure_memory(
+    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A typed procedure (how something was done)."""
+    return _backend().add_procedure_memory(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+
+
+@tool
+def add_reflection(node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A typed reflection (low confidence, never a claim)."""
+    return _backend().add_reflection(node_id, text, confidence=confidence, node_report_ref=node_report_ref)
+
+
+@tool
+def add_reproducibility_event(
+    node_id: str, target_memory_id: str, status: str, artifact_refs: list[dict[str, Any]] | None = None, text: str | None = None
+) -> dict[str, Any]:
+    """Append a re-run status for a memory in the writer's scope."""
+    return _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs=artifact_refs, text=text)
+
+
+@tool
+def search_research_memory(
+    query: str,
+    ancestor_ids: list[str],
+    kinds: list[str] | None = None,
+    require_artifacts: bool = False,
+    limit: int = 5,
+    as_of: int | None = None,
+) -> dict[str, Any]:
+    """Typed search in exact ancestor scope, filtered by kind and artifact presence."""
+    return _backend().search_research_memory(
+        query, ancestor_ids, kinds=kinds, require_artifacts=require_artifacts, limit=limit, as_of=as_of
+    )
+
+
+@tool
+def get_verified_context(
+    ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None,
+    min_evidence: str | None = None, as_of: int | None = None,
+) -> dict[str, Any]:
+    """Claims of a lineage ranked rerun_passed > grounded > ungrounded > rerun_failed, each with
+    its evidence level; ``min_evidence`` keeps weaker claims out of ``usable_for_claims``."""
+    return _backend().get_verified_context(ancestor_ids, purpose, limit, min_evidence=min_evidence, as_of=as_of)
+
+
+@tool
+def audit_memory(experiments_root: str, run_id: str | None = None) -> dict[str, Any]:
+    """Re-hash every artifact memory cites; check the log's hash chain."""
+    return _backend().audit_memory(experiments_root, run_id)
+
+
+@tool
+def consolidate_node_memory(node_id: str, node_report: dict[str, Any] | str, work_dir: str, run_id: str | None = None) -> dict[str, Any]:
+    """node_report.json (object or path) → typed entries with provenance, once per report."""
+    return _backend().consolidate_node_memory(node_id, node_report, work_dir, run_id)
+
+
+@tool
+def health() -> dict[str, Any]:
+    """Engine, events in the log and projection lag; ``mcp_sdk`` is the SDK release serving this."""
+    return {**_backend().health(), "mcp_sdk": MCP_SDK_VERSION}
+
+
+def main() -> int:
+    """Serve on stdin/stdout until stdin closes."""
+    server.run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,165 @@
+"""A checkpoint's state for people: events, projection lag, anchors, alarms — read-only.
+
+``status`` and ``verify`` are one view: the projections' lag and the snapshot's check come
+from :func:`projection_state`, the anchors outside the log (``verified_context.json``, the
+snapshot, ``--head`` hashes) from :func:`anchors`. Nothing here writes to the checkpoint
+except :func:`accept_rollback`, which a person asks for.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+from collections.abc import Iterable
+from typing import Any, Callable
+
+from ledger import Ledger, VerifyReport, config
+from ledger.anchor import Anchor, AnchorUnreadable
+from ledger.events import CHECKPOINT_NODE
+from ledger.log import LOG_NAME
+
+from projections.api.verified import VERIFIED_CONTEXT_NAME
+from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
+from projections.engines.snapshot import SNAPSHOT_NAME, SnapshotError, read_preamble
+
+
+def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
+    """How far each projection is behind the log (the snapshot a resume loads, and Letta),
+    and what the snapshot's check found; ``deep`` compares the snapshot with the whole log."""
+    snap = check_snapshot(ledger, deep=deep)
+    state: dict[str, Any] = {"snapshot": None}
+    if snap.present:
+        state["snapshot"] = {
+            "cursor": snap.cursor,
+            "lag": None if snap.cursor is None else ledger.last_seq - snap.cursor,
+            **{k: v for k, v in (("rebuilt", snap.rebuilt), ("rollback", snap.rollback), ("problem", snap.problem)) if v},
+        }
+    if config.letta_base_url():
+        from projections.engines.letta import agent_cursor
+
+        letta = agent_cursor(ledger.checkpoint_dir)
+        letta["lag"] = None if letta["cursor"] is None else ledger.last_seq - letta["cursor"]
+        state["letta"] = letta
+    return state
+
+
+def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | None]:
+    """The anchor ``verified_context.json`` records (``{"anchor": {"seq", "hash"}}``), or why
+    it cannot be read; (None, None) when the file or its anchor is absent."""
+    path = checkpoint_dir / VERIFIED_CONTEXT_NAME
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"{VERIFIED_CONTEXT_NAME} is unreadable ({exc})"
+    anchor = data.get("anchor") if isinstance(data, dict) else None
+    if anchor is None:
+        return None, None
+    seq, hash_ = (anchor.get("seq"), anchor.get("hash")) if isinstance(anchor, dict) else (None, None)
+    if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(hash_, str):
+        return None, f"{VERIFIED_CONTEXT_NAME}: anchor must be {{\"seq\": int, \"hash\": str}}, got {anchor!r}"
+    return Anchor(VERIFIED_CONTEXT_NAME, hash_, seq), None
+
+
+def status(checkpoint_dir: str | Path) -> dict[str, Any]:
+    """Events, nodes, event types, projection state, alarms (a rollback) and notes (a torn
+    tail, a damaged head record, a snapshot problem). Raises LogCorrupted on damage."""
+    with Ledger.open_readonly(checkpoint_dir) as ledger:
+        if ledger.damage is not None:
+            raise ledger.damage
+        types: Counter[str] = Counter()
+        nodes: set[str] = set()
+        for event in ledger.events():
+            types[event.type] += 1
+            nodes.add(event.node)
+        nodes.discard(CHECKPOINT_NODE)
+        projections = projection_state(ledger)
+        snapshot = projections["snapshot"] or {}
+        vc_anchor, vc_problem = verified_context_anchor(ledger.checkpoint_dir)
+        alarms = [a for a in (ledger.head_problem(), snapshot.get("rollback"), vc_anchor and ledger.anchor_problem(vc_anchor)) if a]
+        notes = [n for n in (_torn_note(ledger), _head_note(ledger), snapshot.get("problem"), vc_problem) if n]
+        return {
+            "checkpoint": str(ledger.checkpoint_dir),
+            "ckpt": ledger.ckpt,
+            "events": sum(types.values()),
+            "last_seq": ledger.last_seq,
+            "nodes": len(nodes),
+            "types": dict(sorted(types.items())),
+            "file_size": ledger.path.stat().st_size,
+            "projections": projections,
+            "alarms": alarms,
+            "notes": notes,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Verification:
+    """What ``verify`` found: the chain report, rollbacks against anchors, other problems."""
+
+    report: VerifyReport
+    rollback: list[str]
+    problems: list[str]
+    snapshot: SnapshotCheck | None
+
+    @property
+    def passed(self) -> bool:
+        return self.report.reason is None and not self.rollback and not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self.report) | {
+            "rollback": self.rollback,
+            "problems": self.problems,
+            "anchor_problem": self.rollback[0] if self.rollback else None,
+            "snapshot": dataclasses.asdict(self.snapshot) if self.snapshot else None,
+        }
+
+
+def verify(checkpoint_dir: str | Path, heads: Iterable[str] = ()) -> Verification:
+    """Every member, hash and link of the log, its anchors (``heads``, verified_context.json,
+    the head file, the snapshot) and the snapshot against the whole log."""
+    with Ledger.open_readonly(checkpoint_dir) as ledger:
+        vc_anchor, vc_problem = verified_context_anchor(ledger.checkpoint_dir)
+        report = ledger.verify([Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else []))
+        snapshot = check_snapshot(ledger) if report.reason is None else None
+    rollback = [*report.rollback, *([snapshot.rollback] if snapshot and snapshot.rollback else [])]
+    problems = [*report.problems, *([vc_problem] if vc_problem else []), *([snapshot.problem] if snapshot and snapshot.problem else [])]
+    return Verification(report, rollback, problems, snapshot)
+
+
+def accept_rollback(checkpoint_dir: Path) -> list[str]:
+    """Re-anchor at the log's end after a person looked; move aside (never delete) the derived
+    files whose anchors name events the log no longer holds. Returns what was accepted."""
+    candidates: list[tuple[Path, Anchor, Callable[[Ledger], str | None]]] = []
+    try:
+        preamble = read_preamble(checkpoint_dir / SNAPSHOT_NAME)
+        if preamble.cursor:
+            candidates.append((checkpoint_dir / SNAPSHOT_NAME, snapshot_anchor(preamble), lambda lg: rollback_problem(lg, preamble)))
+    except (FileNotFoundError, SnapshotError):
+        pass
+    vc_anchor, _ = verified_context_anchor(checkpoint_dir)
+    if vc_anchor:
+        candidates.append((checkpoint_dir / VERIFIED_CONTEXT_NAME, vc_anchor, lambda lg: lg.anchor_problem(vc_anchor)))
+    if (checkpoint_dir / LOG_NAME).exists():  # keep only the anchors this log does not hold
+        with Ledger.open_readonly(checkpoint_dir) as ledger:
+            candidates = [c for c in candidates if c[2](ledger)]
+    return Ledger.accept_rollback(checkpoint_dir, [(path, anchor) for path, anchor, _ in candidates])
+
+
+def _torn_note(ledger: Ledger) -> str | None:
+    bad = ledger.torn_tail
+    if bad is None:
+        return None
+    size = ledger.path.stat().st_size - bad.offset
+    return f"torn tail: {size} bytes at byte offset {bad.offset} ({bad.reason}); the next writable open moves them aside"
+
+
+def _head_note(ledger: Ledger) -> str | None:
+    try:
+        anchor = ledger.head_anchor()
+    except AnchorUnreadable as exc:
+        return f"{exc}; the next writable open re-anchors it"
+    if ledger.head_damaged_slot:
+        return f"one of the head file's two records is damaged; the other (seq {anchor.seq}) is used"
+    return None

@@ -1,0 +1,124 @@
+"""The lineage of a checkpoint: its tree, with per-node memory counts, metrics and claims.
+
+One data structure feeds the ``tree`` command, the HTML report (R30) and the demo. Status
+and headline metric come from the node's consolidated entries (a failure_case means the
+node failed) and, when an experiments directory is given, from its node_report.json.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ledger import InvalidInput
+from ledger.consolidation import headline_metric
+from ledger.node_report import read_report_file
+from ledger.typed import evidence_refs
+
+from projections.api.audit import audit_ref
+from projections.api.backend import MemoryBackend
+from projections.api.research import research_dict
+from projections.api.verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
+
+
+def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -> dict[str, Any]:
+    """Everything the tree views show, computed from the log (and the reports, if given)."""
+    backend.health()  # fold the tail
+    catalog = backend.projector.catalog
+    primary = backend.get_experiment_context().get("primary_metric")
+    verified = _read_verified(backend.checkpoint_dir)
+    repro = repro_events(catalog)  # once for the whole tree, not once per node
+    order = list(catalog.nodes) + [n for n in catalog.by_node if n not in catalog.nodes]
+    nodes = []
+    for nid in order:
+        info = catalog.nodes.get(nid)
+        entries = catalog.node_entries(nid)
+        kinds = Counter(e.kind or "note" for e in entries)
+        run_id = next((ref["run_id"] for e in entries if isinstance(ref := e.metadata.get("node_report_ref"), dict) and ref.get("run_id")), None)
+        report = _report(experiments_root, run_id, nid)
+        status = "failed" if kinds.get("failure_case") else "success" if kinds.get("experiment_result") else "unknown"
+        metric = headline_metric(report.get("metrics") or {}, primary) if report is not None else None
+        claims = verified_context(entries, repro)["claims"]
+        nodes.append({
+            "node_id": nid,
+            "parent_id": info.parent_id if info else None,
+            "depth": info.depth if info else 0,
+            "label": info.label if info else "other",
+            "status": status,
+            "headline_metric": metric,
+            "memory_counts": dict(sorted(kinds.items())),
+            "claims": [
+                {"memory_id": c["entry_id"], "text": c["text"], "grounded": c["grounded"], "evidence": c["evidence"],
+                 "repro_status": c["repro_status"] or "unverified", "usable": c["grounded"] and c["repro_status"] != "rerun_failed"}
+                for c in claims
+            ],
+            "entries": [_entry(e, experiments_root) for e in entries],
+        })
+    return {
+        "title": f"ARI memory lineage — {backend.checkpoint_dir.name}",
+        "checkpoint": str(backend.checkpoint_dir),
+        "as_of_seq": backend.projector.cursor,
+        "best_node": verified.get("best_node"),
+        "best_lineage": verified.get("lineage", []),
+        "nodes": nodes,
+    }
+
+
+def _read_verified(checkpoint: Path) -> dict[str, Any]:
+    path = checkpoint / VERIFIED_CONTEXT_NAME
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _report(experiments_root: Path | None, run_id: str | None, node_id: str) -> dict[str, Any] | None:
+    """The node's report as ARI wrote it (read safely), or None."""
+    if experiments_root is None or run_id is None:
+        return None
+    work = experiments_root / run_id / node_id
+    try:
+        report = read_report_file(work / "node_report.json", inside=work)
+    except InvalidInput:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def _entry(entry, experiments_root: Path | None) -> dict[str, Any]:
+    d = research_dict(entry)
+    ref = d["node_report_ref"]
+    refs = []
+    for art in evidence_refs(d["metadata"]):
+        audit = "unhashed" if art.get("sha256") is None else "unknown"
+        if experiments_root is not None and isinstance(ref, dict) and ref.get("run_id") and ref.get("node_id"):
+            audit = audit_ref(experiments_root / ref["run_id"] / ref["node_id"], str(art.get("path", "")), art.get("sha256"))[1]
+        refs.append({**art, "audit": audit})
+    when = datetime.fromtimestamp(d["ts"], timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return {"entry_id": d["entry_id"], "kind": d["kind"] or "note", "text": d["text"], "ts": when, "artifact_refs": refs}
+
+
+def render_tree(data: dict[str, Any]) -> str:
+    """The tree as indented text, one line per node."""
+    children: dict[str | None, list[dict]] = {}
+    for node in data["nodes"]:
+        children.setdefault(node["parent_id"], []).append(node)
+    best = set(data.get("best_lineage") or [])
+    lines: list[str] = []
+
+    def walk(node: dict, prefix: str, last: bool, top: bool) -> None:
+        metric = node["headline_metric"]
+        m = f" {metric['name']}={metric['value']}" if metric else ""
+        counts = ", ".join(f"{v} {k}" for k, v in node["memory_counts"].items()) or "no memory"
+        star = " *" if node["node_id"] in best else ""
+        branch = "" if top else ("└─ " if last else "├─ ")
+        lines.append(f"{prefix}{branch}{node['node_id']} [{node['label']}, {node['status']}]{m} ({counts}){star}")
+        kids = children.get(node["node_id"], [])
+        for i, kid in enumerate(kids):
+            walk(kid, prefix + ("" if top else ("   " if last else "│  ")), i == len(kids) - 1, False)
+
+    known = {n["node_id"] for n in data["nodes"]}
+    roots = [n for n in data["nodes"] if n["parent_id"] is None or n["parent_id"] not in known]
+    for r in roots:
+        walk(r, "", True, True)
+    if best:
+        lines.append("* best lineage")
+    return "\n".join(lines)

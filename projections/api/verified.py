@@ -1,0 +1,269 @@
+"""Verified context (R21): the claims a paper may state, ranked by how well artifacts back them.
+
+Claims are the ``experiment_result`` and ``paper_claim`` entries of a lineage. ARI's rules
+hold: a claim is *grounded* when it cites artifacts, its reproducibility status is the
+latest repro event (``None`` when there is none), and only grounded claims that did not fail
+a re-run are ``usable_for_claims``. Ranking: rerun_passed > grounded > ungrounded >
+rerun_failed (ties in log order). Failure cases become limitations.
+
+On top, every claim carries this library's *evidence level*, how far its citation can be
+trusted — ``none`` (cites nothing) < ``cited`` (cites files, but nothing pinned) < ``hashed``
+(points at its node report and pins a file by sha256) < ``verified`` (every pinned file
+re-hashes equal on disk now) < ``rerun_passed`` (hashed, and a re-run passed) — and the
+paper stage can ask for a minimum (``min_evidence``). Re-runs count from anywhere in the
+checkpoint: a validation child re-running its parent's result is the usual case.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ledger import InvalidInput, config
+from ledger.events import is_sha256
+from ledger.typed import evidence_refs
+
+from projections.api.audit import audit_ref, check_run_id
+from projections.models.catalog import Catalog, Entry
+from projections.models.repro import repro_status
+from projections.api.research import research_dict
+
+VERIFIED_CONTEXT_NAME = "verified_context.json"
+CLAIM_KINDS = ("experiment_result", "paper_claim")
+EVIDENCE = ("none", "cited", "hashed", "verified", "rerun_passed")
+
+
+def is_grounded(entry: Entry) -> bool:
+    """ARI's rule: the claim cites artifacts."""
+    return bool(entry.metadata.get("artifact_refs"))
+
+
+def evidence_level(entry: Entry, status: str | None, work_dir: Path | None) -> str:
+    """How far a claim's citation can be trusted (see the module docstring)."""
+    if not is_grounded(entry):
+        return "none"
+    ref = entry.metadata.get("node_report_ref")
+    pinned = [r for r in evidence_refs(entry.metadata) if is_sha256(r.get("sha256")) and isinstance(r.get("path"), str)]
+    if not (isinstance(ref, Mapping) and ref.get("run_id") and ref.get("node_id")) or not pinned:
+        return "cited"
+    if status == "rerun_passed":
+        return "rerun_passed"
+    if work_dir is not None and all(audit_ref(work_dir, r["path"], r["sha256"])[1] == "verified" for r in pinned):
+        return "verified"
+    return "hashed"
+
+
+def _rank(claim: dict) -> int:
+    if claim["repro_status"] == "rerun_failed":
+        return 3
+    if claim["repro_status"] == "rerun_passed":
+        return 0
+    return 1 if claim["grounded"] else 2
+
+
+def verified_context(
+    entries: list[Entry],
+    repro_events: Iterable[Entry],
+    limit: int | None = None,
+    *,
+    work_dir_of=lambda entry: None,
+    min_evidence: str | None = None,
+) -> dict[str, Any]:
+    """Claims, limitations and usable claims from the visible entries of a lineage (log order).
+
+    ``repro_events`` come from the whole checkpoint: a re-run is evidence about its target
+    whoever ran it (typically a validation child re-running its parent's result).
+    ``work_dir_of(entry)`` locates a claim's artifacts for the ``verified`` level.
+    """
+    floor = EVIDENCE.index(check_evidence(min_evidence)) if min_evidence else 0
+    status = repro_status(repro_events)
+    claims = []
+    for entry in entries:
+        if entry.label in CLAIM_KINDS:
+            claim = research_dict(entry)
+            claim["grounded"] = is_grounded(entry)
+            claim["repro_status"] = status.get(entry.entry_id)
+            claim["evidence"] = evidence_level(entry, claim["repro_status"], work_dir_of(entry))
+            claims.append(claim)
+    claims.sort(key=lambda c: (_rank(c), c["seq"]))
+    if limit is not None:
+        claims = claims[:limit]
+    limitations = [research_dict(e) for e in entries if e.label == "failure_case"]
+    usable = [
+        c for c in claims
+        if c["grounded"] and c["repro_status"] != "rerun_failed" and EVIDENCE.index(c["evidence"]) >= floor
+    ]
+    return {"claims": claims, "limitations": limitations, "usable_for_claims": usable}
+
+
+def check_evidence(level: str | None) -> str:
+    if level not in EVIDENCE:
+        raise InvalidInput("min_evidence", f"unknown evidence level {level!r}; expected one of {', '.join(EVIDENCE)}")
+    return level
+
+
+def repro_events(catalog: Catalog, as_of: int | None = None) -> list[Entry]:
+    """Every visible reproducibility event of the checkpoint (re-runs count from anywhere)."""
+    return [e for e in catalog.entries.values() if e.kind == "reproducibility_event" and e.visible(as_of)]
+
+
+def render_grounded_block(ctx: Mapping[str, Any]) -> str:
+    """The prompt block listing usable claims with status, evidence and artifacts, or "" when none."""
+    usable = ctx.get("usable_for_claims") or []
+    if not usable:
+        return ""
+    lines = [
+        "## Verified results (artifact-grounded)",
+        "State quantitative claims only from this list; cite the artifacts. "
+        "Re-run status and evidence level (cited < hashed < verified < rerun_passed) in brackets.",
+    ]
+    for claim in usable:
+        arts = ", ".join(
+            f"{r.get('path')} (sha256 {r['sha256'][:12]})" if is_sha256(r.get("sha256")) else f"{r.get('path')} (not pinned)"
+            for r in claim["artifact_refs"] if isinstance(r, Mapping)
+        )
+        ptr = claim.get("metric_ptr")
+        metric = f" [{ptr.get('name')}={ptr.get('value')}]" if isinstance(ptr, Mapping) and ptr.get("name") else ""
+        status = claim.get("repro_status") or "unverified"
+        lines.append(f"- [{status}; evidence {claim.get('evidence', 'cited')}] {claim['node_id']}{metric}: {claim['text']} — artifacts: {arts}")
+    limitations = ctx.get("limitations") or []
+    if limitations:
+        lines.append("## Known limitations (failed attempts; do not present as results)")
+        lines.extend(f"- {lim['node_id']}: {lim['text']}" for lim in limitations)
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------- best node
+
+
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def best_node(nodes: Iterable[Mapping[str, Any]], primary_metric: str | None = None, higher_is_better: bool = True) -> Mapping | None:
+    """ARI's choice: nodes with real data first; then ``_scientific_score``; then the primary metric;
+    then the largest numeric metric."""
+
+    def key(node: Mapping[str, Any]) -> tuple:
+        metrics = node.get("metrics") or {}
+        real = bool(node.get("has_real_data", bool(metrics) and node.get("status", "success") == "success"))
+        score = _finite(metrics.get("_scientific_score"))
+        primary = _finite(metrics.get(primary_metric)) if primary_metric else None
+        if primary is not None and not higher_is_better:
+            primary = -primary
+        largest = max((v for v in map(_finite, metrics.values()) if v is not None), default=None)
+        return (
+            real,
+            score is not None, score or 0.0,
+            primary is not None, primary or 0.0,
+            largest is not None, largest or 0.0,
+        )
+
+    candidates = list(nodes)
+    return max(candidates, key=key) if candidates else None
+
+
+class VerifiedContextMixin:
+    """get_verified_context / write_verified_context on the backend."""
+
+    def get_verified_context(
+        self,
+        ancestor_ids: list[str],
+        purpose: str = "paper",
+        limit: int | None = None,
+        *,
+        min_evidence: str | None = None,
+        experiments_root: str | Path | None = None,
+        as_of: int | None = None,
+    ) -> dict:
+        """ARI's verified context of a lineage (``claims``, ``limitations``, ``usable_for_claims``),
+        each claim with its evidence level; ``min_evidence`` keeps weaker claims out of
+        ``usable_for_claims``. Artifacts are re-hashed under ``experiments_root`` (default: ARI's
+        layout beside the checkpoint) for the ``verified`` level."""
+        scope = self._node_ids(ancestor_ids)
+        if limit is not None:
+            self._limit(limit)
+        with self._lock:
+            self._read()
+            catalog = self.projector.catalog
+            roots = self._experiments_roots(experiments_root)
+            ctx = verified_context(
+                catalog.scope_entries(scope, as_of), repro_events(catalog, as_of), limit,
+                work_dir_of=lambda e: _work_dir(e, roots), min_evidence=min_evidence,
+            )
+        ctx["purpose"] = purpose
+        ctx["lineage"] = scope
+        self.access.read(
+            "node_scope", f"verified_context:{purpose}", scope, len(ctx["claims"]),
+            [{"entry_id": c["entry_id"], "src_node_id": c["node_id"]} for c in ctx["claims"]],
+            tool="get_verified_context", as_of=as_of,
+        )
+        return ctx
+
+    def _experiments_roots(self, given: str | Path | None) -> list[Path]:
+        """Where node work dirs may be: the given root, else ARI's layout
+        (``<root>/checkpoints/<run>`` beside ``<root>/experiments``) or ``experiments`` beside
+        the checkpoint."""
+        if given is not None:
+            return [Path(given)]
+        ckpt = self.checkpoint_dir.resolve()
+        return [ckpt.parent.parent / "experiments", ckpt.parent / "experiments"]
+
+    def write_verified_context(self, nodes: Iterable[Mapping[str, Any]], *, experiments_root: str | Path | None = None) -> Path | None:
+        """Pick the best node, take its root→best lineage, write ``verified_context.json``.
+
+        ``nodes`` are ARI's node dicts (``node_id`` or ``id``, ``metrics``, optional
+        ``has_real_data`` and ``status``). Nothing is written when there are no claims or
+        when ``ARI_MEMORY_CONSOLIDATE`` is off; the path is returned when written. The file
+        carries the log's head (``anchor``: seq and hash), so ``ari-ledger verify`` can tell
+        if the log was later cut back or rewritten.
+        """
+        if not config.consolidation_enabled():
+            return None
+        with self._lock:
+            self._read()
+            candidates = [dict(n, node_id=n.get("node_id") or n.get("id")) for n in nodes]
+            if any(not c["node_id"] for c in candidates):
+                raise InvalidInput("nodes", "every node needs a node_id (or id)")
+            context = self.get_experiment_context()
+            best = best_node(candidates, context.get("primary_metric"), context.get("higher_is_better", True) is not False)
+            if best is None:
+                return None
+            lineage = self.projector.catalog.lineage(best["node_id"])
+            ctx = self.get_verified_context(lineage, experiments_root=experiments_root)
+            if not ctx["claims"]:
+                return None
+            ctx.update(best_node=best["node_id"], best_node_id=best["node_id"], as_of_seq=self.ledger.last_seq,
+                       anchor={"seq": self.ledger.last_seq, "hash": self.ledger.last_hash})
+            path = self.checkpoint_dir / VERIFIED_CONTEXT_NAME
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(ctx, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+        return path
+
+
+def _work_dir(entry: Entry, roots: list[Path]) -> Path | None:
+    """The work dir of the node report a claim points at, under the first root that has it."""
+    ref = entry.metadata.get("node_report_ref")
+    if not isinstance(ref, Mapping):
+        return None
+    try:
+        run_id, node_id = check_run_id(ref.get("run_id")), check_run_id(ref.get("node_id"), "node_id")
+    except InvalidInput:
+        return None
+    for root in roots:
+        candidate = root / run_id / node_id
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def write_verified_context(checkpoint_dir: str | Path, nodes: Iterable[Mapping[str, Any]]) -> Path | None:
+    """ARI's pipeline entry point: the checkpoint's backend writes its verified context."""
+    from projections.api.backend import get_backend
+
+    return get_backend(checkpoint_dir).write_verified_context(nodes)

@@ -1,0 +1,229 @@
+"""The local projector: folds the log into the catalog and the semantic index, with a cursor.
+
+State and cursor are snapshotted together next to the log (``snapshot``), so a resume loads
+them and folds only the tail. The snapshot is a cache, never trusted blindly: one that fails
+its checksum, was made with another embedding model or for another checkpoint, or whose
+content disagrees with the log (``snapshot_check``) is rebuilt from the log, with a warning
+and a note the next snapshot keeps for ``status``. One that has folded events the log no
+longer holds is an alarm (RollbackDetected) until a person acts, never a silent rebuild.
+Rebuilding from scratch yields exactly the state of incremental folding.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+
+import msgspec
+
+from ledger import Ledger
+from ledger.anchor import Anchor
+from ledger.errors import RollbackDetected
+from ledger.events import Event, utc_now
+from ledger.ledger import ACT_ON_ROLLBACK
+
+from projections.models.catalog import Catalog
+from projections.models.semantic import Embedder, SemanticIndex
+from projections.engines.snapshot import (
+    SNAPSHOT_FORMAT,
+    SNAPSHOT_NAME,
+    Snapshot,
+    SnapshotError,
+    SnapshotPreamble,
+    read_preamble,
+    read_snapshot,
+    write_snapshot,
+)
+from projections.engines.snapshot_check import catalog_problem, random_rows, sample_problem, structure_problem, vectors_problem
+
+log = logging.getLogger("projections")
+
+SNAPSHOT_EVERY = 5000  # events folded since the last snapshot before an automatic save
+FOLD_CHUNK = 2048  # events embedded together
+
+
+class Projector:
+    """Catalog + semantic index of one ledger, kept at ``cursor`` (the last folded seq)."""
+
+    def __init__(self, ledger: Ledger, embedder: Embedder, *, use_snapshot: bool = True) -> None:
+        self.ledger = ledger
+        self.embedder = embedder
+        self.snapshot_path = ledger.checkpoint_dir / SNAPSHOT_NAME
+        self.cursor = 0
+        self.cursor_hash = ""
+        self.catalog = Catalog()
+        self.index = SemanticIndex(embedder)
+        self.rebuilt: str | None = None  # why this open did not use the snapshot (None: loaded, or none)
+        self._rebuilt_note: str | None = None  # the last rebuild, kept in every snapshot written
+        self._unsaved = 0
+        self._next_save = SNAPSHOT_EVERY
+        self.loaded_from_snapshot = use_snapshot and self._load()
+
+    # -- folding ---------------------------------------------------------------------
+
+    def catch_up(self) -> int:
+        """Fold every event after the cursor; return how many were folded."""
+        if self.ledger.refresh() <= self.cursor:
+            return 0
+        folded = 0
+        events = self.ledger.events(after=self.cursor)
+        while chunk := list(islice(events, FOLD_CHUNK)):
+            self.apply(chunk)
+            folded += len(chunk)
+        if self._unsaved >= self._next_save:
+            self.save()
+        return folded
+
+    def apply(self, events: list[Event]) -> None:
+        """Fold events that directly follow the cursor (in seq order)."""
+        if not events:
+            return
+        if events[0].seq != self.cursor + 1:
+            raise ValueError(f"projection at seq {self.cursor} cannot fold seq {events[0].seq}")
+        for event in events:
+            self.catalog.apply(event)
+        self.index.apply_batch(events)
+        self.cursor, self.cursor_hash = events[-1].seq, events[-1].hash
+        self._unsaved += len(events)
+
+    def lag(self) -> int:
+        """Events in the log not yet folded."""
+        return max(0, self.ledger.refresh() - self.cursor)
+
+    # -- snapshot --------------------------------------------------------------------
+
+    def save(self) -> Path | None:
+        """Write the snapshot atomically; return its path, or None when it was not written.
+
+        A snapshot is a cache, so this never raises: on a read-only ledger it is skipped, and
+        when the disk is full or the directory not writable it logs a warning, leaves no
+        temporary file, and the next open folds from the last snapshot that was written.
+        """
+        if self.ledger.readonly:
+            return None
+        preamble = SnapshotPreamble(
+            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.embedder.name, self.embedder.dim,
+            self._rebuilt_note,
+        )
+        try:
+            write_snapshot(self.snapshot_path, preamble, self.catalog.state(), self.index.blocks)
+        except (OSError, msgspec.EncodeError) as exc:
+            log.warning("could not save the projection snapshot %s (%s); the next open folds more of the log", self.snapshot_path, exc)
+            self._next_save = self._unsaved + SNAPSHOT_EVERY  # try again later, not on every fold
+            return None
+        self._unsaved = 0
+        self._next_save = SNAPSHOT_EVERY
+        return self.snapshot_path
+
+    def _load(self) -> bool:
+        try:
+            snap = read_snapshot(self.snapshot_path)
+        except FileNotFoundError:
+            return False
+        except SnapshotError as exc:
+            return self._discard(f"unreadable ({exc})")
+        reason = self._mismatch(snap.preamble)
+        if reason:
+            return self._discard(reason)
+        raise_on_rollback(self.ledger, snap.preamble)
+        catalog = Catalog(snap.catalog)
+        problem = structure_problem(catalog, snap.blocks, snap.preamble.cursor) or sample_problem(
+            self.ledger, catalog, snap.blocks, self.embedder
+        )
+        if problem:
+            return self._discard(f"its content disagrees with the log: {problem}")
+        self.catalog = catalog
+        self.index = SemanticIndex(self.embedder, snap.blocks)
+        self.cursor, self.cursor_hash = snap.preamble.cursor, snap.preamble.cursor_hash
+        self._rebuilt_note = snap.preamble.rebuilt
+        return True
+
+    def _discard(self, reason: str) -> bool:
+        """Rebuild from the log instead of using the snapshot, and say so."""
+        log.warning("projection snapshot %s not used: %s; rebuilding from the log", self.snapshot_path, reason)
+        self.rebuilt = reason
+        self._rebuilt_note = f"{utc_now()}: {reason}"
+        return False
+
+    def _mismatch(self, snap: SnapshotPreamble) -> str | None:
+        """Why a sound snapshot is not this projection's (then it is rebuilt, not an alarm)."""
+        if snap.model != self.embedder.name or snap.dim != self.embedder.dim:
+            return f"made with embedding model {snap.model} ({snap.dim}-dim), now {self.embedder.name} ({self.embedder.dim}-dim)"
+        if snap.cursor and self.ledger.ckpt is not None and snap.ckpt != self.ledger.ckpt:
+            return f"made for checkpoint {snap.ckpt}, this log is {self.ledger.ckpt}"
+        return None
+
+
+def snapshot_anchor(preamble: SnapshotPreamble) -> Anchor:
+    """The last event a snapshot folded, as an anchor on the log."""
+    return Anchor(SNAPSHOT_NAME, preamble.cursor_hash, preamble.cursor, preamble.ckpt)
+
+
+def rollback_problem(ledger: Ledger, preamble: SnapshotPreamble) -> str | None:
+    """Why the log no longer holds what this snapshot (of this checkpoint) folded, or None."""
+    if not preamble.cursor or (ledger.ckpt is not None and preamble.ckpt != ledger.ckpt):
+        return None  # nothing folded, or another checkpoint's snapshot: not an anchor on this log
+    return ledger.anchor_problem(snapshot_anchor(preamble))
+
+
+def raise_on_rollback(ledger: Ledger, preamble: SnapshotPreamble) -> None:
+    problem = rollback_problem(ledger, preamble)
+    if problem:
+        raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(preamble.cursor, ledger.last_seq + 1))
+
+
+@dataclass(frozen=True)
+class SnapshotCheck:
+    """What ``verify`` and ``status`` say about a checkpoint's snapshot."""
+
+    present: bool
+    cursor: int | None = None
+    rebuilt: str | None = None  # the last rebuild the snapshot records
+    rollback: str | None = None  # the log lost events the snapshot folded
+    problem: str | None = None  # unreadable, or its content disagrees with the log
+
+
+def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bool = True) -> SnapshotCheck:
+    """Check the checkpoint's snapshot against the log, read-only.
+
+    ``deep`` (``verify``): the whole file's checksum, the catalog against a fresh fold of the
+    log and a sample of vectors against a fresh embedding. Otherwise (``status``): the
+    preamble's own checksum and its anchor only.
+    """
+    path = ledger.checkpoint_dir / SNAPSHOT_NAME
+    try:
+        if not deep:
+            preamble = read_preamble(path)
+            return SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
+        snap = read_snapshot(path)
+    except FileNotFoundError:
+        return SnapshotCheck(False)
+    except SnapshotError as exc:
+        return SnapshotCheck(True, problem=f"{SNAPSHOT_NAME}: unreadable ({exc}); the next open rebuilds it from the log")
+    return _deep_check(ledger, snap, embedder)
+
+
+def _deep_check(ledger: Ledger, snap: Snapshot, embedder: Embedder | None) -> SnapshotCheck:
+    preamble = snap.preamble
+    found = SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
+    if found.rollback or (preamble.cursor and preamble.ckpt != ledger.ckpt):
+        return found
+    if embedder is None:
+        from projections.models.embedder import get_embedder
+
+        embedder = get_embedder()
+    if preamble.model != embedder.name:
+        return found  # another model's snapshot is rebuilt on open; its vectors cannot be compared here
+    catalog = Catalog(snap.catalog)
+    problem = (
+        structure_problem(catalog, snap.blocks, preamble.cursor)
+        or catalog_problem(ledger, snap.catalog, preamble.cursor)
+        or vectors_problem(catalog, snap.blocks, embedder, random_rows(catalog))
+    )
+    if problem:
+        return SnapshotCheck(
+            True, preamble.cursor, preamble.rebuilt,
+            problem=f"{SNAPSHOT_NAME}: its content disagrees with the log: {problem}; the next open rebuilds it",
+        )
+    return found

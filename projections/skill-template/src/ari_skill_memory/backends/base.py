@@ -1,4 +1,0 @@
-"""ARI's ``MemoryBackend`` type (ari-core names it by this path for type checking)."""
-from projections.backend import MemoryBackend
-
-__all__ = ["MemoryBackend"]
