@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable, Mapping
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from ledger import ConfigurationError, CopyOnWriteViolation, InvalidInput, Ledger, config
 from ledger.ari_import import ARI_KINDS, Planned, entry_key, plan_entries, seed_key, step_key, step_node
@@ -29,7 +29,9 @@ from ledger.events import CHECKPOINT_NODE, TRUNCATED, Event, check_text
 from projections.api.access_log import AccessLog
 from projections.api.audit import AuditMixin
 from projections.models.catalog import Entry, Step
+from projections.engines.embedded import EmbeddedEngine
 from projections.engines.local import Projector
+from projections.engines.protocol import SearchEngine
 from projections.api.research import ResearchMemory
 from projections.api.verified import VerifiedContextMixin
 from projections.api.working import WorkingContextMixin
@@ -39,45 +41,6 @@ log = logging.getLogger("projections")
 DEFAULT_LIMIT = 5
 IMPORT_BATCH = 1000
 MAX_PROBLEMS = 20
-
-
-class SearchEngine(Protocol):
-    """Where semantic search runs: the embedded index, or a Letta server."""
-
-    name: str
-
-    def search(self, query: str, node_ids: list[str], limit: int, as_of: int | None) -> list[tuple[str, float]]: ...
-
-    def react_search(self, query: str, limit: int, as_of: int | None) -> list[tuple[str, float]]: ...
-
-    def lag(self) -> int: ...
-
-    def health(self) -> dict[str, Any]: ...
-
-
-class EmbeddedEngine:
-    """The default engine: the local semantic index, no server."""
-
-    name = "embedded"
-
-    def __init__(self, projector: Projector) -> None:
-        self.projector = projector
-
-    def search(self, query: str, node_ids: list[str], limit: int, as_of: int | None) -> list[tuple[str, float]]:
-        vector = self.projector.embedder.embed([query])[0]
-        return self.projector.index.search(vector, node_ids, limit, as_of)
-
-    def react_search(self, query: str, limit: int, as_of: int | None) -> list[tuple[str, float]]:
-        from projections.models.semantic import REACT
-
-        vector = self.projector.embedder.embed([query])[0]
-        return self.projector.index.search(vector, [REACT], limit, as_of)
-
-    def lag(self) -> int:
-        return self.projector.lag()
-
-    def health(self) -> dict[str, Any]:
-        return {}
 
 
 def entry_dict(entry: Entry) -> dict[str, Any]:

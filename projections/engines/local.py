@@ -44,7 +44,13 @@ FOLD_CHUNK = 2048  # events embedded together
 
 
 class Projector:
-    """Catalog + semantic index of one ledger, kept at ``cursor`` (the last folded seq)."""
+    """Catalog + semantic index of one ledger, kept at ``cursor`` (the last folded seq).
+
+    The local :class:`~projections.engines.protocol.Projection`: always kept, whatever
+    engine answers searches, because every read of the API folds through it.
+    """
+
+    name = "local"
 
     def __init__(self, ledger: Ledger, embedder: Embedder, *, use_snapshot: bool = True) -> None:
         self.ledger = ledger
@@ -90,6 +96,22 @@ class Projector:
     def lag(self) -> int:
         """Events in the log not yet folded."""
         return max(0, self.ledger.refresh() - self.cursor)
+
+    def health(self) -> dict[str, object]:
+        return {"name": self.name, "cursor": self.cursor, "lag": self.lag(), "snapshot_rebuilt": self.rebuilt}
+
+    def restore(self, progress=None) -> dict[str, object]:
+        """Fold the whole log again from seq 0 (the snapshot is not read), then save it."""
+        target = self.ledger.refresh()
+        self.catalog, self.index = Catalog(), SemanticIndex(self.embedder)
+        self.cursor, self.cursor_hash, self._unsaved = 0, "", 0
+        events = self.ledger.events()
+        while chunk := list(islice(events, FOLD_CHUNK)):
+            self.apply(chunk)
+            if progress:
+                progress(self.cursor, target)
+        self.save()
+        return {"name": self.name, "cursor": self.cursor, "events": self.cursor}
 
     # -- snapshot --------------------------------------------------------------------
 
