@@ -122,8 +122,8 @@ for q in queries[200:]:
     r = b.search_memory(q, scope, 5)
     lat.append((time.perf_counter() - t) * 1000)
     assert len(r["results"]) == 5 and all(x["node_id"] in scope for x in r["results"])
-print(json.dumps({"loaded": b.projector.loaded_from_snapshot, "reopen_s": reopen, "p50": float(np.percentile(lat, 50)),
-                  "p99": float(np.percentile(lat, 99)), "rss": own_peak_rss_mb(), "scope_entries": sum(len(b.projector.catalog.node_entries(n)) for n in scope)}))
+print(json.dumps({"loaded": b.session.projector.loaded_from_snapshot, "reopen_s": reopen, "p50": float(np.percentile(lat, 50)),
+                  "p99": float(np.percentile(lat, 99)), "rss": own_peak_rss_mb(), "scope_entries": sum(len(b.session.projector.catalog.node_entries(n)) for n in scope)}))
 """
 
 

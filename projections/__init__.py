@@ -1,7 +1,27 @@
-"""The read side: projections folded from the ledger, and the APIs built on them.
+"""The read side of ARI's memory ledger, and the API and tools built on it.
 
-``backend`` is ARI's memory API (with the ``research``, ``verified``, ``audit`` and
-``working`` mixins); ``catalog`` and ``semantic`` are the local folds, ``projector`` keeps
-them with a cursor and a snapshot; ``letta`` folds into a Letta server; ``mcp_server`` and
-``cli`` are thin adapters.
+The layers point one way (``CONTRIBUTING.md``; checked by import-linter):
+
+- ``models``  — pure folds of the log: catalog, semantic index, reproducibility status;
+- ``engines`` — projections kept at a cursor (``local``: catalog + index + snapshot;
+  ``letta``: one Letta agent) and the search engines over them;
+- ``api``     — ARI's ``MemoryBackend``: a session per checkpoint and small services;
+- ``adapters``— the CLI, the MCP server, the embeddings endpoint, the HTML report, the demo;
+- ``letta_server`` — a local Letta server for tests, benchmarks and people (a tool beside the layers).
+
+The front door is ``get_backend`` (also ``from ledger import get_backend``).
 """
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MemoryBackend", "clear_backend_cache", "get_backend"]
+
+
+def __getattr__(name: str) -> Any:
+    """The API's front door, loaded on first use (importing a model does not load the API)."""
+    if name in __all__:
+        from projections.api import backend
+
+        return getattr(backend, name)
+    raise AttributeError(f"module 'projections' has no attribute {name!r}")

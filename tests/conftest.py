@@ -80,7 +80,7 @@ def backends_on(engine: str, request: pytest.FixtureRequest, monkeypatch: pytest
         for backend in made:
             backend.close()
             if engine == "letta":
-                delete_agent(backend.engine.letta)
+                delete_agent(backend.session.engine.letta)
 
 
 @pytest.fixture(params=ENGINES)

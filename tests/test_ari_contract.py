@@ -178,7 +178,7 @@ def test_purge_hides_everything_and_reports_counts(backend, monkeypatch) -> None
     backend.add_memory("child", "beta", {"q": 1})
     backend.react_add("ran kernel", {"node_id": "nX"})
     backend.seed_core_memory("", "", {"primary_metric": "GB_per_s"})
-    before = backend.ledger.last_seq
+    before = backend.session.ledger.last_seq
     assert backend.purge_checkpoint() == {"removed_node": 2, "removed_react": 1}
     assert backend.list_all_nodes() == {"by_node": {}}
     assert backend.react_get_all() == [] and backend.list_react_entries() == []
@@ -261,9 +261,9 @@ def test_backup_purge_restore_round_trip_and_a_second_restore_adds_nothing(backe
     assert {n: strip(es) for n, es in backend.list_all_nodes()["by_node"].items()} == {n: strip(es) for n, es in answers[0]["by_node"].items()}
     assert [(e["content"], e["ts"]) for e in backend.list_react_entries()] == [(e["content"], e["ts"]) for e in answers[1]]
     assert backend.get_experiment_context() == answers[2]
-    seq = backend.ledger.last_seq
+    seq = backend.session.ledger.last_seq
     assert _restore(backend, lines, overwrite=False) == 0  # resume's auto-restore twice: nothing duplicated
-    assert backend.ledger.last_seq == seq
+    assert backend.session.ledger.last_seq == seq
 
 
 # ---------------------------------------------------------------------------- health, access log

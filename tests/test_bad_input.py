@@ -88,7 +88,7 @@ def test_oversized_or_special_report_files_are_refused_fast(ckpt: Path, tmp_path
         for path, reason in ((work / "big.json", "the limit is"), (work / "missing.json", "file not found"), (work, "not a regular file")):
             with pytest.raises(InvalidInput, match=reason):
                 backend.consolidate_node_memory("root", path, work, current_node="root")
-        assert backend.ledger.last_seq == 0
+        assert backend.session.ledger.last_seq == 0
     finally:
         backend.close()
 

@@ -155,7 +155,7 @@ def test_through_the_backend_ari_shapes_idempotence_and_lineage(work: Path, tmp_
         assert [(w["kind"], w["ok"]) for w in out["written"]] == [("experiment_result", True), ("reflection", True)]
         again = backend.consolidate_node_memory("node_b4", builder_report(work), str(work), "run_1", current_node="node_b4")
         assert again["written"] == [] and [a["id"] for a in again["already"]] == [w["id"] for w in out["written"]]
-        node = backend.projector.catalog.nodes["node_b4"]  # ARI never announces a node: the report told us
+        node = backend.session.projector.catalog.nodes["node_b4"]  # ARI never announces a node: the report told us
         assert (node.parent_id, node.ancestor_ids, node.depth) == ("node_a1", ["root", "node_a1"], 2)
         refused = backend.consolidate_node_memory("node_b4", stub_report(), str(work), current_node="root")
         assert refused["ok"] is False and refused["written"] == [{"kind": "failure_case", "ok": False, "id": None}]
@@ -181,7 +181,7 @@ def test_a_report_path_is_read_only_if_it_is_a_regular_file_inside_the_work_dir(
             call.join(timeout=10)
             assert not call.is_alive(), f"{path} hung the call"
             assert isinstance(done[0], InvalidInput) and reason in str(done[0]), done
-        assert backend.ledger.last_seq == 0
+        assert backend.session.ledger.last_seq == 0
     finally:
         backend.close()
 

@@ -104,7 +104,7 @@ def test_cow_violation_leaves_the_ancestor_byte_identical(backend, monkeypatch: 
 def test_clear_is_a_tombstone_and_time_travel_sees_before(backend) -> None:
     first = add(backend, "root", "first note")
     add(backend, "root", "second note")
-    seq_before_clear = backend.ledger.last_seq
+    seq_before_clear = backend.session.ledger.last_seq
     assert backend.clear_node_memory("root", current_node="root") == {"removed": 2}
     assert backend.get_node_memory("root") == {"entries": []}
     assert backend.search_memory("note", ["root"], limit=5) == {"results": []}

@@ -83,28 +83,28 @@ def test_exact_scope_replay_and_snapshot(tree: dict[str, list[str]], data) -> No
 
         incremental = answers(backend, tree, query, 3)
         # replay from seq 0 into a fresh projector == the incremental fold
-        rebuilt = Projector(backend.ledger, get_embedder(), use_snapshot=False)
+        rebuilt = Projector(backend.session.ledger, get_embedder(), use_snapshot=False)
         rebuilt.catch_up()
-        assert rebuilt.catalog.state() == backend.projector.catalog.state()
-        for name, block in backend.projector.index.blocks.items():
+        assert rebuilt.catalog.state() == backend.session.projector.catalog.state()
+        for name, block in backend.session.projector.index.blocks.items():
             other = rebuilt.index.blocks[name]
             assert other.ids == block.ids and np.array_equal(other.matrix[: other.n], block.matrix[: block.n])
         backend.close()
 
         reopened = MemoryBackend(ckpt)  # from the snapshot
-        assert reopened.projector.loaded_from_snapshot
+        assert reopened.session.projector.loaded_from_snapshot
         assert answers(reopened, tree, query, 3) == incremental
         reopened.close()
 
         (ckpt / SNAPSHOT_NAME).unlink()
         cold = MemoryBackend(ckpt)
-        assert not cold.projector.loaded_from_snapshot
+        assert not cold.session.projector.loaded_from_snapshot
         assert answers(cold, tree, query, 3) == incremental
         cold.close()
 
         (ckpt / SNAPSHOT_NAME).write_bytes(b"\x28\xb5\x2f\xfd garbage")
         corrupt = MemoryBackend(ckpt)
-        assert not corrupt.projector.loaded_from_snapshot
+        assert not corrupt.session.projector.loaded_from_snapshot
         assert answers(corrupt, tree, query, 3) == incremental
         corrupt.close()
 

@@ -79,7 +79,7 @@ def test_a_rebuild_is_recorded_for_status(ckpt: Path) -> None:
                             text=True, env=subprocess_env())
     assert "unreadable (checksum mismatch:" in json.loads(status.stdout)["projections"]["snapshot"]["problem"]
     backend = MemoryBackend(ckpt)
-    assert backend.projector.rebuilt.startswith("unreadable")
+    assert backend.session.projector.rebuilt.startswith("unreadable")
     backend.health()  # a read folds the log, so close() saves the rebuilt state
     backend.close()
     status = subprocess.run([sys.executable, "-m", "projections", "status", str(ckpt), "--json"], capture_output=True,
@@ -137,10 +137,10 @@ def test_whatever_the_log_accepts_the_snapshot_saves(ckpt: Path, monkeypatch: py
     assert backend.add_memory("root", "huge numbers", huge, current_node="root")["ok"]
     for i in range(45):  # automatic saves every 20 events still work, and no add raises after writing
         assert backend.add_memory("root", f"later {i}", current_node="root")["ok"]
-    assert backend.projector._unsaved < 20
+    assert backend.session.projector._unsaved < 20
     backend.close()
     reopened = MemoryBackend(ckpt)
-    assert reopened.projector.loaded_from_snapshot
+    assert reopened.session.projector.loaded_from_snapshot
     assert reopened.get_node_memory("root")["entries"][0]["metadata"] == huge
     reopened.close()
 

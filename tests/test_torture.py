@@ -81,14 +81,14 @@ import os, random, sys
 from projections.api.backend import MemoryBackend
 ckpt, rnd = sys.argv[1], random.Random(int(sys.argv[2]))
 backend = MemoryBackend(ckpt)
-print("ready", len(backend.ledger.recovered), flush=True)
+print("ready", len(backend.session.ledger.recovered), flush=True)
 i = 0
 while True:
     result = backend.add_memory("root", f"note {i} " + os.urandom(rnd.randint(8, 400)).hex(), {"i": i})
     print(result["id"], flush=True)
     i += 1
     if i % 15 == 0:  # snapshot saves too, so kills land in them
-        backend.projector.save()
+        backend.session.projector.save()
 """
 
 
@@ -378,7 +378,7 @@ def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
             assert failures > 0, "the filesystem never filled up"
         backend = MemoryBackend(ckpt)
         backend.health()  # folds everything; the snapshot cannot be saved on the full disk
-        assert backend.projector.save() is None
+        assert backend.session.projector.save() is None
         backend.close()
         assert list(ckpt.glob(SNAPSHOT_NAME + ".*.tmp")) == []
         filler.unlink()

@@ -27,14 +27,14 @@ from projections.api.backend import MemoryBackend
 
 def backup_lines(backend: MemoryBackend) -> Iterator[dict[str, Any]]:
     """The backup's lines, from one consistent moment of the log (the seq on disk now)."""
-    seq = backend.ledger.refresh()
+    seq = backend.session.ledger.refresh()
     for node_id, entries in backend.list_all_nodes(as_of=seq)["by_node"].items():
         for e in entries:
             yield {"kind": "node_scope", "node_id": node_id, "text": e["text"], "metadata": e["metadata"], "ts": e["ts"]}
     for e in backend.list_react_entries(as_of=seq):
         yield {"kind": "react_step", "text": e["content"], "metadata": e["metadata"], "ts": e["ts"]}
     context = backend.get_experiment_context(as_of=seq)
-    seed = backend.projector.catalog.context(seq)
+    seed = backend.session.projector.catalog.context(seq)
     if seed is not None:
         yield {"kind": "core_seed", "persona": seed.persona, "human": seed.human, "context": context,
                "seeded_at": context.get("seeded_at", seed.ts)}

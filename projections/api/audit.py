@@ -18,6 +18,9 @@ from ledger.events import is_sha256
 from ledger.provenance import resolve_inside, sha256_file
 from ledger.typed import evidence_refs
 
+from projections.api.session import Session
+from projections.api.shapes import AuditResult, AuditRow
+
 STATUSES = ("verified", "missing", "mismatch", "unhashed")
 
 
@@ -43,22 +46,24 @@ def check_run_id(run_id: object, field: str = "run_id") -> str:
     return run_id
 
 
-class AuditMixin:
-    """audit_memory on the backend."""
+class Audit:
+    """Re-hash the artifacts every memory entry cites."""
 
-    def audit_memory(self, experiments_root: str | Path, run_id: str | None = None) -> dict[str, Any]:
-        """Re-hash the artifacts every memory entry cites: ARI's ``{"summary", "results"}``, plus
-        ``ok`` (false on missing, mismatch or a broken chain) and the chain check."""
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def run(self, experiments_root: str | Path, run_id: str | None) -> AuditResult:
+        """ARI's ``{"summary", "results"}``, plus ``ok`` (false on missing, mismatch or a broken
+        chain) and the chain check."""
         root = Path(experiments_root)
         if not root.is_dir():
             raise InvalidInput("experiments_root", f"{root} is not a directory")
         if run_id is not None:
             check_run_id(run_id)
-        with self._lock:
-            self._read()
-            entries = list(self.projector.catalog.entries.values())
-            chain = self.ledger.verify()
-        seen: dict[tuple, dict] = {}
+        with self.session.reading() as catalog:
+            entries = list(catalog.entries.values())
+            chain = self.session.ledger.verify()
+        seen: dict[tuple[Any, ...], AuditRow] = {}
         for entry in entries:
             ref = entry.metadata.get("node_report_ref")
             if not isinstance(ref, Mapping) or (run_id is not None and ref.get("run_id") != run_id):
@@ -81,11 +86,11 @@ class AuditMixin:
                     "role": art.get("role", "unknown"),
                     "recorded_sha256": art.get("sha256"),
                     "current_sha256": current,
-                    "status": status,
+                    "status": status,  # type: ignore[typeddict-item]
                     "memory_ids": [entry.entry_id],
                 }
         results = sorted(seen.values(), key=lambda r: (r["run_id"], r["node_id"], r["path"]))
         summary = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
         ok = chain.ok and not summary["missing"] and not summary["mismatch"]
-        self.access.record("audit", "audit_memory", summary=summary)
+        self.session.access.record("audit", "audit_memory", summary=summary)
         return {"ok": ok, "summary": summary, "results": results, "chain": asdict(chain)}

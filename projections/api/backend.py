@@ -1,15 +1,14 @@
-"""ARI's memory API over one checkpoint: writes go to the ledger, reads come from projections.
+"""ARI's memory API over one checkpoint: ``MemoryBackend`` and its per-process cache.
 
 This is ARI's ``MemoryBackend`` contract (``ari_skill_memory.backends.base``) with ARI's method
-names, argument names and return shapes, so ARI's hooks, ``ari resume``, ``ari memory
-backup/restore`` and ARI's own tests work on it unchanged. This library's additions (entry
-ids and ``seq`` in results, ``as_of=`` time travel, ``findings``, ``current_node=``) are
-extra keys and keyword-only arguments, never replacements.
+names, argument names and return shapes (``shapes``), so ARI's hooks, ``ari resume``, ``ari
+memory backup/restore`` and ARI's own tests work on it unchanged. This library's additions
+(entry ids and ``seq`` in results, ``as_of=`` time travel, ``findings``, ``current_node=``)
+are extra keys and keyword-only arguments, never replacements.
 
-Every read first folds whatever the log gained since the last read, from this process or
-another, so reads see every acknowledged write. Once an event is durable the call succeeds:
-work after it (folding, the access log, a snapshot save) can only leave a warning in
-``health()``, never turn a saved write into a reported failure.
+The class is the plain list of those calls. Each delegates to one small service, and every
+service shares one :class:`~projections.api.session.Session` (the ledger, the projections,
+the search engine, the access log, one lock).
 """
 from __future__ import annotations
 
@@ -22,48 +21,39 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from ledger import ConfigurationError, CopyOnWriteViolation, InvalidInput, Ledger, config
-from ledger.ari_import import ARI_KINDS, Planned, entry_key, plan_entries, seed_key, step_key, step_node
-from ledger.events import CHECKPOINT_NODE, TRUNCATED, Event, check_text
+from ledger import ConfigurationError, config
 
-from projections.api.access_log import AccessLog
-from projections.api.audit import AuditMixin
-from projections.models.catalog import Entry, Step
-from projections.engines.embedded import EmbeddedEngine
-from projections.engines.local import Projector
-from projections.engines.protocol import SearchEngine
-from projections.api.research import ResearchMemory
-from projections.api.verified import VerifiedContextMixin
-from projections.api.working import WorkingContextMixin
+from projections.api.audit import Audit
+from projections.api.context import ExperimentContext
+from projections.api.imports import Imports
+from projections.api.nodes import DEFAULT_LIMIT, Nodes
+from projections.api.react import ReactTrace
+from projections.api.research import Research
+from projections.api.session import Session
+from projections.api.shapes import (
+    AddResult,
+    AuditResult,
+    ByNode,
+    ClearResult,
+    ConsolidationResult,
+    Health,
+    ImportResult,
+    NodeMemory,
+    PurgeResult,
+    ReactAdded,
+    ResearchEntryView,
+    ResearchResult,
+    SearchResult,
+    SeedResult,
+    StartResult,
+    StepView,
+    VerifiedContextView,
+    WorkingContext,
+)
+from projections.api.verified import VerifiedContext
+from projections.api.working import WorkingContextBuilder
 
 log = logging.getLogger("projections")
-
-DEFAULT_LIMIT = 5
-IMPORT_BATCH = 1000
-MAX_PROBLEMS = 20
-
-
-def entry_dict(entry: Entry) -> dict[str, Any]:
-    """An entry in ARI's shape (``entry_id``, ``text``, ``metadata``, ``ts`` float seconds) plus
-    this library's ``node_id``, ``kind``, ``seq`` and, when there are any, ``findings``."""
-    out = {
-        "entry_id": entry.entry_id,
-        "node_id": entry.node_id,
-        "text": entry.text,
-        "metadata": entry.metadata,
-        "ts": entry.ts,
-        "kind": entry.kind,
-        "seq": entry.seq,
-    }
-    if entry.findings:
-        out["findings"] = entry.findings
-    return out
-
-
-def step_dict(step: Step) -> dict[str, Any]:
-    """A ReAct step in ARI's shape (``id``, ``content``, ``metadata``, ``ts``) plus ``seq``."""
-    return {"id": step.step_id, "content": step.content, "metadata": step.metadata, "ts": step.ts,
-            "entry_id": step.step_id, "node_id": step.node_id, "seq": step.seq}
 
 
 def _version() -> str:
@@ -73,383 +63,234 @@ def _version() -> str:
         return "ari-memory-ledger (source)"
 
 
-def checkpoint_hash(checkpoint_dir: Path) -> str:
-    """ARI's namespace of a checkpoint: ``sha1(str(resolved path))[:12]`` (Letta agent names)."""
-    import hashlib
+class MemoryBackend:
+    """One checkpoint's memory. Get it with :func:`get_backend` (one per checkpoint per process).
 
-    return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
-
-
-class MemoryBackend(ResearchMemory, VerifiedContextMixin, AuditMixin, WorkingContextMixin):
-    """One checkpoint's memory. Get it with :func:`get_backend`.
-
-    The base class holds ARI's ``MemoryBackend`` contract; the mixins add the typed research
-    layer (``research``), verified context (``verified``), audit and working context.
+    ``readonly=True`` opens an existing checkpoint only to read it: nothing in the directory
+    changes. On a read-only filesystem the backend falls back to that by itself; writes then
+    raise ``LedgerReadOnly`` saying why.
     """
 
-    def __init__(self, checkpoint_dir: str | Path, *, embedder=None, readonly: bool = False) -> None:
-        """Open a checkpoint's memory (created when missing).
+    def __init__(self, checkpoint_dir: str | Path, *, embedder: Any = None, readonly: bool = False) -> None:
+        self.session = session = Session(checkpoint_dir, embedder=embedder, readonly=readonly)
+        self._nodes = Nodes(session)
+        self._react = ReactTrace(session)
+        self._context = ExperimentContext(session)
+        self._imports = Imports(session)
+        self._research = Research(session, self._nodes, self._context)
+        self._verified = VerifiedContext(session, self._context)
+        self._audit = Audit(session)
+        self._working = WorkingContextBuilder(session, self._context)
 
-        ``readonly=True`` opens an existing checkpoint only to read it (a person's ``search``):
-        nothing in the directory changes — no recovery, no snapshot, no access log. On a
-        read-only filesystem the backend falls back to that by itself; writes then raise
-        ``LedgerReadOnly`` saying why.
-        """
-        from projections.models.embedder import get_embedder
-
-        checkpoint_dir = Path(checkpoint_dir)
-        self.checkpoint_dir = checkpoint_dir
-        self.namespace = checkpoint_hash(checkpoint_dir)
-        if readonly:
-            self.ledger = Ledger.open(checkpoint_dir, create=False, readonly=True)
-        else:
-            self.ledger = Ledger.open(checkpoint_dir, readonly_fallback=True)
-        self.projector = Projector(self.ledger, embedder or get_embedder())
-        self.engine: SearchEngine = EmbeddedEngine(self.projector)
-        if config.letta_base_url():
-            from projections.engines.letta import LettaEngine
-
-            self.engine = LettaEngine(self.projector, self.engine)
-        self.access = AccessLog(checkpoint_dir, muted=self.ledger.readonly)
-        self.problems: list[str] = []  # what failed after a write was already durable
-        self._lock = threading.RLock()
+    # -- what callers may look at (read-only views of the session) -----------------------
 
     @property
-    def _access(self) -> AccessLog:
-        """ARI's name for the access log (ARI's tests drain it with ``_access.flush_and_close()``)."""
-        return self.access
+    def checkpoint_dir(self) -> Path:
+        return self.session.checkpoint_dir
+
+    @property
+    def namespace(self) -> str:
+        return self.session.namespace
 
     @property
     def closed(self) -> bool:
-        return self.ledger.closed
+        return self.session.closed
+
+    @property
+    def _access(self) -> Any:
+        """ARI's name for the access log (ARI's tests drain it with ``_access.flush_and_close()``)."""
+        return self.session.access
 
     def close(self) -> None:
-        """Save the projection snapshot and close the log (a failed save is only a warning)."""
-        with self._lock:
-            if self.ledger.closed:
-                return
-            if self.projector._unsaved:
-                self._after_durable("saving the projection snapshot", self.projector.save)
-            self.access.flush_and_close()
-            self.ledger.close()
+        """Save the projection snapshot and close the log (a failed save is only a problem)."""
+        self.session.close()
 
-    # -- plumbing --------------------------------------------------------------------
+    # -- ARI's node scope --------------------------------------------------------------
 
-    def _read(self) -> None:
-        """Fold what the log gained (read-your-writes, across processes)."""
-        self.projector.catch_up()
-
-    def _write(self, node_id: str, type: str, body: dict, current_node: str | None = None) -> Event:
-        """Append one event; once it is durable nothing after it can fail the call."""
-        event = self.ledger.append(node_id, type, body, current_node=current_node)
-        self._after_durable("folding the new event", self.projector.catch_up)
-        return event
-
-    def _after_durable(self, what: str, work) -> None:
-        """Run work that follows a durable write; a failure becomes a problem in ``health()``."""
-        try:
-            work()
-        except Exception as exc:  # noqa: BLE001 - the event is durable: report, never fail the write
-            problem = f"{what} failed: {type(exc).__name__}: {exc}"[:300]
-            self.problems = [*self.problems[-(MAX_PROBLEMS - 1):], problem]
-            log.warning("%s (the log holds the event; the next read retries)", problem)
-
-    @staticmethod
-    def _limit(limit: object, field: str = "limit") -> int:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise InvalidInput(field, f"must be a non-negative integer, got {limit!r}")
-        return limit
-
-    @staticmethod
-    def _node_ids(ids: object, field: str = "ancestor_ids") -> list[str]:
-        if isinstance(ids, str) or not isinstance(ids, (list, tuple)):
-            raise InvalidInput(field, "must be a list of node ids")
-        for i, nid in enumerate(ids):
-            if not isinstance(nid, str):
-                raise InvalidInput(f"{field}[{i}]", "must be a string")
-        return list(ids)
-
-    @staticmethod
-    def _metadata(metadata: object, field: str = "metadata") -> dict[str, Any]:
-        if metadata is None:
-            return {}
-        if not isinstance(metadata, Mapping):
-            raise InvalidInput(field, f"must be an object (a dict) or None, got {type(metadata).__name__}")
-        return dict(metadata)
-
-    def _refused(self, tool: str, exc: CopyOnWriteViolation, current_node: str | None) -> None:
-        self.access.record("refused", tool, node=current_node, error=exc.message)
-
-    # -- node scope --------------------------------------------------------------------
-
-    def start_node(
-        self,
-        node_id: str,
-        parent_id: str | None = None,
-        ancestor_ids: Iterable[str] = (),
-        label: str = "other",
-        depth: int | None = None,
-        eval_summary: str | None = None,
-        *,
-        current_node: str | None = None,
-    ) -> dict[str, Any]:
-        """Record a node of the tree. ARI never calls this; the lineage is also learned from
-        the node reports that consolidation reads."""
-        ancestors = list(ancestor_ids)
-        if node_id in ancestors:
-            raise InvalidInput("ancestor_ids", f"lists {node_id!r} itself")
-        body = {"parent_id": parent_id, "ancestor_ids": ancestors, "label": label, "depth": len(ancestors) if depth is None else depth}
-        if eval_summary is not None:
-            body["eval_summary"] = eval_summary
-        with self._lock:
-            try:
-                event = self._write(node_id, "node_started", body, current_node)
-            except CopyOnWriteViolation as exc:
-                self._refused("start_node", exc, current_node)
-                return exc.as_dict()
-        self.access.record("start", "start_node", node=current_node, entry_id=event.id, seq=event.seq)
-        return {"ok": True, "id": event.id, "seq": event.seq}
-
-    def add_memory(self, node_id: str, text: str, metadata: dict | None = None, *, current_node: str | None = None) -> dict[str, Any]:
+    def add_memory(self, node_id: str, text: str, metadata: dict[str, Any] | None = None, *,
+                   current_node: str | None = None) -> AddResult:
         """Add a node-scope entry; only the current node may write its own memory (CoW).
+        Entries ARI's writer typed (``metadata`` with ``mem_kind``, refs, …) are typed here too."""
+        from projections.api.checks import metadata as checked
 
-        Typed entries written by ARI's writer (``metadata`` with ``mem_kind``, refs, …) are
-        typed entries here too; what is wrong with them is recorded as ``findings``.
-        """
-        return self._add_entry(node_id, {"text": text, "metadata": self._metadata(metadata)}, "add_memory", current_node)
+        return self._nodes.add(node_id, {"text": text, "metadata": checked(metadata)}, "add_memory", current_node)
 
-    def _add_entry(self, node_id: str, body: dict, tool: str, current_node: str | None) -> dict[str, Any]:
-        with self._lock:
-            try:
-                event = self._write(node_id, "memory_added", body, current_node)
-            except CopyOnWriteViolation as exc:
-                self._refused(tool, exc, current_node)
-                return exc.as_dict()
-        stored = event.body
-        extra = {"findings": stored["findings"]} if stored.get("findings") else {}
-        self.access.write("node_scope", event.id, stored["text"], stored.get("metadata", {}), tool=tool, node=current_node, seq=event.seq, **extra)
-        return {"ok": True, "id": event.id, "seq": event.seq, **extra}
-
-    def search_memory(self, query: str, ancestor_ids: list[str], limit: int = DEFAULT_LIMIT, *, as_of: int | None = None) -> dict[str, Any]:
+    def search_memory(self, query: str, ancestor_ids: list[str], limit: int = DEFAULT_LIMIT, *,
+                      as_of: int | None = None) -> SearchResult:
         """Entries of exactly ``ancestor_ids``, ranked by semantic similarity to ``query``."""
-        check_text(query, "query")
-        scope, limit = self._node_ids(ancestor_ids), self._limit(limit)
-        if not scope:
-            return {"results": []}
-        with self._lock:
-            self._read()
-            hits = self.engine.search(query, scope, limit, as_of) if limit else []
-            entries = self.projector.catalog.entries
-            results = [{**entry_dict(entries[entry_id]), "score": score} for entry_id, score in hits]
-        self.access.read(
-            "node_scope", query, scope, limit,
-            [{"entry_id": r["entry_id"], "src_node_id": r["node_id"], "score": r["score"]} for r in results],
-            tool="search_memory", as_of=as_of,
-        )
-        return {"results": results}
+        return self._nodes.search(query, ancestor_ids, limit, as_of)
 
-    def get_node_memory(self, node_id: str, *, as_of: int | None = None) -> dict[str, Any]:
-        """A node's entries in log order (ARI's deterministic ancestor-inheritance read)."""
-        with self._lock:
-            self._read()
-            entries = [entry_dict(e) for e in self.projector.catalog.node_entries(node_id, as_of)]
-        self.access.read(
-            "node_scope", "inherit:get_node_memory", [node_id], len(entries),
-            [{"src_node_id": node_id, "entry_id": e["entry_id"], "type": e["metadata"].get("type")} for e in entries],
-            tool="get_node_memory", as_of=as_of,
-        )
-        return {"entries": entries}
+    def get_node_memory(self, node_id: str, *, as_of: int | None = None) -> NodeMemory:
+        """A node's entries in log order (ARI's ancestor-inheritance read)."""
+        return self._nodes.get(node_id, as_of)
 
-    def clear_node_memory(self, node_id: str, *, current_node: str | None = None) -> dict[str, Any]:
+    def clear_node_memory(self, node_id: str, *, current_node: str | None = None) -> ClearResult:
         """Tombstone the node's entries (self only, CoW); the log keeps them."""
-        with self._lock:
-            self._read()
-            visible = len(self.projector.catalog.node_entries(node_id))
-            try:
-                event = self._write(node_id, "node_cleared", {}, current_node)
-            except CopyOnWriteViolation as exc:
-                self._refused("clear_node_memory", exc, current_node)
-                return {"removed": 0, "error": exc.message}
-        self.access.record("clear", "clear_node_memory", node=current_node, entry_id=event.id, seq=event.seq, removed=visible)
-        return {"removed": visible}
+        return self._nodes.clear(node_id, current_node)
 
-    def list_all_nodes(self, *, as_of: int | None = None) -> dict[str, Any]:
-        """Every node with visible entries, and its entries."""
-        with self._lock:
-            self._read()
-            catalog = self.projector.catalog
-            by_node = {nid: [entry_dict(e) for e in catalog.node_entries(nid, as_of)] for nid in catalog.node_ids(as_of)}
-        return {"by_node": by_node}
+    def list_all_nodes(self, *, as_of: int | None = None) -> ByNode:
+        return self._nodes.list_all(as_of)
 
-    def bulk_get_node_memory(self, node_ids: list[str], *, as_of: int | None = None) -> dict[str, Any]:
+    def bulk_get_node_memory(self, node_ids: list[str], *, as_of: int | None = None) -> ByNode:
         """The entries of exactly these nodes (every id requested gets a list, maybe empty)."""
-        ids = self._node_ids(node_ids, "node_ids")
-        with self._lock:
-            self._read()
-            catalog = self.projector.catalog
-            by_node = {nid: [entry_dict(e) for e in catalog.node_entries(nid, as_of)] for nid in dict.fromkeys(ids)}
-        self.access.read(
-            "node_scope", "inherit:bulk_get_node_memory", ids, sum(len(v) for v in by_node.values()),
-            [{"src_node_id": nid, "count": len(by_node[nid])} for nid in by_node],
-            tool="bulk_get_node_memory", as_of=as_of,
-        )
-        return {"by_node": by_node}
+        return self._nodes.bulk_get(node_ids, as_of)
 
-    def purge_checkpoint(self) -> dict[str, Any]:
-        """ARI's purge (``ari delete``, restore with overwrite): hide every entry, ReAct step and
-        the core seed with one tombstone. The log keeps them; reads as of an earlier seq see them."""
-        with self._lock:
-            self._read()
-            catalog = self.projector.catalog
-            removed_node = sum(1 for e in catalog.entries.values() if e.visible(None))
-            removed_react = len(catalog.steps_as_of())
-            if removed_node or removed_react or catalog.context() is not None:
-                event = self._write(config.current_node() or CHECKPOINT_NODE, "checkpoint_purged", {})
-                self.access.record("purge", "purge_checkpoint", entry_id=event.id, seq=event.seq,
-                                   removed_node=removed_node, removed_react=removed_react)
-        return {"removed_node": removed_node, "removed_react": removed_react}
+    def purge_checkpoint(self) -> PurgeResult:
+        """ARI's purge (``ari delete``, restore with overwrite): one tombstone hides everything."""
+        return self._nodes.purge()
 
-    def bulk_import(self, entries: list[dict], kind: str, *, source: str = "bulk_import") -> dict[str, Any]:
-        """Import ARI entries of one kind (``node_scope``, ``react_step``, ``core_seed``).
+    def bulk_import(self, entries: list[Mapping[str, Any]], kind: str, *, source: str = "bulk_import") -> ImportResult:
+        """Import ARI entries of one kind (``node_scope``, ``react_step``, ``core_seed``), once:
+        an entry already visible is skipped. ``source`` is recorded in each event's ``origin``."""
+        return self._imports.bulk_import(entries, kind, source)
 
-        Idempotent: an entry whose content (node, text, metadata, ts) is already visible is
-        skipped, so restoring the same backup twice, or a backup of this very checkpoint,
-        adds nothing. ARI's ``ts`` is kept. All entries are checked before any is written.
-        ``source`` (this library's addition) is recorded in each event's ``origin``.
-        """
-        planned = plan_entries(entries, kind, source=source)
-        with self._lock:
-            self._read()
-            fresh = self._not_yet_imported(planned)
-            for start in range(0, len(fresh), IMPORT_BATCH):
-                with self.ledger.batch() as batch:
-                    for p in fresh[start : start + IMPORT_BATCH]:
-                        batch.append(p.node, p.type, p.body, current_node=p.node)
-            if fresh:
-                self._after_durable("folding the imported events", self.projector.catch_up)
-        self.access.record("import", "bulk_import", kind=kind, imported=len(fresh), skipped=len(planned) - len(fresh))
-        return {"imported": len(fresh), "kind": kind, "skipped": len(planned) - len(fresh)}
+    # -- ARI's ReAct trace ---------------------------------------------------------------
 
-    def _not_yet_imported(self, planned: list[Planned]) -> list[Planned]:
-        """The planned events whose content is not visible yet (nor earlier in the same call).
+    def react_add(self, content: str, metadata: dict[str, Any] | None = None) -> ReactAdded:
+        """Append a step to the flat trace (ARI returns nothing; the id here is an addition)."""
+        return self._react.add(content, metadata)
 
-        An entry ARI gave no time matches a visible entry with the same content, whatever
-        its time (each is also keyed without one), so it is imported once, not on every run.
-        """
-        catalog = self.projector.catalog
-        seen: set[str] = set()
-        nodes = {p.node for p in planned if p.type == "memory_added"}
-        for nid in nodes:
-            for e in catalog.node_entries(nid):
-                seen.update((entry_key(nid, e.text, e.metadata, e.ts), entry_key(nid, e.text, e.metadata, None)))
-        if any(p.type == "react_step" for p in planned):
-            for s in catalog.steps_as_of():
-                seen.update((step_key(s.content, s.metadata, s.ts), step_key(s.content, s.metadata, None)))
-        seed = catalog.context()
-        if seed is not None:
-            seen.add(seed_key(seed.persona, seed.human, seed.context))
-        fresh = []
-        for p in planned:
-            if p.key not in seen:
-                seen.add(p.key)
-                fresh.append(p)
-        return fresh
+    def react_search(self, query: str, limit: int = 10, *, as_of: int | None = None) -> list[StepView]:
+        return self._react.search(query, limit, as_of)
 
-    # -- ReAct trace -------------------------------------------------------------------
+    def react_get_all(self, *, as_of: int | None = None) -> list[StepView]:
+        return self._react.entries(None, as_of)
 
-    def react_add(self, content: str, metadata: dict | None = None) -> dict[str, Any]:
-        """Append a step to the checkpoint's flat ReAct trace (ARI returns None; the id here
-        is an addition). ``ARI_REACT_MEMORY_MAX_ENTRY_CHARS`` cuts long steps as ARI does."""
-        if not isinstance(content, str):
-            raise InvalidInput("content", f"must be a string, got {type(content).__name__}")
-        metadata = self._metadata(metadata)
-        body: dict[str, Any] = {"content": content, "metadata": metadata}
-        cap = config.react_max_entry_chars()
-        if cap and len(content) > cap:
-            body["content"] = content[:cap] + TRUNCATED
-            body["findings"] = [{"field": "content", "reason": f"{len(content)} characters cut to ARI_REACT_MEMORY_MAX_ENTRY_CHARS={cap}"}]
-        node = step_node(metadata, config.current_node())
-        with self._lock:
-            event = self._write(node, "react_step", body)
-        self.access.write("react_step", event.id, event.body["content"], metadata, tool="react_add", seq=event.seq)
-        return {"ok": True, "id": event.id, "seq": event.seq}
+    def list_react_entries(self, limit: int | None = None, *, as_of: int | None = None) -> list[StepView]:
+        """The trace in order; with ``limit``, its last ``limit`` steps (as ARI)."""
+        return self._react.entries(limit, as_of)
 
-    def react_search(self, query: str, limit: int = 10, *, as_of: int | None = None) -> list[dict[str, Any]]:
-        """Semantic search over the whole ReAct trace (no ancestor filter), best first."""
-        check_text(query, "query")
-        limit = self._limit(limit)
-        with self._lock:
-            self._read()
-            hits = self.engine.react_search(query, limit, as_of) if limit else []
-            steps = {s.step_id: s for s in self.projector.catalog.steps_as_of(as_of)}
-            results = [{**step_dict(steps[sid]), "score": score} for sid, score in hits]
-        self.access.read(
-            "react_step", query, None, limit,
-            [{"entry_id": r["id"], "src_node_id": "", "score": r["score"]} for r in results],
-            tool="react_search", as_of=as_of,
-        )
-        return results
+    # -- ARI's experiment context --------------------------------------------------------
 
-    def react_get_all(self, *, as_of: int | None = None) -> list[dict[str, Any]]:
-        """The whole ReAct trace in order."""
-        return self.list_react_entries(as_of=as_of)
-
-    def list_react_entries(self, limit: int | None = None, *, as_of: int | None = None) -> list[dict[str, Any]]:
-        """The ReAct trace in order; with ``limit``, its last ``limit`` steps (as ARI)."""
-        if limit is not None:
-            self._limit(limit)
-        with self._lock:
-            self._read()
-            steps = self.projector.catalog.steps_as_of(as_of)
-        if limit is not None:
-            steps = steps[-limit:] if limit else []
-        return [step_dict(s) for s in steps]
-
-    # -- experiment context ------------------------------------------------------------
-
-    def seed_core_memory(self, persona: str, human: str, context: dict | None = None) -> dict[str, Any]:
-        """Seed the experiment context (goal, primary metric, hardware, …) once it is known."""
-        node = config.current_node() or CHECKPOINT_NODE
-        body = {"persona": persona, "human": human, "context": self._metadata(context, "context")}
-        with self._lock:
-            event = self._write(node, "core_seeded", body)
-            seed = self.projector.catalog.context()
-        seeded_at = seed.ts if seed is not None and seed.seq == event.seq else time.time()
-        self.access.record("seed", "seed_core_memory", entry_id=event.id, seq=event.seq)
-        return {"ok": True, "seeded_at": seeded_at, "id": event.id, "seq": event.seq}
+    def seed_core_memory(self, persona: str, human: str, context: dict[str, Any] | None = None) -> SeedResult:
+        return self._context.seed(persona, human, context)
 
     def get_experiment_context(self, *, as_of: int | None = None) -> dict[str, Any]:
         """The seeded context exactly as seeded, ``{}`` before the seed; no search cost."""
-        with self._lock:
-            self._read()
-            seed = self.projector.catalog.context(as_of)
-        return dict(seed.context) if seed else {}
+        return self._context.get(as_of)
 
-    # -- health ----------------------------------------------------------------------
+    # -- ARI's typed research memory ----------------------------------------------------------
 
-    def health(self) -> dict[str, Any]:
-        """ARI's health shape (``ok``, ``backend``, ``latency_ms``, ``server_version``,
-        ``namespace``) plus events, projection lag and problems after durable writes."""
+    def add_typed_memory(self, node_id: str, kind: str, text: str, *, metric_ptr: object = None,
+                         artifact_refs: list[Any] | None = None, node_report_ref: object = None,
+                         extra: Mapping[str, Any] | None = None, current_node: str | None = None) -> AddResult:
+        """ARI's ``writer.add_typed_memory``: an unknown kind is refused, the rest stored and flagged."""
+        return self._research.typed(node_id, kind, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
+                                    node_report_ref=node_report_ref, extra=extra, current_node=current_node)
+
+    def add_experiment_result(self, node_id: str, text: str, metric_ptr: object = None, artifact_refs: list[Any] | None = None,
+                              node_report_ref: object = None, *, extra: Mapping[str, Any] | None = None,
+                              current_node: str | None = None) -> AddResult:
+        return self._research.typed(node_id, "experiment_result", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
+                                    node_report_ref=node_report_ref, extra=extra, tool="add_experiment_result", current_node=current_node)
+
+    def add_failure_case(self, node_id: str, text: str, artifact_refs: list[Any] | None = None, node_report_ref: object = None,
+                         *, metric_ptr: object = None, extra: Mapping[str, Any] | None = None,
+                         current_node: str | None = None) -> AddResult:
+        return self._research.typed(node_id, "failure_case", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
+                                    node_report_ref=node_report_ref, extra=extra, tool="add_failure_case", current_node=current_node)
+
+    def add_procedure_memory(self, node_id: str, text: str, artifact_refs: list[Any] | None = None, node_report_ref: object = None,
+                             *, metric_ptr: object = None, extra: Mapping[str, Any] | None = None,
+                             current_node: str | None = None) -> AddResult:
+        return self._research.typed(node_id, "procedure", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
+                                    node_report_ref=node_report_ref, extra=extra, tool="add_procedure_memory", current_node=current_node)
+
+    def add_reflection(self, node_id: str, text: str, confidence: float | None = None, node_report_ref: object = None,
+                       *, artifact_refs: list[Any] | None = None, metric_ptr: object = None,
+                       extra: Mapping[str, Any] | None = None, current_node: str | None = None) -> AddResult:
+        """A reflection (never a claim); ``confidence`` goes into metadata as ARI's writer puts it."""
+        extra = {**(extra or {}), **({"confidence": confidence} if confidence is not None else {})}
+        return self._research.typed(node_id, "reflection", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
+                                    node_report_ref=node_report_ref, extra=extra, tool="add_reflection", current_node=current_node)
+
+    def add_reproducibility_event(self, node_id: str, target_memory_id: str, status: str, artifact_refs: list[Any] | None = None,
+                                  text: str | None = None, *, current_node: str | None = None) -> AddResult:
+        """Append a status change about another entry (never edits it)."""
+        return self._research.reproducibility(node_id, target_memory_id, status, artifact_refs, text, current_node)
+
+    def consolidate_node_memory(self, node_id: str, node_report: Mapping[str, Any] | str | Path, work_dir: str | Path,
+                                run_id: str | None = None, *, current_node: str | None = None) -> ConsolidationResult:
+        """node_report → experiment_result / failure_case (+ reflection), once per report:
+        ARI's ``{"written": [{"kind", "ok", "id"}]}``."""
+        return self._research.consolidate(node_id, node_report, work_dir, run_id, current_node)
+
+    def consolidate_from_node_report(self, node_report: Mapping[str, Any], work_dir: str | Path,
+                                     run_id: str | None = None) -> list[dict[str, Any]]:
+        """ARI's pure planner: the specs a report consolidates to (no writes)."""
+        return self._research.plan(node_report, work_dir, run_id)
+
+    def search_research_memory(self, query: str, ancestor_ids: list[str], kinds: list[str] | None = None,
+                               require_artifacts: bool = False, limit: int = 5, *, as_of: int | None = None) -> ResearchResult:
+        return self._research.search(query, ancestor_ids, kinds, require_artifacts, limit, as_of)
+
+    def ancestor_typed_memory(self, ancestor_ids: list[str], kinds: list[str] | None = None, *,
+                              as_of: int | None = None) -> list[ResearchEntryView]:
+        return self._research.ancestors(ancestor_ids, kinds, as_of)
+
+    def fold_reproducibility(self, ancestor_ids: list[str], *, as_of: int | None = None) -> dict[str, dict[str, Any]]:
+        return self._research.reproducibility_status(ancestor_ids, as_of)
+
+    def get_verified_context(self, ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None, *,
+                             min_evidence: str | None = None, experiments_root: str | Path | None = None,
+                             as_of: int | None = None) -> VerifiedContextView:
+        return self._verified.get(ancestor_ids, purpose, limit, min_evidence, experiments_root, as_of)
+
+    def write_verified_context(self, nodes: Iterable[Mapping[str, Any]], *,
+                               experiments_root: str | Path | None = None) -> Path | None:
+        return self._verified.write(nodes, experiments_root)
+
+    def audit_memory(self, experiments_root: str | Path, run_id: str | None = None) -> AuditResult:
+        return self._audit.run(experiments_root, run_id)
+
+    # -- this library's additions ----------------------------------------------------------
+
+    def start_node(self, node_id: str, parent_id: str | None = None, ancestor_ids: Iterable[str] = (), label: str = "other",
+                   depth: int | None = None, eval_summary: str | None = None, *, current_node: str | None = None) -> StartResult:
+        """Record a node of the tree (ARI never calls this: the tree is learned from reports)."""
+        return self._nodes.start(node_id, parent_id, ancestor_ids, label, depth, eval_summary, current_node)
+
+    def build_working_context(self, node_id: str, ancestor_ids: list[str], eval_summary: str | None = None) -> WorkingContext:
+        return self._working.build(node_id, ancestor_ids, eval_summary)
+
+    def node(self, node_id: str) -> dict[str, Any] | None:
+        """The node as the tree recorded it (from ``start_node`` or its report), or None."""
+        return self._nodes.info(node_id)
+
+    def lineage(self, node_id: str) -> list[str] | None:
+        """Root→node from the recorded tree; None for a node this checkpoint does not know."""
+        return self._nodes.lineage(node_id)
+
+    def restore(self, progress: Any = None) -> dict[str, Any]:
+        """Rebuild the server-side projection (Letta) from the log, whatever
+        ``ARI_MEMORY_AUTO_RESTORE`` says; the local projection when no server is configured."""
+        with self.session.reading():
+            return self.session.projections[-1].restore(progress)
+
+    # -- ARI's health --------------------------------------------------------------------
+
+    def health(self) -> Health:
+        """ARI's ``ok``, ``backend``, ``latency_ms``, ``server_version``, ``namespace``, plus the
+        events, the lag, problems after durable writes and the state of the checkpoint."""
         started = time.perf_counter()
-        with self._lock:
-            self._read()
-            extra = self.engine.health()
-            lag = self.engine.lag()
-            events = self.ledger.last_seq
-        problems = [*self.problems, *self.access.problems]
+        session = self.session
+        with session.reading():
+            extra = session.engine.health()
+            lag = session.engine.lag()
+            events = session.ledger.last_seq
         return {
             "ok": True,
-            "backend": self.engine.name,
+            "backend": session.engine.name,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
             "server_version": _version(),
-            "namespace": self.namespace,
+            "namespace": session.namespace,
             "events": events,
             "lag": lag,
-            "problems": problems,
-            "readonly": self.ledger.readonly_reason,
-            "torn_tail": self.ledger.torn_tail is not None,
-            "snapshot_rebuilt": self.projector.rebuilt,
-            **extra,
+            "problems": [*session.problems, *session.access.problems],
+            "readonly": session.ledger.readonly_reason,
+            "torn_tail": session.ledger.torn_tail is not None,
+            "snapshot_rebuilt": session.projector.rebuilt,
+            **extra,  # type: ignore[typeddict-item]
         }
 
 
@@ -501,4 +342,4 @@ def _close_all() -> None:
     clear_backend_cache()
 
 
-__all__ = ["MemoryBackend", "get_backend", "clear_backend_cache", "entry_dict", "step_dict", "ARI_KINDS"]
+__all__ = ["MemoryBackend", "get_backend", "clear_backend_cache"]

@@ -19,14 +19,14 @@ from ledger.typed import evidence_refs
 
 from projections.api.audit import audit_ref
 from projections.api.backend import MemoryBackend
-from projections.api.research import research_dict
+from projections.api.views import research_view
 from projections.api.verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
 
 
 def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -> dict[str, Any]:
     """Everything the tree views show, computed from the log (and the reports, if given)."""
     backend.health()  # fold the tail
-    catalog = backend.projector.catalog
+    catalog = backend.session.projector.catalog
     primary = backend.get_experiment_context().get("primary_metric")
     verified = _read_verified(backend.checkpoint_dir)
     repro = repro_events(catalog)  # once for the whole tree, not once per node
@@ -59,7 +59,7 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
     return {
         "title": f"ARI memory lineage — {backend.checkpoint_dir.name}",
         "checkpoint": str(backend.checkpoint_dir),
-        "as_of_seq": backend.projector.cursor,
+        "as_of_seq": backend.session.projector.cursor,
         "best_node": verified.get("best_node"),
         "best_lineage": verified.get("lineage", []),
         "nodes": nodes,
@@ -84,7 +84,7 @@ def _report(experiments_root: Path | None, run_id: str | None, node_id: str) -> 
 
 
 def _entry(entry, experiments_root: Path | None) -> dict[str, Any]:
-    d = research_dict(entry)
+    d = research_view(entry)
     ref = d["node_report_ref"]
     refs = []
     for art in evidence_refs(d["metadata"]):

@@ -25,10 +25,14 @@ from ledger import InvalidInput, config
 from ledger.events import is_sha256
 from ledger.typed import evidence_refs
 
+from projections.api import checks
 from projections.api.audit import audit_ref, check_run_id
+from projections.api.context import ExperimentContext
+from projections.api.session import Session
+from projections.api.shapes import VerifiedContextView
+from projections.api.views import research_view
 from projections.models.catalog import Catalog, Entry
 from projections.models.repro import repro_status
-from projections.api.research import research_dict
 
 VERIFIED_CONTEXT_NAME = "verified_context.json"
 CLAIM_KINDS = ("experiment_result", "paper_claim")
@@ -82,7 +86,7 @@ def verified_context(
     claims = []
     for entry in entries:
         if entry.label in CLAIM_KINDS:
-            claim = research_dict(entry)
+            claim = research_view(entry)
             claim["grounded"] = is_grounded(entry)
             claim["repro_status"] = status.get(entry.entry_id)
             claim["evidence"] = evidence_level(entry, claim["repro_status"], work_dir_of(entry))
@@ -90,7 +94,7 @@ def verified_context(
     claims.sort(key=lambda c: (_rank(c), c["seq"]))
     if limit is not None:
         claims = claims[:limit]
-    limitations = [research_dict(e) for e in entries if e.label == "failure_case"]
+    limitations = [research_view(e) for e in entries if e.label == "failure_case"]
     usable = [
         c for c in claims
         if c["grounded"] and c["repro_status"] != "rerun_failed" and EVIDENCE.index(c["evidence"]) >= floor
@@ -167,37 +171,31 @@ def best_node(nodes: Iterable[Mapping[str, Any]], primary_metric: str | None = N
     return max(candidates, key=key) if candidates else None
 
 
-class VerifiedContextMixin:
-    """get_verified_context / write_verified_context on the backend."""
+class VerifiedContext:
+    """The verified context of a lineage, and ``verified_context.json`` for the paper stage."""
 
-    def get_verified_context(
-        self,
-        ancestor_ids: list[str],
-        purpose: str = "paper",
-        limit: int | None = None,
-        *,
-        min_evidence: str | None = None,
-        experiments_root: str | Path | None = None,
-        as_of: int | None = None,
-    ) -> dict:
-        """ARI's verified context of a lineage (``claims``, ``limitations``, ``usable_for_claims``),
-        each claim with its evidence level; ``min_evidence`` keeps weaker claims out of
-        ``usable_for_claims``. Artifacts are re-hashed under ``experiments_root`` (default: ARI's
-        layout beside the checkpoint) for the ``verified`` level."""
-        scope = self._node_ids(ancestor_ids)
+    def __init__(self, session: Session, context: ExperimentContext) -> None:
+        self.session, self.context = session, context
+
+    def get(
+        self, ancestor_ids: list[str], purpose: str, limit: int | None, min_evidence: str | None,
+        experiments_root: str | Path | None, as_of: int | None,
+    ) -> VerifiedContextView:
+        """ARI's verified context (``claims``, ``limitations``, ``usable_for_claims``), each claim
+        with its evidence level; artifacts are re-hashed under ``experiments_root`` (default:
+        ARI's layout beside the checkpoint) for the ``verified`` level."""
+        scope = checks.node_ids(ancestor_ids)
         if limit is not None:
-            self._limit(limit)
-        with self._lock:
-            self._read()
-            catalog = self.projector.catalog
-            roots = self._experiments_roots(experiments_root)
+            checks.limit(limit)
+        roots = self._experiments_roots(experiments_root)
+        with self.session.reading() as catalog:
             ctx = verified_context(
                 catalog.scope_entries(scope, as_of), repro_events(catalog, as_of), limit,
                 work_dir_of=lambda e: _work_dir(e, roots), min_evidence=min_evidence,
             )
         ctx["purpose"] = purpose
         ctx["lineage"] = scope
-        self.access.read(
+        self.session.access.read(
             "node_scope", f"verified_context:{purpose}", scope, len(ctx["claims"]),
             [{"entry_id": c["entry_id"], "src_node_id": c["node_id"]} for c in ctx["claims"]],
             tool="get_verified_context", as_of=as_of,
@@ -210,10 +208,10 @@ class VerifiedContextMixin:
         the checkpoint."""
         if given is not None:
             return [Path(given)]
-        ckpt = self.checkpoint_dir.resolve()
+        ckpt = self.session.checkpoint_dir.resolve()
         return [ckpt.parent.parent / "experiments", ckpt.parent / "experiments"]
 
-    def write_verified_context(self, nodes: Iterable[Mapping[str, Any]], *, experiments_root: str | Path | None = None) -> Path | None:
+    def write(self, nodes: Iterable[Mapping[str, Any]], experiments_root: str | Path | None) -> Path | None:
         """Pick the best node, take its root→best lineage, write ``verified_context.json``.
 
         ``nodes`` are ARI's node dicts (``node_id`` or ``id``, ``metrics``, optional
@@ -224,22 +222,21 @@ class VerifiedContextMixin:
         """
         if not config.consolidation_enabled():
             return None
-        with self._lock:
-            self._read()
+        with self.session.reading() as catalog:
             candidates = [dict(n, node_id=n.get("node_id") or n.get("id")) for n in nodes]
             if any(not c["node_id"] for c in candidates):
                 raise InvalidInput("nodes", "every node needs a node_id (or id)")
-            context = self.get_experiment_context()
+            context = self.context.get()
             best = best_node(candidates, context.get("primary_metric"), context.get("higher_is_better", True) is not False)
             if best is None:
                 return None
-            lineage = self.projector.catalog.lineage(best["node_id"])
-            ctx = self.get_verified_context(lineage, experiments_root=experiments_root)
+            ctx = self.get(catalog.lineage(best["node_id"]), "paper", None, None, experiments_root, None)
             if not ctx["claims"]:
                 return None
-            ctx.update(best_node=best["node_id"], best_node_id=best["node_id"], as_of_seq=self.ledger.last_seq,
-                       anchor={"seq": self.ledger.last_seq, "hash": self.ledger.last_hash})
-            path = self.checkpoint_dir / VERIFIED_CONTEXT_NAME
+            ledger = self.session.ledger
+            ctx.update(best_node=best["node_id"], best_node_id=best["node_id"], as_of_seq=ledger.last_seq,  # type: ignore[typeddict-unknown-key]
+                       anchor={"seq": ledger.last_seq, "hash": ledger.last_hash})
+            path = self.session.checkpoint_dir / VERIFIED_CONTEXT_NAME
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps(ctx, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
             os.replace(tmp, path)

@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from projections.api import checks
+from projections.api.context import ExperimentContext
+from projections.api.session import Session
+from projections.api.shapes import WorkingContext
 from projections.models.catalog import Entry
 
 SUMMARY_CAP = 2000
@@ -44,15 +48,16 @@ def _cap(text: str) -> str:
     return text if len(text) <= SUMMARY_CAP else text[: SUMMARY_CAP - 1] + "…"
 
 
-class WorkingContextMixin:
-    """build_working_context on the backend."""
+class WorkingContextBuilder:
+    """What a node is told when it starts."""
 
-    def build_working_context(self, node_id: str, ancestor_ids: list[str], eval_summary: str | None = None) -> dict[str, Any]:
-        ancestors = self._node_ids(ancestor_ids)
-        with self._lock:
-            self._read()
-            catalog = self.projector.catalog
-            core = self.get_experiment_context()
+    def __init__(self, session: Session, context: ExperimentContext) -> None:
+        self.session, self.context = session, context
+
+    def build(self, node_id: str, ancestor_ids: list[str], eval_summary: str | None) -> WorkingContext:
+        ancestors = checks.node_ids(ancestor_ids)
+        with self.session.reading() as catalog:
+            core = self.context.get()
             summaries, seen_text, used = [], set(), set()
             for nid in ancestors:
                 for entry in catalog.node_entries(nid):
@@ -62,7 +67,7 @@ class WorkingContextMixin:
                         summaries.append({"node_id": nid, "entry_id": entry.entry_id, "text": _cap(entry.text)})
             supplement = []
             if eval_summary and ancestors:
-                hits = self.engine.search(eval_summary, ancestors, SUPPLEMENT + len(used), None)
+                hits = self.session.engine.search(eval_summary, ancestors, SUPPLEMENT + len(used), None)
                 for entry_id, score in hits:
                     entry = catalog.entries[entry_id]
                     if entry_id in used or entry.text in seen_text:
@@ -81,7 +86,7 @@ class WorkingContextMixin:
         if supplement:
             body = "\n".join(f"- [{s['node_id']}] {s['text']}" for s in supplement)
             messages.append({"role": "user", "content": "Related memory from the ancestors:\n" + body})
-        self.access.read(
+        self.session.access.read(
             "node_scope", f"working_context:{eval_summary or ''}"[:200], ancestors, len(summaries) + len(supplement),
             [{"entry_id": s["entry_id"], "src_node_id": s["node_id"]} for s in summaries + supplement],
             tool="build_working_context", node=node_id,

@@ -130,7 +130,12 @@ def make_client(timeout: float | None = None):
 
 
 class LettaProjection:
-    """Folds one ledger into one Letta agent; searches it with exact scope."""
+    """Folds one ledger into one Letta agent; searches it with exact scope.
+
+    The Letta :class:`~projections.engines.protocol.Projection`.
+    """
+
+    name = "letta"
 
     def __init__(self, projector: Projector, client, *, auto_restore: bool = True) -> None:
         self.projector = projector
@@ -210,6 +215,31 @@ class LettaProjection:
 
     def lag(self) -> int:
         return max(0, self.projector.ledger.last_seq - self.cursor)
+
+    def health(self) -> dict[str, Any]:
+        return {"name": self.name, "agent": self.agent_name, "cursor": self.cursor, "lag": self.lag()}
+
+    def restore(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Replay the log into the agent (creating it when missing), whatever
+        ``ARI_MEMORY_AUTO_RESTORE`` says; Letta's failures become one ProjectionError."""
+        from letta_client import APIError
+
+        started = time.perf_counter()
+        try:
+            self.attach(create=True)
+            folded = self.catch_up(progress=progress)
+        except APIError as exc:
+            raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
+        seconds = time.perf_counter() - started
+        return {
+            "name": self.name,
+            "agent": self.agent_name,
+            "events": folded,
+            "cursor": self.cursor,
+            "passages": self.passages,
+            "seconds": round(seconds, 2),
+            "events_per_s": round(folded / seconds, 1) if folded else 0.0,
+        }
 
     def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Push every event after the cursor; return how many events were folded."""
@@ -416,27 +446,6 @@ class LettaEngine:
 
     def lag(self) -> int:
         return self.letta.lag()
-
-    def restore(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-        """Replay the log into the agent by hand (creating it if missing), whatever
-        ``ARI_MEMORY_AUTO_RESTORE`` says; Letta failures become one ProjectionError."""
-        from letta_client import APIError
-
-        started = time.perf_counter()
-        try:
-            self.letta.attach(create=True)
-            folded = self.letta.catch_up(progress=progress)
-        except APIError as exc:
-            raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
-        seconds = time.perf_counter() - started
-        return {
-            "agent": self.letta.agent_name,
-            "events": folded,
-            "cursor": self.letta.cursor,
-            "passages": self.letta.passages,
-            "seconds": round(seconds, 2),
-            "events_per_s": round(folded / seconds, 1) if folded else 0.0,
-        }
 
     def health(self) -> dict[str, Any]:
         ok = self.ready()

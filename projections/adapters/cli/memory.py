@@ -31,11 +31,10 @@ def scope_for(backend: MemoryBackend, node: str, ancestors: str | None) -> list[
     """``--ancestors a,b`` as given, else the node's lineage from the recorded tree."""
     if ancestors is not None:
         return [a for a in ancestors.split(",") if a]
-    backend.health()
-    catalog = backend.projector.catalog
-    if node not in catalog.nodes and node not in catalog.by_node:
+    lineage = backend.lineage(node)
+    if lineage is None:
         raise InvalidInput("--node", f"unknown node {node!r} in this checkpoint (see `ari-ledger tree`)")
-    return catalog.lineage(node)
+    return lineage
 
 
 
@@ -81,8 +80,8 @@ def _node_args(p: argparse.ArgumentParser) -> None:
 def cmd_context(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
     scope = scope_for(backend, args.node, None)
-    info = backend.projector.catalog.nodes.get(args.node)
-    ctx = backend.build_working_context(args.node, scope[:-1], info.eval_summary if info else None)
+    info = backend.node(args.node)
+    ctx = backend.build_working_context(args.node, scope[:-1], info["eval_summary"] if info else None)
     if args.json:
         emit(ctx)
     else:

@@ -135,17 +135,16 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if not config.letta_base_url():
         raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
     backend = open_backend(args.checkpoint)
-    backend.projector.catch_up()  # the local fold first; Letta is replayed below, with progress
     columns = (TextColumn("replaying into {task.fields[agent]}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn())
     started = time.perf_counter()
     with Progress(*columns, console=Console(stderr=True), transient=args.json) as progress:
-        task = progress.add_task("replay", total=None, agent=backend.engine.letta.agent_name, rate=0.0)
+        task = progress.add_task("replay", total=None, agent=f"ari_agent_{backend.namespace}", rate=0.0)
 
         def update(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total, rate=done / max(time.perf_counter() - started, 1e-9))
 
-        result = backend.engine.restore(progress=update)
+        result = backend.restore(progress=update)
     if args.json:
         emit(result)
     else:

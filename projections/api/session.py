@@ -1,0 +1,120 @@
+"""One checkpoint, open: what every service of the API shares.
+
+A :class:`Session` holds the ledger (writes), the local projection (reads), the search
+engine, the access log and one lock. Its read helper folds whatever the log gained — from
+this process or another — before a service reads, so reads see every acknowledged write. Its
+write helpers append, and once the event is durable nothing after it can fail the call: the
+fold, the access log and a snapshot save only leave a line in ``problems``.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ledger import CopyOnWriteViolation, Ledger, config
+from ledger.events import Event
+from ledger.ledger import Batch
+
+from projections.api.access_log import AccessLog
+from projections.engines.embedded import EmbeddedEngine
+from projections.engines.local import Projector
+from projections.engines.protocol import Projection, SearchEngine
+from projections.models.catalog import Catalog
+
+log = logging.getLogger("projections")
+
+MAX_PROBLEMS = 20
+
+
+def checkpoint_hash(checkpoint_dir: Path) -> str:
+    """ARI's namespace of a checkpoint: ``sha1(str(resolved path))[:12]`` (Letta agent names)."""
+    return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
+
+
+class Session:
+    """The open state of one checkpoint, shared by the API's services."""
+
+    def __init__(self, checkpoint_dir: str | Path, *, embedder: Any = None, readonly: bool = False) -> None:
+        """Open a checkpoint (created when missing). ``readonly=True`` opens an existing one only
+        to read it (a person's ``search``): nothing in the directory changes — no recovery, no
+        snapshot, no access log. On a read-only filesystem the session falls back to that by
+        itself; writes then raise ``LedgerReadOnly`` saying why."""
+        from projections.models.embedder import get_embedder
+
+        self.checkpoint_dir = Path(checkpoint_dir)
+        self.namespace = checkpoint_hash(self.checkpoint_dir)
+        if readonly:
+            self.ledger = Ledger.open(self.checkpoint_dir, create=False, readonly=True)
+        else:
+            self.ledger = Ledger.open(self.checkpoint_dir, readonly_fallback=True)
+        self.projector = Projector(self.ledger, embedder or get_embedder())
+        self.engine: SearchEngine = EmbeddedEngine(self.projector)
+        self.projections: list[Projection] = [self.projector]
+        if config.letta_base_url():
+            from projections.engines.letta import LettaEngine
+
+            letta = LettaEngine(self.projector, self.engine)
+            self.engine = letta
+            self.projections.append(letta.letta)
+        self.access = AccessLog(self.checkpoint_dir, muted=self.ledger.readonly)
+        self.lock = threading.RLock()
+        self.problems: list[str] = []  # what failed after a write was already durable
+
+    @property
+    def closed(self) -> bool:
+        return self.ledger.closed
+
+    def close(self) -> None:
+        """Save the projection snapshot and close the log (a failed save is only a problem)."""
+        with self.lock:
+            if self.ledger.closed:
+                return
+            if self.projector._unsaved:
+                self.after_durable("saving the projection snapshot", self.projector.save)
+            self.access.flush_and_close()
+            self.ledger.close()
+
+    # -- the read helper --------------------------------------------------------------
+
+    @contextmanager
+    def reading(self) -> Iterator[Catalog]:
+        """Hold the lock with the catalog folded to the end of the log."""
+        with self.lock:
+            self.projector.catch_up()
+            yield self.projector.catalog
+
+    # -- the write helpers --------------------------------------------------------------
+
+    def append(self, node_id: str, type: str, body: dict[str, Any], current_node: str | None = None) -> Event:
+        """Append one event; once it is durable nothing after it can fail the call."""
+        with self.lock:
+            event = self.ledger.append(node_id, type, body, current_node=current_node)
+            self.after_durable("folding the new event", self.projector.catch_up)
+        return event
+
+    @contextmanager
+    def batch(self) -> Iterator[Batch]:
+        """Group commit (one member, one fsync), folded once it is durable."""
+        with self.lock:
+            with self.ledger.batch() as batch:
+                yield batch
+            if batch.events:
+                self.after_durable("folding the new events", self.projector.catch_up)
+
+    def after_durable(self, what: str, work: Callable[[], object]) -> None:
+        """Run work that follows a durable write; a failure becomes a line of ``problems``."""
+        try:
+            work()
+        except Exception as exc:  # noqa: BLE001 - the event is durable: report, never fail the write
+            problem = f"{what} failed: {type(exc).__name__}: {exc}"[:300]
+            self.problems = [*self.problems[-(MAX_PROBLEMS - 1):], problem]
+            log.warning("%s (the log holds the event; the next read retries)", problem)
+
+    def refused(self, tool: str, exc: CopyOnWriteViolation, current_node: str | None) -> None:
+        """A refused write leaves a line in the access log (nothing in the ledger)."""
+        self.access.record("refused", tool, node=current_node, error=exc.message)
