@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         backend = MemoryBackend(ckpt)
         backends.append(backend)
         backend.session.projector.catch_up()  # the local projection folds first, outside the timing
-        letta = backend.session.engine.letta
+        letta = backend.session.letta.projection
         letta.attach(create=True)
         with Timer() as t:
             letta.catch_up()
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         backends.append(crowd)
         query = "stencil GFlops roofline bandwidth result"
         ours = {h["entry_id"] for h in crowd.search_memory(query, ["mine"], 5)["results"]}
-        cl = crowd.session.engine.letta
+        cl = crowd.session.letta.projection
         ari = cl.client.agents.passages.search(cl.agent_id, query=query, top_k=max(200, 5 * 40))
         ari_hits = [eid for r in ari.results for eid in [next(t[2:] for t in r.tags if t.startswith("e:"))]
                     if crowd.session.projector.catalog.entries[eid].node_id == "mine"]
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         recall_ari = len(set(ari_hits[:5]) & set(own)) / len(own)
     finally:
         for b in backends:
-            delete_agent(b.session.engine.letta.client, b.session.engine.letta.agent_name)
+            delete_agent(b.session.letta.projection.client, b.session.letta.projection.agent_name)
             b.close()
         shutil.rmtree(work, ignore_errors=True)
     return report([

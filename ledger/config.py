@@ -7,6 +7,7 @@ not know, the docstring says so.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -39,6 +40,12 @@ def checkpoint_dir() -> Path | None:
     """``ARI_CHECKPOINT_DIR``: the checkpoint whose ledger the backend opens by default."""
     value = _env("ARI_CHECKPOINT_DIR")
     return Path(value).expanduser() if value else None
+
+
+def checkpoint_hash(checkpoint_dir: Path) -> str:
+    """ARI's namespace of a checkpoint: ``sha1(str(resolved path))[:12]`` (its Letta agent is
+    ``ari_agent_<hash>``), so a copied checkpoint never shares an agent with the original."""
+    return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
 
 
 def current_node() -> str | None:
@@ -74,6 +81,18 @@ def letta_base_url() -> str | None:
     if memory_backend() == "in_memory":
         return None
     return _env("LETTA_BASE_URL")
+
+
+def search_engine() -> str:
+    """``ARI_MEMORY_SEARCH_ENGINE`` (this library's): ``embedded`` (the default) answers searches
+    from the local index even when Letta is configured — the same entries, the same embedder,
+    a thousand times faster; ``letta`` reads from the Letta server (``LETTA_BASE_URL``)."""
+    value = (_env("ARI_MEMORY_SEARCH_ENGINE") or "embedded").strip().lower()
+    if value not in ("embedded", "letta"):
+        raise ConfigurationError(f"ARI_MEMORY_SEARCH_ENGINE={value!r} is not supported; expected embedded or letta")
+    if value == "letta" and letta_base_url() is None:
+        raise ConfigurationError("ARI_MEMORY_SEARCH_ENGINE=letta needs LETTA_BASE_URL (and ARI_MEMORY_BACKEND not in_memory)")
+    return value
 
 
 def letta_api_key() -> str | None:

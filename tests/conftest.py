@@ -25,6 +25,8 @@ _ARI_VARS = (
     "ARI_MEMORY_AUTO_RESTORE",
     "ARI_MEMORY_CONSOLIDATE",
     "ARI_MEMORY_ACCESS_LOG",
+    "ARI_MEMORY_SEARCH_ENGINE",
+    "ARI_MEMORY_BACKEND",
 )
 
 
@@ -67,6 +69,7 @@ def backends_on(engine: str, request: pytest.FixtureRequest, monkeypatch: pytest
         server = request.getfixturevalue("letta_server")
         monkeypatch.setenv("LETTA_BASE_URL", server.base_url)
         monkeypatch.setenv("ARI_MEMORY_EMBED_URL", server.embedding_url)
+        monkeypatch.setenv("ARI_MEMORY_SEARCH_ENGINE", "letta")  # the engine under test answers
     made: list[MemoryBackend] = []
 
     def make(checkpoint_dir: Path) -> MemoryBackend:
@@ -80,7 +83,7 @@ def backends_on(engine: str, request: pytest.FixtureRequest, monkeypatch: pytest
         for backend in made:
             backend.close()
             if engine == "letta":
-                delete_agent(backend.session.engine.letta)
+                delete_agent(backend.session.letta.projection)
 
 
 @pytest.fixture(params=ENGINES)

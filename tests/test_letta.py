@@ -27,7 +27,7 @@ def on_letta(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
 
 
 def passages_of(backend: MemoryBackend) -> list:
-    letta = backend.session.engine.letta
+    letta = backend.session.letta.projection
     out, after = [], None
     while True:
         page = letta.client.agents.passages.list(letta.agent_id, limit=1000, **({"after": after} if after else {}))
@@ -53,7 +53,7 @@ def test_crowded_pool_still_returns_every_in_scope_entry(on_letta, tmp_path: Pat
     own = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5)]
     results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=5)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own)
-    assert backend.session.engine.letta.last_search["top_k"] > 200  # ARI's fixed over-fetch would have cut them off
+    assert backend.session.letta.projection.last_search["top_k"] > 200  # ARI's fixed over-fetch would have cut them off
     assert backend.health()["backend"] == "letta"
 
 
@@ -66,7 +66,7 @@ def test_restore_after_the_agent_is_deleted_gives_the_same_answers(on_letta, tmp
     backend.react_add("Thought: measure the roofline")
     backend.seed_core_memory("persona", "human", {"goal": "fast stencil"})
     before = backend.search_memory("tiling GFlops", ["root"], limit=10)["results"]
-    delete_agent(backend.session.engine.letta)
+    delete_agent(backend.session.letta.projection)
     backend.close()
 
     again = on_letta(ckpt)  # the agent is missing: opening replays the log into a new one
@@ -75,7 +75,7 @@ def test_restore_after_the_agent_is_deleted_gives_the_same_answers(on_letta, tmp
     assert again.health()["lag"] == 0
     tags = event_tags(again)
     assert len(tags) == 41 and set(tags.values()) == {1}
-    letta = again.session.engine.letta
+    letta = again.session.letta.projection
     block = letta.client.agents.blocks.retrieve("ari_context", agent_id=letta.agent_id)
     assert json.loads(block.value) == {"goal": "fast stencil"}
 
@@ -87,8 +87,8 @@ def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_p
         for i in range(800):
             batch.append("root", "memory_added", {"text": f"entry {i} about cache blocking"}, current_node="root")
     backend.health()  # pushes everything once
-    agent_name, client = backend.session.engine.letta.agent_name, backend.session.engine.letta.client
-    delete_agent(backend.session.engine.letta)
+    agent_name, client = backend.session.letta.projection.agent_name, backend.session.letta.projection.client
+    delete_agent(backend.session.letta.projection)
     backend.close()
 
     env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
@@ -150,7 +150,8 @@ def test_agent_with_another_embedding_is_refused(on_letta, letta_server, tmp_pat
 
 
 def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
-    env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
+    env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url,
+                         ARI_MEMORY_SEARCH_ENGINE="letta")
     run = subprocess.run([sys.executable, "-m", "projections", "demo", str(tmp_path / "d"), "--json"], env=env,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -160,7 +161,7 @@ def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
         assert row["top_hits"] and {hit[0] for hit in row["top_hits"]} <= set(row["may_read"])
     from letta_client import Letta
 
-    from projections.engines.letta import checkpoint_hash
+    from ledger.config import checkpoint_hash
 
     client = Letta(base_url=letta_server.base_url)
     agent = list(client.agents.list(name=f"ari_agent_{checkpoint_hash(tmp_path / 'd' / 'checkpoint')}"))
@@ -171,7 +172,7 @@ def test_agent_deleted_under_a_running_backend_is_restored(on_letta, tmp_path: P
     backend = on_letta(tmp_path / "ckpt")
     ids = [backend.add_memory("root", f"note {i} on vectorisation", current_node="root")["id"] for i in range(10)]
     assert backend.health()["lag"] == 0
-    delete_agent(backend.session.engine.letta)  # e.g. the server was emptied while ARI ran
+    delete_agent(backend.session.letta.projection)  # e.g. the server was emptied while ARI ran
     backend.search_memory("vectorisation", ["root"], limit=10)  # notices, falls back, forgets the agent
     time.sleep(2.1)
     hits = backend.search_memory("vectorisation", ["root"], limit=10)["results"]
@@ -188,11 +189,11 @@ def test_purge_renews_the_agent_and_a_replay_skips_what_it_hid(on_letta, tmp_pat
     backend.react_add("Thought: before the purge")
     backend.seed_core_memory("", "", {"primary_metric": "GFlops"})
     assert backend.health()["letta"]["lag"] == 0
-    old_agent = backend.session.engine.letta.agent_id
+    old_agent = backend.session.letta.projection.agent_id
     assert backend.purge_checkpoint() == {"removed_node": 5, "removed_react": 1}
     kept = backend.add_memory("root", "after the purge", current_node="root")["id"]
     assert [r["entry_id"] for r in backend.search_memory("purge", ["root"], limit=10)["results"]] == [kept]
-    letta = backend.session.engine.letta
+    letta = backend.session.letta.projection
     assert letta.agent_id != old_agent and {t[2:] for t in event_tags(backend)} == {kept}
     assert letta.client.agents.blocks.retrieve("ari_context", agent_id=letta.agent_id).value == ""
     delete_agent(letta)
@@ -210,5 +211,5 @@ def test_aris_default_embedding_handle_uses_the_offline_endpoint(on_letta, tmp_p
     assert [r["entry_id"] for r in backend.search_memory("loopline performance model", ["root"], limit=1)["results"]] == [entry]
     health = backend.health()
     assert health["backend"] == "letta" and health["letta"]["ok"] and health["letta"]["lag"] == 0
-    agent = backend.session.engine.letta.client.agents.retrieve(backend.session.engine.letta.agent_id)
+    agent = backend.session.letta.projection.client.agents.retrieve(backend.session.letta.projection.agent_id)
     assert agent.embedding_config.embedding_model == backend.session.projector.embedder.name

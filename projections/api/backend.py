@@ -265,7 +265,10 @@ class MemoryBackend:
         """Rebuild the server-side projection (Letta) from the log, whatever
         ``ARI_MEMORY_AUTO_RESTORE`` says; the local projection when no server is configured."""
         with self.session.reading():
-            return self.session.projections[-1].restore(progress)
+            result = self.session.projections[-1].restore(progress)
+        if self.session.letta is not None:
+            self.session.letta.error = None
+        return result
 
     # -- ARI's health --------------------------------------------------------------------
 
@@ -290,8 +293,16 @@ class MemoryBackend:
             "readonly": session.ledger.readonly_reason,
             "torn_tail": session.ledger.torn_tail is not None,
             "snapshot_rebuilt": session.projector.rebuilt,
+            **({"letta": session.letta.health()} if session.letta is not None else {}),
             **extra,  # type: ignore[typeddict-item]
         }
+
+    def flush_projections(self, timeout: float = 60.0) -> bool:
+        """Wait until every projection (the Letta agent too) holds the whole log; True when it does.
+        Writes never wait for Letta; tests, benchmarks and ``restore`` sometimes must."""
+        with self.session.reading():
+            pass
+        return self.session.letta.flush(timeout) if self.session.letta is not None else True
 
 
 # ---------------------------------------------------------------------------- the cache

@@ -35,6 +35,7 @@ def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
             "lag": None if snap.cursor is None else ledger.last_seq - snap.cursor,
             **{k: v for k, v in (("rebuilt", snap.rebuilt), ("rollback", snap.rollback), ("problem", snap.problem)) if v},
         }
+    state["search_engine"] = config.search_engine()  # which engine answers searches
     if config.letta_base_url():
         from projections.engines.letta import agent_cursor
 

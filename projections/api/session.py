@@ -8,13 +8,12 @@ fold, the access log and a snapshot save only leave a line in ``problems``.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger import CopyOnWriteViolation, Ledger, config
 from ledger.events import Event
@@ -26,14 +25,12 @@ from projections.engines.local import Projector
 from projections.engines.protocol import Projection, SearchEngine
 from projections.models.catalog import Catalog
 
+if TYPE_CHECKING:
+    from projections.engines.letta import LettaSync
+
 log = logging.getLogger("projections")
 
 MAX_PROBLEMS = 20
-
-
-def checkpoint_hash(checkpoint_dir: Path) -> str:
-    """ARI's namespace of a checkpoint: ``sha1(str(resolved path))[:12]`` (Letta agent names)."""
-    return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
 
 
 class Session:
@@ -47,7 +44,7 @@ class Session:
         from projections.models.embedder import get_embedder
 
         self.checkpoint_dir = Path(checkpoint_dir)
-        self.namespace = checkpoint_hash(self.checkpoint_dir)
+        self.namespace = config.checkpoint_hash(self.checkpoint_dir)
         if readonly:
             self.ledger = Ledger.open(self.checkpoint_dir, create=False, readonly=True)
         else:
@@ -55,15 +52,23 @@ class Session:
         self.projector = Projector(self.ledger, embedder or get_embedder())
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
         self.projections: list[Projection] = [self.projector]
+        self.letta: LettaSync | None = None
         if config.letta_base_url():
-            from projections.engines.letta import LettaEngine
-
-            letta = LettaEngine(self.projector, self.engine)
-            self.engine = letta
-            self.projections.append(letta.letta)
+            self._keep_letta(config.search_engine())
         self.access = AccessLog(self.checkpoint_dir, muted=self.ledger.readonly)
         self.lock = threading.RLock()
         self.problems: list[str] = []  # what failed after a write was already durable
+
+    def _keep_letta(self, reads: str) -> None:
+        """Keep a Letta projection current (a background thread); read from it only if chosen."""
+        from projections.engines.letta import LettaEngine, LettaProjection, LettaSync, make_client
+
+        projection = LettaProjection(self.projector, make_client(), auto_restore=config.auto_restore())
+        self.letta = LettaSync(projection)
+        self.projections.append(projection)
+        if reads == "letta":
+            self.engine = LettaEngine(self.projector, self.engine, self.letta)
+        self.letta.poke()  # a missing agent is restored, a lag drained, without waiting for a write
 
     @property
     def closed(self) -> bool:
@@ -74,6 +79,8 @@ class Session:
         with self.lock:
             if self.ledger.closed:
                 return
+            if self.letta is not None:
+                self.letta.close()
             if self.projector._unsaved:
                 self.after_durable("saving the projection snapshot", self.projector.save)
             self.access.flush_and_close()
@@ -94,7 +101,7 @@ class Session:
         """Append one event; once it is durable nothing after it can fail the call."""
         with self.lock:
             event = self.ledger.append(node_id, type, body, current_node=current_node)
-            self.after_durable("folding the new event", self.projector.catch_up)
+            self.after_durable("folding the new event", self._written)
         return event
 
     @contextmanager
@@ -104,7 +111,13 @@ class Session:
             with self.ledger.batch() as batch:
                 yield batch
             if batch.events:
-                self.after_durable("folding the new events", self.projector.catch_up)
+                self.after_durable("folding the new events", self._written)
+
+    def _written(self) -> None:
+        """Fold what was just written; wake the Letta projection's thread."""
+        self.projector.catch_up()
+        if self.letta is not None:
+            self.letta.poke()
 
     def after_durable(self, what: str, work: Callable[[], object]) -> None:
         """Run work that follows a durable write; a failure becomes a line of ``problems``."""

@@ -47,6 +47,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         data = lineage_data(backend, experiments)
         report_path = out / "report.html"
         report_path.write_text(render_report(data), encoding="utf-8")
+        backend.flush_projections()  # with a Letta server, leave its agent holding the whole run
         health = backend.health()
     finally:
         backend.close()

@@ -1,0 +1,276 @@
+"""The Letta projection (R11–R13): the log folded into one Letta agent per checkpoint.
+
+Each node-scope or ReAct event becomes one archival passage, tagged with its collection
+(``ari_node_<hash>`` / ``ari_react_<hash>``), node, kind and event id. The core seed updates
+the blocks ``persona``, ``human`` and ``ari_context``. No tools, no self-edit, no messages. A
+purge deletes the agent, as ARI's purge does; a new, empty one takes the events after it.
+
+The cursor (last folded seq) lives in the agent's metadata, so an emptied or new server
+replays from zero. Replay is idempotent: before pushing, the event ids already present are
+read back from the passages' tags. Folding and searching may run on different threads (the
+background sync, a read): one lock keeps the agent's state consistent.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Callable
+
+from ledger import config
+from ledger.errors import EmbeddingMismatch, ProjectionError
+from ledger.events import Event
+from ledger.typed import typed_kind
+
+from projections.engines.letta.server import (
+    META_KEY,
+    embedding_args,
+    same_embedding,
+    configured_embedding,
+    delete_agent,
+)
+from projections.engines.local import Projector
+
+BATCH = 200
+LIST_PAGE = 1000
+
+
+class LettaProjection:
+    """Folds one ledger into one Letta agent; searches it with exact scope.
+
+    The Letta :class:`~projections.engines.protocol.Projection`.
+    """
+
+    name = "letta"
+
+    def __init__(self, projector: Projector, client, *, auto_restore: bool = True) -> None:
+        self.projector = projector
+        self.client = client
+        self.auto_restore = auto_restore
+        digest = config.checkpoint_hash(projector.ledger.checkpoint_dir)
+        self.agent_name = f"ari_agent_{digest}"
+        self.node_tag, self.react_tag = f"ari_node_{digest}", f"ari_react_{digest}"
+        self.embedding = configured_embedding(projector.embedder.name, projector.embedder.dim)
+        self.agent_id: str | None = None
+        self.archive_id: str | None = None
+        self.cursor = 0
+        self.last_search: dict[str, Any] = {}
+        self._checked_tail = False  # the first catch-up of a process re-reads which events are present
+        self.guard = threading.RLock()  # the sync thread folds while a read may search or detach
+
+    # -- the agent ---------------------------------------------------------------------
+
+    def attach(self, *, create: bool) -> bool:
+        """Find (or create) the agent and read its cursor; False when it is missing."""
+        found = list(self.client.agents.list(name=self.agent_name))
+        if not found:
+            if not create:
+                return False
+            agent = self.client.agents.create(
+                name=self.agent_name,
+                model="letta/letta-free",
+                **embedding_args(self.embedding),
+                memory_blocks=[{"label": label, "value": ""} for label in ("persona", "human", "ari_context")],
+                include_base_tools=False,
+                tags=["ari-memory-ledger"],
+                metadata={META_KEY: {"cursor": 0, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding}},
+            )
+        else:
+            agent = found[0]
+            ec = agent.embedding_config
+            recorded = {"embedding_model": getattr(ec, "embedding_model", None), "embedding_dim": getattr(ec, "embedding_dim", None)}
+            if not same_embedding(recorded, self.embedding):
+                raise EmbeddingMismatch(
+                    f"Letta agent {self.agent_name} embeds with {recorded.get('embedding_model')} "
+                    f"({recorded.get('embedding_dim')}-dim), but this checkpoint is configured for "
+                    f"{self.embedding.get('embedding_model')} ({self.embedding.get('embedding_dim')}-dim); "
+                    "refusing to mix them (delete the agent to restore into the new configuration)"
+                )
+        self.agent_id = agent.id
+        meta = (agent.metadata or {}).get(META_KEY, {})
+        self.cursor = int(meta.get("cursor", 0))
+        archives = list(self.client.archives.list(agent_id=agent.id))
+        self.archive_id = archives[0].id if archives else None
+        if self.archive_id is None:
+            self.cursor = 0  # an agent without passages has folded nothing, whatever it says
+        return True
+
+    def detach(self) -> None:
+        """Forget the agent; the next catch-up looks it up again (and replays into a new one)."""
+        with self.guard:
+            self.agent_id = self.archive_id = None
+            self._checked_tail = False
+
+    def _save_cursor(self) -> None:
+        meta = {"cursor": self.cursor, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding}
+        self.client.agents.update(self.agent_id, metadata={META_KEY: meta})
+
+    def _present_event_ids(self) -> set[str]:
+        """Event ids already pushed (from passage tags): what makes a re-run replay idempotent."""
+        present: set[str] = set()
+        after = None
+        while True:
+            kwargs = {"limit": LIST_PAGE} | ({"after": after} if after else {})
+            page = self.client.agents.passages.list(self.agent_id, **kwargs)
+            if not page:
+                break
+            for passage in page:
+                present.update(t[2:] for t in passage.tags or () if t.startswith("e:"))
+            after = page[-1].id
+        return present
+
+    # -- folding -----------------------------------------------------------------------
+
+    def lag(self) -> int:
+        return max(0, self.projector.ledger.last_seq - self.cursor)
+
+    def health(self) -> dict[str, Any]:
+        return {"name": self.name, "agent": self.agent_name, "cursor": self.cursor, "lag": self.lag()}
+
+    def restore(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Replay the log into the agent (creating it when missing), whatever
+        ``ARI_MEMORY_AUTO_RESTORE`` says; Letta's failures become one ProjectionError."""
+        with self.guard:
+            from letta_client import APIError
+
+            started = time.perf_counter()
+            try:
+                self.attach(create=True)
+                folded = self.catch_up(progress=progress)
+            except APIError as exc:
+                raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
+            seconds = time.perf_counter() - started
+            return {
+                "name": self.name,
+                "agent": self.agent_name,
+                "events": folded,
+                "cursor": self.cursor,
+                "passages": self.passages,
+                "seconds": round(seconds, 2),
+                "events_per_s": round(folded / seconds, 1) if folded else 0.0,
+            }
+
+    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Push every event after the cursor; return how many events were folded."""
+        with self.guard:
+            if self.agent_id is None and not self.attach(create=self.auto_restore):
+                return 0
+            target = self.projector.ledger.refresh()
+            if target <= self.cursor:
+                return 0
+            present = set() if self._checked_tail else self._present_event_ids()
+            self._checked_tail = True
+            try:
+                return self._fold(target, present, progress)
+            except BaseException:
+                self._checked_tail = False  # a push may have landed without its cursor: re-check next time
+                raise
+
+    def _fold(self, target: int, present: set[str], progress: Callable[[int, int], None] | None) -> int:
+        start = self.cursor
+        # An agent with no passages needs nothing a purge hid: start at the last purge.
+        skip_to = self._last_purge(target) if self.archive_id is None else 0
+        pending: list[dict[str, Any]] = []
+        last_seq = self.cursor
+        for event in self.projector.ledger.events(after=self.cursor, as_of=target):
+            last_seq = event.seq
+            if event.seq <= skip_to:
+                continue
+            passage = self._passage(event)
+            if event.type == "core_seeded":
+                self._push(pending)
+                pending = []
+                self._seed_blocks(event)
+            elif event.type == "checkpoint_purged":
+                pending = []  # hidden by this purge: never pushed
+                self._renew_agent()
+                present = set()
+            elif passage is not None and event.id not in present:
+                pending.append(passage)
+            if len(pending) >= BATCH:
+                self._push(pending)
+                pending = []
+                self._advance(last_seq, start, target, progress)
+        self._push(pending)
+        self._advance(last_seq, start, target, progress)
+        return target - start
+
+    def _last_purge(self, target: int) -> int:
+        return max((seq for seq in self.projector.catalog.purges if seq <= target), default=0)
+
+    def _renew_agent(self) -> None:
+        """ARI deletes the agent on purge: the passages and blocks a purge hid leave the server."""
+        delete_agent(self.client, self.agent_name)
+        self.detach()
+        self.attach(create=True)
+        self._checked_tail = True
+
+    def _advance(self, seq: int, start: int, target: int, progress: Callable[[int, int], None] | None) -> None:
+        self.cursor = seq
+        self._save_cursor()
+        if progress:
+            progress(seq - start, target - start)
+
+    def _passage(self, event: Event) -> dict[str, Any] | None:
+        if event.type == "memory_added":
+            kind = typed_kind(event.body.get("metadata", {})) or "note"
+            return {"text": event.body["text"] or " ", "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"]}
+        if event.type == "react_step":
+            return {"text": event.body["content"] or " ", "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"]}
+        return None
+
+    def _push(self, passages: list[dict[str, Any]]) -> None:
+        if not passages:
+            return
+        if self.archive_id is None:  # Letta makes the archive with the agent's first passage
+            first = passages[0]
+            self.client.agents.passages.create(self.agent_id, text=first["text"], tags=first["tags"])
+            self.archive_id = list(self.client.archives.list(agent_id=self.agent_id))[0].id
+            passages = passages[1:]
+        if passages:
+            self.client.archives.passages.create_many(self.archive_id, passages=passages)
+
+    def _seed_blocks(self, event: Event) -> None:
+        body = event.body
+        values = {
+            "persona": body.get("persona", ""),
+            "human": body.get("human", ""),
+            "ari_context": json.dumps(body.get("context", {}), ensure_ascii=False, sort_keys=True),
+        }
+        for label, value in values.items():
+            self.client.agents.blocks.update(label, agent_id=self.agent_id, value=value)
+
+    # -- search ------------------------------------------------------------------------
+
+    @property
+    def passages(self) -> int:
+        """Passages in the agent once caught up: the ledger knows (entries + ReAct steps)."""
+        catalog = self.projector.catalog
+        return len(catalog.entries) + len(catalog.steps)
+
+    def search(self, query: str, collection_tags: list[str], wanted: Callable[[str], bool], limit: int) -> list[str]:
+        """Event ids of the best ``limit`` passages passing ``wanted``, in Letta's rank order.
+
+        ``top_k`` starts at ARI's over-fetch and widens until enough pass or every passage of
+        the agent was ranked, so the scope is exact at any pool size.
+        """
+        with self.guard:
+            top_k = max(config.letta_overfetch(), limit * 40)
+            rounds = 0
+            while True:
+                k = min(top_k, max(self.passages, 1))
+                rounds += 1
+                found = self.client.agents.passages.search(
+                    self.agent_id, query=query, top_k=k, tags=collection_tags, tag_match_mode="any"
+                )
+                hits = []
+                for result in found.results:
+                    eid = next((t[2:] for t in result.tags or () if t.startswith("e:")), None)
+                    if eid is not None and wanted(eid):
+                        hits.append(eid)
+                if len(hits) >= limit or k >= self.passages:
+                    self.last_search = {"rounds": rounds, "top_k": k, "passages": self.passages}
+                    return hits[:limit]
+                top_k = k * 4
+
+

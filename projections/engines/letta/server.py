@@ -1,0 +1,105 @@
+"""The Letta server as this library talks to it: the client, agent names, embedding configs.
+
+One agent per checkpoint, ``ari_agent_<hash>`` with ``hash = sha1(str(resolved checkpoint
+path))[:12]`` as ARI names it, so a copied checkpoint gets its own agent. What new agents embed
+with comes from ``LETTA_EMBEDDING_CONFIG`` (ARI's default handles mean the project's offline
+endpoint, the same model as the embedded index).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ledger import config
+from ledger.errors import ProjectionError
+
+
+META_KEY = "ari_ledger"
+
+
+def delete_agent(client, name: str) -> None:
+    """Delete an agent with its archive and blocks (``agents.delete`` alone orphans both)."""
+    for agent in list(client.agents.list(name=name)):
+        blocks = [b.id for b in client.agents.blocks.list(agent_id=agent.id)]
+        for archive in list(client.archives.list(agent_id=agent.id)):
+            client.archives.delete(archive.id)
+        client.agents.delete(agent.id)
+        for block_id in blocks:
+            client.blocks.delete(block_id)
+
+
+def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
+    """Where the checkpoint's agent stands, for ``status``: its name, cursor, or why unknown."""
+    name = f"ari_agent_{config.checkpoint_hash(checkpoint_dir)}"
+    try:
+        client = client or make_client()
+        found = list(client.agents.list(name=name))
+    except Exception as exc:  # noqa: BLE001 - status reports an unreachable server, it does not fail
+        return {"agent": name, "cursor": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
+    if not found:
+        return {"agent": name, "cursor": 0, "error": "agent missing (the next read or `ari-ledger restore` replays)"}
+    return {"agent": name, "cursor": int(((found[0].metadata or {}).get(META_KEY) or {}).get("cursor", 0)), "error": None}
+
+
+def default_embedding_config(model: str, dim: int) -> dict[str, Any]:
+    """The project's own offline endpoint (``ari-ledger letta up`` starts it)."""
+    return {
+        "embedding_endpoint_type": "openai",
+        "embedding_endpoint": config.embed_url(),
+        "embedding_model": model,
+        "embedding_dim": dim,
+    }
+
+
+# ARI's default handles name Letta's hosted embeddings (unreachable without internet); they
+# mean "no particular choice", so the project's offline endpoint — the same model as the
+# embedded index — is used instead.
+DEFAULT_HANDLES = frozenset({"letta-default", "letta/letta-free"})
+
+
+def configured_embedding(model: str, dim: int) -> dict[str, Any]:
+    """What new agents embed with, from ``LETTA_EMBEDDING_CONFIG``.
+
+    Unset or one of ARI's default handles (``letta-default``, which ari-core sets in every
+    run): the project's offline endpoint. A JSON object: Letta's ``embedding_config`` as
+    given. Any other string: a Letta embedding handle (``provider/model``), passed to Letta.
+    """
+    raw = config.letta_embedding_config()
+    if raw is None or raw.strip().lower() in DEFAULT_HANDLES:
+        return default_embedding_config(model, dim)
+    raw = raw.strip()
+    if not raw.startswith("{"):
+        return {"handle": raw, "embedding_model": raw.split("/")[-1]}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ProjectionError("LETTA_EMBEDDING_CONFIG is neither a handle nor a JSON object of Letta's embedding_config") from None
+    if not isinstance(value, dict) or "embedding_model" not in value:
+        raise ProjectionError("LETTA_EMBEDDING_CONFIG must be a JSON object with at least embedding_model")
+    return value
+
+
+def same_embedding(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Same model, and the same dimension when both say one."""
+    if a.get("embedding_model") != b.get("embedding_model"):
+        return False
+    return a.get("embedding_dim") is None or b.get("embedding_dim") is None or a.get("embedding_dim") == b.get("embedding_dim")
+
+
+def embedding_args(embedding: dict[str, Any]) -> dict[str, Any]:
+    """``agents.create`` arguments: a handle by name, else the inline configuration."""
+    if "handle" in embedding and "embedding_endpoint_type" not in embedding:
+        return {"embedding": embedding["handle"]}
+    return {"embedding_config": embedding}
+
+
+def make_client(timeout: float | None = None):
+    """A letta-client for ``LETTA_BASE_URL`` (``ARI_MEMORY_LETTA_TIMEOUT_S`` per request, no retries:
+    a failure falls back to the embedded engine at once)."""
+    from letta_client import Letta
+
+    return Letta(base_url=config.letta_base_url(), api_key=config.letta_api_key(),
+                 timeout=timeout or config.letta_timeout_s(), max_retries=0)
+
+
