@@ -37,7 +37,7 @@ from typing import Any
 import pytest
 
 import projections.api.access_log as access_log
-from conftest import subprocess_env
+from support.env import subprocess_env
 from projections.api.access_log import ACCESS_LOG_NAME, KEEP_PROBLEMS, ROTATED_GLOB, AccessLog
 
 ARI_WRITE_KEYS = ["ts", "node_id", "op", "collection", "entry_id", "text_preview", "metadata"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, subprocess_env
+from support.env import FIXTURES, subprocess_env
 
 from ledger.ari_import import BACKUP_NAME, read_ari_file
 from ledger.log import LOG_NAME

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import subprocess_env
+from support.env import subprocess_env
 
 from ledger import InvalidInput, LedgerError
 from ledger.log import LOG_NAME

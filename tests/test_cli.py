@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import subprocess_env
+from support.env import subprocess_env
 
 from ledger.log import LOG_NAME
 

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import subprocess_env
+from support.env import subprocess_env
 
 from ledger import Ledger
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, backends_on
+from support.env import FIXTURES
+from support.engines import backends_on
 
 from projections.adapters.demo import copy_run, replay_run
 from projections.engines.embedded import EmbeddedEngine

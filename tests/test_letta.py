@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import backends_on, delete_agent, subprocess_env
+from support.env import subprocess_env
+from support.engines import backends_on, delete_agent
 
 from ledger.errors import EmbeddingMismatch
 from projections.letta_server import harness as letta_harness

@@ -23,7 +23,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from conftest import FIXTURES, ROOT, subprocess_env
+from support.env import FIXTURES, ROOT, subprocess_env
 
 from projections.api.backend import MemoryBackend
 from projections.adapters.demo import copy_run

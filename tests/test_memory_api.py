@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, subprocess_env
+from support.env import FIXTURES, subprocess_env
 
 from ledger import InvalidInput
 from ledger.log import LOG_NAME

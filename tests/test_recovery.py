@@ -198,7 +198,7 @@ def test_deleted_reordered_or_edited_lines_are_detected(ckpt: Path, edit, bad_se
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    from conftest import subprocess_env
+    from support.env import subprocess_env
 
     return subprocess.run([sys.executable, "-m", "projections", *args], capture_output=True, text=True, env=subprocess_env())
 

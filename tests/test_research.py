@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES
+from support.env import FIXTURES
 
 from ledger import InvalidInput
 from ledger.events import REPRO_STATUSES

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import subprocess_env
+from support.env import subprocess_env
 
 from ledger import Ledger
 from projections.engines import local as projector_module

@@ -30,7 +30,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import subprocess_env
+from support.env import subprocess_env
 
 from ledger import Ledger, LedgerError
 from ledger.errors import LedgerReadOnly

@@ -45,8 +45,14 @@ class LettaEngine:
         self._failed_at = time.monotonic()
         return False
 
-    def _answer(self, on_letta: Callable[[], list[tuple[str, float]]], fallback: Callable[[], list[tuple[str, float]]]):
-        """Letta's answer when it can give one, else the embedded engine's (and remember why)."""
+    def _answer(self, on_letta: Callable[[], list[tuple[str, float]]], fallback: Callable[[], list[tuple[str, float]]],
+                as_of: int | None = None):
+        """Letta's answer when it can give one, else the embedded engine's (and remember why).
+
+        A purge deleted the agent, as ARI's purge does: what a read as of an earlier seq must
+        see is only in the local index, which answers it."""
+        if as_of is not None and any(seq > as_of for seq in self.projector.catalog.purges):
+            return fallback()
         if not self.ready():
             return fallback()
         try:
@@ -81,7 +87,7 @@ class LettaEngine:
             ids = self.letta.search(query, tags, self._visible(node_ids, as_of), limit)
             return self._scored(query, ids, lambda eid: self.projector.catalog.entries[eid].text)
 
-        return self._answer(on_letta, lambda: self.fallback.search(query, node_ids, limit, as_of))
+        return self._answer(on_letta, lambda: self.fallback.search(query, node_ids, limit, as_of), as_of)
 
     def react_search(self, query: str, limit: int, as_of: int | None) -> list[tuple[str, float]]:
         def on_letta() -> list[tuple[str, float]]:
@@ -89,7 +95,7 @@ class LettaEngine:
             ids = self.letta.search(query, [self.letta.react_tag], steps.__contains__, limit)
             return self._scored(query, ids, lambda sid: steps[sid].content)
 
-        return self._answer(on_letta, lambda: self.fallback.react_search(query, limit, as_of))
+        return self._answer(on_letta, lambda: self.fallback.react_search(query, limit, as_of), as_of)
 
     def lag(self) -> int:
         return self.letta.lag()

@@ -1,0 +1,33 @@
+"""Where things are, and a clean ARI environment for the test process and its children."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures"
+PYTHON = sys.executable
+
+# ARI's and this library's variables: no test inherits them from the shell that runs pytest
+ARI_VARS = (
+    "ARI_CHECKPOINT_DIR",
+    "ARI_CURRENT_NODE_ID",
+    "LETTA_BASE_URL",
+    "LETTA_API_KEY",
+    "LETTA_EMBEDDING_CONFIG",
+    "ARI_MEMORY_LETTA_OVERFETCH",
+    "ARI_MEMORY_AUTO_RESTORE",
+    "ARI_MEMORY_CONSOLIDATE",
+    "ARI_MEMORY_ACCESS_LOG",
+    "ARI_MEMORY_SEARCH_ENGINE",
+    "ARI_MEMORY_BACKEND",
+)
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for a child process running this project's code."""
+    env = {k: v for k, v in os.environ.items() if k not in ARI_VARS}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
