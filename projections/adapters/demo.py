@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from importlib.resources import files
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,9 @@ from ledger.provenance import sha256_file
 
 from projections.api.backend import MemoryBackend
 
-FIXTURE_RUN = Path(__file__).resolve().parents[2] / "fixtures" / "ari_run"
+# shipped as package data (pyproject.toml maps fixtures/ to this package), so it is a real
+# directory in a checkout, an editable install and a wheel alike
+FIXTURE_RUN = Path(str(files("projections.adapters.fixtures") / "ari_run"))
 
 
 @dataclass

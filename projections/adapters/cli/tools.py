@@ -87,7 +87,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     worst = 0
     for name in chosen:
         print(f"== {name}", flush=True)
-        worst = max(worst, importlib.import_module(modules[name]).main(args.rest))
+        try:
+            module = importlib.import_module(modules[name])
+        except ModuleNotFoundError:
+            raise InvalidInput("bench", "the benchmarks are scripts in a checkout (bench/), not installed: run from a clone") from None
+        worst = max(worst, module.main(args.rest))
     return worst
 
 
