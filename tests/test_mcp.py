@@ -148,6 +148,12 @@ def test_mcp_stdio_bfts_scenario(tmp_path: Path) -> None:
         bad = await c.error("add_reproducibility_event", node_id="node_A2", target_memory_id=target, status="maybe")
         assert "status: unknown status 'maybe'" in bad
         assert (await c.call("health"))["ok"] is True
+        # ReAct: lists, as ARI's backend returns them
+        step = await c.call("react_add", content="Thought: tile the k loop", metadata={"node_id": "node_A2", "step": 3})
+        found = (await c.session.call_tool("react_search", {"query": "tile the loop", "limit": 3}))
+        assert not found.is_error and json.loads(found.content[0].text)["id"] == step["id"]
+        trace = await c.session.call_tool("react_get_all", {})
+        assert not trace.is_error and [json.loads(x.text)["id"] for x in trace.content] == [step["id"]]
         # time travel: as of seq 1 nothing had been consolidated yet
         assert (await c.call("get_node_memory", node_id="node_A2", as_of=1))["entries"] == []
 

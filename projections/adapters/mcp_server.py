@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import functools
 from importlib.metadata import version
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 try:  # mcp 2.x
     from mcp.server.mcpserver import MCPServer as Server
     from mcp.server.mcpserver.exceptions import ToolError
 except ModuleNotFoundError:  # mcp 1.x, ARI's environment: the same high-level server under its old name
-    from mcp.server.fastmcp import FastMCP as Server
-    from mcp.server.fastmcp.exceptions import ToolError
+    from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef,attr-defined]  # 1.x only
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]  # 1.x only
 
 from ledger import InvalidInput, LedgerError, config
 from ledger.events import check_node_id
@@ -35,6 +36,11 @@ MCP_SDK_VERSION = version("mcp")
 
 def _backend() -> MemoryBackend:
     return get_backend()
+
+
+def _out(result: Mapping[str, object]) -> dict[str, Any]:
+    """A result as the plain JSON object a tool returns (shapes are TypedDicts, i.e. dicts)."""
+    return dict(result)
 
 
 #: The tools' names in registration order (a skill directory's ``mcp.json`` lists them).
@@ -74,67 +80,67 @@ def _set_current_node(node_id: str) -> dict[str, Any]:
 @tool
 def add_memory(node_id: str, text: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """Add a node-scope memory entry (only the current node may write its own memory)."""
-    return _backend().add_memory(node_id, text, metadata)
+    return _out(_backend().add_memory(node_id, text, metadata))
 
 
 @tool
 def search_memory(query: str, ancestor_ids: list[str], limit: int = 5, as_of: int | None = None) -> dict[str, Any]:
     """Entries of exactly these ancestor nodes, ranked by semantic similarity to the query."""
-    return _backend().search_memory(query, ancestor_ids, limit, as_of=as_of)
+    return _out(_backend().search_memory(query, ancestor_ids, limit, as_of=as_of))
 
 
 @tool
 def get_node_memory(node_id: str, as_of: int | None = None) -> dict[str, Any]:
     """A node's entries in log order."""
-    return _backend().get_node_memory(node_id, as_of=as_of)
+    return _out(_backend().get_node_memory(node_id, as_of=as_of))
 
 
 @tool
 def clear_node_memory(node_id: str) -> dict[str, Any]:
     """Tombstone the current node's own entries (the log keeps them)."""
-    return _backend().clear_node_memory(node_id)
+    return _out(_backend().clear_node_memory(node_id))
 
 
 @tool
 def list_all_nodes(as_of: int | None = None) -> dict[str, Any]:
     """Every node with visible entries, and its entries."""
-    return _backend().list_all_nodes(as_of=as_of)
+    return _out(_backend().list_all_nodes(as_of=as_of))
 
 
 @tool
 def bulk_get_node_memory(node_ids: list[str], as_of: int | None = None) -> dict[str, Any]:
     """The entries of exactly these nodes."""
-    return _backend().bulk_get_node_memory(node_ids, as_of=as_of)
+    return _out(_backend().bulk_get_node_memory(node_ids, as_of=as_of))
 
 
 @tool
 def react_add(content: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
     """Append a step to the checkpoint's flat ReAct trace."""
-    return _backend().react_add(content, metadata)
+    return _out(_backend().react_add(content, metadata))
 
 
 @tool
-def react_search(query: str, limit: int = 10, as_of: int | None = None) -> dict[str, Any]:
-    """Semantic search over the ReAct trace (no ancestor filter)."""
-    return _backend().react_search(query, limit, as_of=as_of)
+def react_search(query: str, limit: int = 10, as_of: int | None = None) -> list[dict[str, Any]]:
+    """Semantic search over the ReAct trace (no ancestor filter); a list, as ARI's backend returns."""
+    return [dict(step) for step in _backend().react_search(query, limit, as_of=as_of)]
 
 
 @tool
-def react_get_all(as_of: int | None = None) -> dict[str, Any]:
-    """The whole ReAct trace in order."""
-    return _backend().react_get_all(as_of=as_of)
+def react_get_all(as_of: int | None = None) -> list[dict[str, Any]]:
+    """The whole ReAct trace in order; a list, as ARI's backend returns."""
+    return [dict(step) for step in _backend().react_get_all(as_of=as_of)]
 
 
 @tool
 def seed_core_memory(persona: str, human: str, context: dict[str, Any] | None = None) -> dict[str, Any]:
     """Seed the experiment context (goal, primary metric, hardware, …)."""
-    return _backend().seed_core_memory(persona, human, context)
+    return _out(_backend().seed_core_memory(persona, human, context))
 
 
 @tool
 def get_experiment_context(as_of: int | None = None) -> dict[str, Any]:
     """The seeded experiment context, {} before the seed."""
-    return _backend().get_experiment_context(as_of=as_of)
+    return _out(_backend().get_experiment_context(as_of=as_of))
 
 
 @tool
@@ -146,7 +152,7 @@ def add_experiment_result(
     node_report_ref: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A typed, artifact-grounded experiment result."""
-    return _backend().add_experiment_result(node_id, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+    return _out(_backend().add_experiment_result(node_id, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs, node_report_ref=node_report_ref))
 
 
 @tool
@@ -154,7 +160,7 @@ def add_failure_case(
     node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A typed failure case (becomes a limitation, never a claim)."""
-    return _backend().add_failure_case(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+    return _out(_backend().add_failure_case(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref))
 
 
 @tool
@@ -162,13 +168,13 @@ def add_procedure_memory(
     node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A typed procedure (how something was done)."""
-    return _backend().add_procedure_memory(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+    return _out(_backend().add_procedure_memory(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref))
 
 
 @tool
 def add_reflection(node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, Any] | None = None) -> dict[str, Any]:
     """A typed reflection (low confidence, never a claim)."""
-    return _backend().add_reflection(node_id, text, confidence=confidence, node_report_ref=node_report_ref)
+    return _out(_backend().add_reflection(node_id, text, confidence=confidence, node_report_ref=node_report_ref))
 
 
 @tool
@@ -176,7 +182,7 @@ def add_reproducibility_event(
     node_id: str, target_memory_id: str, status: str, artifact_refs: list[dict[str, Any]] | None = None, text: str | None = None
 ) -> dict[str, Any]:
     """Append a re-run status for a memory in the writer's scope."""
-    return _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs=artifact_refs, text=text)
+    return _out(_backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs=artifact_refs, text=text))
 
 
 @tool
@@ -189,9 +195,9 @@ def search_research_memory(
     as_of: int | None = None,
 ) -> dict[str, Any]:
     """Typed search in exact ancestor scope, filtered by kind and artifact presence."""
-    return _backend().search_research_memory(
+    return _out(_backend().search_research_memory(
         query, ancestor_ids, kinds=kinds, require_artifacts=require_artifacts, limit=limit, as_of=as_of
-    )
+    ))
 
 
 @tool
@@ -201,19 +207,19 @@ def get_verified_context(
 ) -> dict[str, Any]:
     """Claims of a lineage ranked rerun_passed > grounded > ungrounded > rerun_failed, each with
     its evidence level; ``min_evidence`` keeps weaker claims out of ``usable_for_claims``."""
-    return _backend().get_verified_context(ancestor_ids, purpose, limit, min_evidence=min_evidence, as_of=as_of)
+    return _out(_backend().get_verified_context(ancestor_ids, purpose, limit, min_evidence=min_evidence, as_of=as_of))
 
 
 @tool
 def audit_memory(experiments_root: str, run_id: str | None = None) -> dict[str, Any]:
     """Re-hash every artifact memory cites; check the log's hash chain."""
-    return _backend().audit_memory(experiments_root, run_id)
+    return _out(_backend().audit_memory(experiments_root, run_id))
 
 
 @tool
 def consolidate_node_memory(node_id: str, node_report: dict[str, Any] | str, work_dir: str, run_id: str | None = None) -> dict[str, Any]:
     """node_report.json (object or path) → typed entries with provenance, once per report."""
-    return _backend().consolidate_node_memory(node_id, node_report, work_dir, run_id)
+    return _out(_backend().consolidate_node_memory(node_id, node_report, work_dir, run_id))
 
 
 @tool
