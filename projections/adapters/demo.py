@@ -21,6 +21,7 @@ from ledger.node_report import NodeReport, load_node_report
 from ledger.provenance import sha256_file
 
 from projections.api.backend import MemoryBackend
+from projections.api.shapes import AuditResult
 
 # shipped as package data (pyproject.toml maps fixtures/ to this package), so it is a real
 # directory in a checkout, an editable install and a wheel alike
@@ -39,7 +40,7 @@ class Replay:
     consolidated: dict[str, list[str]] = field(default_factory=dict)
     reruns: list[dict[str, Any]] = field(default_factory=list)
     verified_path: Path | None = None
-    audit: dict[str, Any] | None = None
+    audit: AuditResult | None = None
 
 
 def copy_run(run_dir: Path, dest: Path) -> Path:
@@ -67,7 +68,7 @@ def replay_run(backend: MemoryBackend, run_dir: Path = FIXTURE_RUN, experiments_
         metrics = {k: v for k, v in report["metrics"].items() if not k.startswith("_")}
         backend.add_memory(nid, node["result_summary"], {"type": "result_summary", "metrics": metrics}, current_node=nid)
         result = backend.consolidate_node_memory(nid, report, str(work_dir), run_id, current_node=nid)
-        replay.consolidated[nid] = [w["id"] for w in result.get("written", [])]
+        replay.consolidated[nid] = [w["id"] for w in result.get("written", []) if w["id"] is not None]
     reports = {nid: load_node_report(root / run_id / nid / "node_report.json") for nid in replay.tree}
     _rerun_best(backend, replay, reports)
     nodes = [{"node_id": r.node_id, "metrics": r.metrics, "status": r.status, "has_real_data": bool(r.metrics) and r.status == "success" and r.self_assessment.succeeded} for r in reports.values()]

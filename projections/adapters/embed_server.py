@@ -190,8 +190,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         for sig in previous:
             signal.signal(sig, _raise_stop)
-        host, port = server.server_address[:2]
-        print(f"listening on http://{host}:{port}/v1", flush=True)
+        print(f"listening on http://{args.host}:{server.server_port}/v1", flush=True)
         server.serve_forever()
     except _Stop:
         pass

@@ -98,7 +98,8 @@ def _layout(roots: list[str], tree: dict[str, list[str]]) -> dict[str, tuple[flo
     child, so the picture depends only on the tree and its child order. Iterative, so a
     long chain of nodes cannot exhaust Python's recursion limit.
     """
-    kids: dict[str | None, list[str]] = {None: roots, **tree}
+    kids: dict[str | None, list[str]] = {None: roots}
+    kids.update(tree)
     postorder: list[str | None] = []
     stack: list[tuple[str | None, bool]] = [(None, False)]
     while stack:
@@ -152,7 +153,8 @@ def _svg(
         x, depth = place[node_id]
         return MARGIN + x * SLOT, MARGIN + depth * (NODE_H + GAP_Y)
 
-    plain, bold = [], []
+    plain: list[str] = []
+    bold: list[str] = []
     for parent, children in tree.items():
         px, py = corner(parent)
         for child in children:

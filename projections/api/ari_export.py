@@ -31,8 +31,8 @@ def backup_lines(backend: MemoryBackend) -> Iterator[dict[str, Any]]:
     for node_id, entries in backend.list_all_nodes(as_of=seq)["by_node"].items():
         for e in entries:
             yield {"kind": "node_scope", "node_id": node_id, "text": e["text"], "metadata": e["metadata"], "ts": e["ts"]}
-    for e in backend.list_react_entries(as_of=seq):
-        yield {"kind": "react_step", "text": e["content"], "metadata": e["metadata"], "ts": e["ts"]}
+    for step in backend.list_react_entries(as_of=seq):
+        yield {"kind": "react_step", "text": step["content"], "metadata": step["metadata"], "ts": step["ts"]}
     context = backend.get_experiment_context(as_of=seq)
     seed = backend.session.projector.catalog.context(seq)
     if seed is not None:

@@ -77,7 +77,8 @@ class Audit:
                 if key in seen:
                     seen[key]["memory_ids"].append(entry.entry_id)
                     continue
-                path = art.get("path") if isinstance(art.get("path"), str) else ""
+                raw_path = art.get("path")
+                path = raw_path if isinstance(raw_path, str) else ""
                 current, status = audit_ref(work_dir, path, art.get("sha256"))
                 seen[key] = {
                     "run_id": ref["run_id"],

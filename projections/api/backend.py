@@ -16,10 +16,10 @@ import atexit
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ledger import ConfigurationError, config
 
@@ -139,7 +139,7 @@ class MemoryBackend:
         """ARI's purge (``ari delete``, restore with overwrite): one tombstone hides everything."""
         return self._nodes.purge()
 
-    def bulk_import(self, entries: list[Mapping[str, Any]], kind: str, *, source: str = "bulk_import") -> ImportResult:
+    def bulk_import(self, entries: Sequence[Mapping[str, Any]], kind: str, *, source: str = "bulk_import") -> ImportResult:
         """Import ARI entries of one kind (``node_scope``, ``react_step``, ``core_seed``), once:
         an entry already visible is skipped. ``source`` is recorded in each event's ``origin``."""
         return self._imports.bulk_import(entries, kind, source)
@@ -281,7 +281,7 @@ class MemoryBackend:
             extra = session.engine.health()
             lag = session.engine.lag()
             events = session.ledger.last_seq
-        return {
+        return cast(Health, {
             "ok": True,
             "backend": session.engine.name,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
@@ -294,8 +294,8 @@ class MemoryBackend:
             "torn_tail": session.ledger.torn_tail is not None,
             "snapshot_rebuilt": session.projector.rebuilt,
             **({"letta": session.letta.health()} if session.letta is not None else {}),
-            **extra,  # type: ignore[typeddict-item]
-        }
+            **extra,
+        })
 
     def flush_projections(self, timeout: float = 60.0) -> bool:
         """Wait until every projection (the Letta agent too) holds the whole log; True when it does.

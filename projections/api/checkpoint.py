@@ -161,6 +161,6 @@ def _head_note(ledger: Ledger) -> str | None:
         anchor = ledger.head_anchor()
     except AnchorUnreadable as exc:
         return f"{exc}; the next writable open re-anchors it"
-    if ledger.head_damaged_slot:
+    if ledger.head_damaged_slot and anchor is not None:
         return f"one of the head file's two records is damaged; the other (seq {anchor.seq}) is used"
     return None

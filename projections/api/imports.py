@@ -6,7 +6,7 @@ entries are checked before any is written.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.ari_import import Planned, entry_key, plan_entries, seed_key, step_key
@@ -22,7 +22,7 @@ class Imports:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def bulk_import(self, entries: list[Mapping[str, Any]], kind: str, source: str) -> ImportResult:
+    def bulk_import(self, entries: Sequence[Mapping[str, Any]], kind: str, source: str) -> ImportResult:
         planned = plan_entries(entries, kind, source=source)
         with self.session.reading() as catalog:
             fresh = not_yet_imported(catalog, planned)

@@ -19,7 +19,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, cast
 
 from ledger import InvalidInput, config
 from ledger.events import is_sha256
@@ -29,7 +29,7 @@ from projections.api import checks
 from projections.api.audit import audit_ref, check_run_id
 from projections.api.context import ExperimentContext
 from projections.api.session import Session
-from projections.api.shapes import VerifiedContextView
+from projections.api.shapes import Claim, Evidence, VerifiedContextView
 from projections.api.views import research_view
 from projections.models.catalog import Catalog, Entry
 from projections.models.repro import repro_status
@@ -59,7 +59,7 @@ def evidence_level(entry: Entry, status: str | None, work_dir: Path | None) -> s
     return "hashed"
 
 
-def _rank(claim: dict) -> int:
+def _rank(claim: Claim) -> int:
     if claim["repro_status"] == "rerun_failed":
         return 3
     if claim["repro_status"] == "rerun_passed":
@@ -72,9 +72,9 @@ def verified_context(
     repro_events: Iterable[Entry],
     limit: int | None = None,
     *,
-    work_dir_of=lambda entry: None,
+    work_dir_of: Callable[[Entry], Path | None] = lambda entry: None,
     min_evidence: str | None = None,
-) -> dict[str, Any]:
+) -> VerifiedContextView:
     """Claims, limitations and usable claims from the visible entries of a lineage (log order).
 
     ``repro_events`` come from the whole checkpoint: a re-run is evidence about its target
@@ -86,10 +86,10 @@ def verified_context(
     claims = []
     for entry in entries:
         if entry.label in CLAIM_KINDS:
-            claim = research_view(entry)
+            claim = cast(Claim, research_view(entry))
             claim["grounded"] = is_grounded(entry)
             claim["repro_status"] = status.get(entry.entry_id)
-            claim["evidence"] = evidence_level(entry, claim["repro_status"], work_dir_of(entry))
+            claim["evidence"] = cast(Evidence, evidence_level(entry, claim["repro_status"], work_dir_of(entry)))
             claims.append(claim)
     claims.sort(key=lambda c: (_rank(c), c["seq"]))
     if limit is not None:
@@ -234,11 +234,12 @@ class VerifiedContext:
             if not ctx["claims"]:
                 return None
             ledger = self.session.ledger
-            ctx.update(best_node=best["node_id"], best_node_id=best["node_id"], as_of_seq=ledger.last_seq,  # type: ignore[typeddict-unknown-key]
-                       anchor={"seq": ledger.last_seq, "hash": ledger.last_hash})
+            written: dict[str, Any] = {**ctx, "best_node": best["node_id"], "best_node_id": best["node_id"],
+                                       "as_of_seq": ledger.last_seq,
+                                       "anchor": {"seq": ledger.last_seq, "hash": ledger.last_hash}}
             path = self.session.checkpoint_dir / VERIFIED_CONTEXT_NAME
             tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(ctx, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps(written, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
             os.replace(tmp, path)
         return path
 

@@ -1,7 +1,9 @@
 """Read-model records turned into the dicts ARI's callers receive (``shapes``)."""
 from __future__ import annotations
 
-from projections.api.shapes import EntryView, ResearchEntryView, StepView
+from typing import cast
+
+from projections.api.shapes import EntryView, FindingView, ResearchEntryView, StepView
 from projections.models.catalog import Entry, Step
 
 
@@ -18,7 +20,7 @@ def entry_view(entry: Entry) -> EntryView:
         "seq": entry.seq,
     }
     if entry.findings:
-        out["findings"] = entry.findings
+        out["findings"] = cast(list[FindingView], entry.findings)
     return out
 
 
@@ -45,5 +47,5 @@ def research_view(entry: Entry) -> ResearchEntryView:
         "seq": entry.seq,
     }
     if entry.findings:
-        out["findings"] = entry.findings
+        out["findings"] = cast(list[FindingView], entry.findings)
     return out

@@ -38,7 +38,8 @@ class Projection(Protocol):
 class SearchEngine(Protocol):
     """Where a scoped semantic search runs; results are (entry id, score in [0, 1]), best first."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def search(self, query: str, node_ids: list[str], limit: int, as_of: int | None) -> list[tuple[str, float]]: ...
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
+from typing import Any
 
 from ledger import InvalidInput
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, FORMATS, REACT_NAME, STORE_NAME, ari_files_in, read_ari_file
@@ -56,7 +56,7 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
     files = [read_ari_file(s) for s in sources]  # every file read and checked before anything is written
     backend = MemoryBackend(ckpt)
     try:
-        report = [{"path": f.path, "format": f.format,
+        report: list[dict[str, Any]] = [{"path": f.path, "format": f.format,
                    "kinds": {kind: backend.bulk_import(f.entries[kind], kind, source=Path(f.path).name)
                              for kind in ARI_KINDS if kind in f.entries}}
                   for f in files]

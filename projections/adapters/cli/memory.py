@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
@@ -55,6 +56,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
     scope = scope_for(backend, args.node, args.ancestors)
+    results: list[Any]
     if args.kind:
         results = backend.search_research_memory(args.query, scope, kinds=args.kind, limit=args.limit, as_of=args.as_of)["results"]
     else:

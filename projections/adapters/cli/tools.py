@@ -5,6 +5,7 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -39,7 +40,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     try:
         with console.status("replaying the fixture run (node start → context → consolidation → re-run → audit)"):
             replay = replay_run(backend, FIXTURE_RUN, experiments)
-        rows = []
+        rows: list[dict[str, Any]] = []
         for nid, ancestors in replay.tree.items():
             scope = ancestors + [nid]
             hits = backend.search_memory(replay.queries[nid], scope, limit=3)["results"]
@@ -51,8 +52,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         health = backend.health()
     finally:
         backend.close()
+    audit = replay.audit
+    assert audit is not None, "replay_run always audits"
     if args.json:
-        emit({"checkpoint": str(out / "checkpoint"), "scope": rows, "audit": replay.audit["summary"],
+        emit({"checkpoint": str(out / "checkpoint"), "scope": rows, "audit": audit["summary"],
               "verified_context": str(replay.verified_path), "report": str(report_path), "backend": health["backend"]})
         return EXIT_OK
     table = Table(title=f"What each node may read, and what a search from it returns ({health['backend']} engine)")
@@ -66,7 +69,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ctx = json.loads(replay.verified_path.read_text()) if replay.verified_path else {}
     console.print(f"\nbest node: {ctx.get('best_node')}; usable claims: {len(ctx.get('usable_for_claims', []))}")
     console.print(render_grounded_block(ctx) if ctx else "(no claims)")
-    console.print(f"audit: {replay.audit['summary']}  chain ok: {replay.audit['chain']['ok']}")
+    console.print(f"audit: {audit['summary']}  chain ok: {audit['chain']['ok']}")
     console.print(f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}")
     return EXIT_OK
 
@@ -157,7 +160,11 @@ def cmd_restore(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-@command("ari-skill", "write a skill directory for ARI's memory-skill.path (and the drop-in ari-skill-memory distribution)", lambda p: p.add_argument("dir", help="the skill directory to write (created; template files are overwritten)"))
+def _ari_skill_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", help="the skill directory to write (created; template files are overwritten)")
+
+
+@command("ari-skill", "write a skill directory for ARI's memory-skill.path (and the drop-in ari-skill-memory distribution)", _ari_skill_args)
 def cmd_ari_skill(args: argparse.Namespace) -> int:
     from projections.adapters.skill_dir import write_skill_dir
 

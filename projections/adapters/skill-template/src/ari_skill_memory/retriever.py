@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from projections.api.backend import MemoryBackend
+from projections.api.shapes import ResearchEntryView, ResearchResult
 
 
 def search_research_memory(
@@ -14,12 +15,12 @@ def search_research_memory(
     kinds: list[str] | None = None,
     require_artifacts: bool = False,
     limit: int = 5,
-) -> dict[str, Any]:
+) -> ResearchResult:
     """Typed entries of exactly these ancestors, ranked by similarity, filtered by kind and artifacts."""
     return backend.search_research_memory(query, ancestor_ids, kinds=kinds, require_artifacts=require_artifacts, limit=limit)
 
 
-def ancestor_typed_memory(backend: MemoryBackend, ancestor_ids: list[str], *, kinds: list[str] | None = None) -> list[dict[str, Any]]:
+def ancestor_typed_memory(backend: MemoryBackend, ancestor_ids: list[str], *, kinds: list[str] | None = None) -> list[ResearchEntryView]:
     """Every typed entry of these ancestors (no search), in lineage order."""
     return backend.ancestor_typed_memory(ancestor_ids, kinds=kinds)
 
