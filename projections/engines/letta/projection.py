@@ -29,7 +29,9 @@ from projections.engines.letta.server import (
     configured_embedding,
     delete_agent,
 )
+from projections.engines.letta.plan import letta_time
 from projections.engines.local import Projector
+from projections.models.catalog import event_time
 
 BATCH = 200
 LIST_PAGE = 1000
@@ -54,6 +56,7 @@ class LettaProjection:
         self.agent_id: str | None = None
         self.archive_id: str | None = None
         self.cursor = 0
+        self.dated = False  # passages carry their events' times (agents made before that do not)
         self.last_search: dict[str, Any] = {}
         self._checked_tail = False  # the first catch-up of a process re-reads which events are present
         self.guard = threading.RLock()  # the sync thread folds while a read may search or detach
@@ -73,7 +76,7 @@ class LettaProjection:
                 memory_blocks=[{"label": label, "value": ""} for label in ("persona", "human", "ari_context")],
                 include_base_tools=False,
                 tags=["ari-memory-ledger"],
-                metadata={META_KEY: {"cursor": 0, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding}},
+                metadata={META_KEY: {"cursor": 0, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding, "dated": True}},
             )
         else:
             agent = found[0]
@@ -89,10 +92,12 @@ class LettaProjection:
         self.agent_id = agent.id
         meta = (agent.metadata or {}).get(META_KEY, {})
         self.cursor = int(meta.get("cursor", 0))
+        self.dated = bool(meta.get("dated"))
         archives = list(self.client.archives.list(agent_id=agent.id))
         self.archive_id = archives[0].id if archives else None
         if self.archive_id is None:
             self.cursor = 0  # an agent without passages has folded nothing, whatever it says
+            self.dated = True  # and its passages will carry their events' times
         return True
 
     def detach(self) -> None:
@@ -102,7 +107,7 @@ class LettaProjection:
             self._checked_tail = False
 
     def _save_cursor(self) -> None:
-        meta = {"cursor": self.cursor, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding}
+        meta = {"cursor": self.cursor, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding, "dated": self.dated}
         self.client.agents.update(self.agent_id, metadata={META_KEY: meta})
 
     def _present_event_ids(self) -> set[str]:
@@ -212,11 +217,16 @@ class LettaProjection:
             progress(seq - start, target - start)
 
     def _passage(self, event: Event) -> dict[str, Any] | None:
+        """A passage created at its event's time (an imported entry's original time): what
+        lets a read ask Letta for a time window (see ``plan``)."""
+        at = letta_time(event_time(event))
         if event.type == "memory_added":
             kind = typed_kind(event.body.get("metadata", {})) or "note"
-            return {"text": event.body["text"] or " ", "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"]}
+            return {"text": event.body["text"] or " ", "created_at": at,
+                    "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"]}
         if event.type == "react_step":
-            return {"text": event.body["content"] or " ", "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"]}
+            return {"text": event.body["content"] or " ", "created_at": at,
+                    "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"]}
         return None
 
     def _push(self, passages: list[dict[str, Any]]) -> None:
@@ -224,7 +234,7 @@ class LettaProjection:
             return
         if self.archive_id is None:  # Letta makes the archive with the agent's first passage
             first = passages[0]
-            self.client.agents.passages.create(self.agent_id, text=first["text"], tags=first["tags"])
+            self.client.agents.passages.create(self.agent_id, **first)
             self.archive_id = list(self.client.archives.list(agent_id=self.agent_id))[0].id
             passages = passages[1:]
         if passages:
