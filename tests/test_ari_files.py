@@ -261,6 +261,27 @@ def test_export_never_overwrites_a_backup_holding_memory_the_checkpoint_lacks(tm
     assert len(gzip.decompress(other.read_bytes()).splitlines()) == 14
 
 
+def test_export_into_a_pipe_or_device_writes_through_it(full: Path, tmp_path: Path) -> None:
+    """``-o /dev/stdout`` or a named pipe: the stream is written, the special file stays what
+    it was (renaming a file onto ``/dev/null`` as root would replace the device)."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "backup.pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    ok("export-ari", full, "-o", fifo)
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    ok("export-ari", full, "-o", tmp_path / "regular.jsonl.gz")
+    assert gzip.decompress(received[0]) == gzip.decompress((tmp_path / "regular.jsonl.gz").read_bytes())
+    ok("export-ari", full, "-o", "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
 def test_purge_then_import_restores_as_aris_overwrite_restore(tmp_path: Path) -> None:
     """ARI's ``_do_restore(on_conflict="overwrite")``: purge_checkpoint, then bulk_import per kind."""
     ckpt = tmp_path / "ckpt"

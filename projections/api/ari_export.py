@@ -17,7 +17,7 @@ import gzip
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ledger import InvalidInput
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, plan_entries, read_ari_file
@@ -47,20 +47,24 @@ def write_ari_backup(backend: MemoryBackend, path: str | Path | None = None, *, 
 
     An existing file there is replaced only when this checkpoint already shows everything in
     it (or ``replace=True``): a backup ARI wrote before the switch may hold memory the ledger
-    has not imported yet, and overwriting it would lose that.
+    has not imported yet, and overwriting it would lose that. A target that exists but is not
+    a regular file (``/dev/null``, ``/dev/stdout``, a pipe) is written to, never renamed over:
+    renaming onto ``/dev/null`` as root would replace the device with a file.
     """
     path = Path(path) if path is not None else backend.checkpoint_dir / BACKUP_NAME
     lines = list(backup_lines(backend))
-    if path.exists() and not replace:
+    special = path.exists() and not path.is_file()
+    if path.exists() and not special and not replace:
         _refuse_to_lose(path, lines)
     counts = {kind: 0 for kind in ARI_KINDS}
+    if special:
+        with open(path, "wb") as raw:
+            _write_gzip(raw, path.name, lines, counts)
+        return {"path": str(path), "lines": counts}
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as raw:
-            with gzip.GzipFile(filename=path.name, mode="wb", fileobj=raw) as out:  # the header names the real file, as ARI's
-                for line in lines:
-                    out.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
-                    counts[line["kind"]] += 1
+            _write_gzip(raw, path.name, lines, counts)
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, path)
@@ -69,6 +73,13 @@ def write_ari_backup(backend: MemoryBackend, path: str | Path | None = None, *, 
         raise
     _fsync_dir(path.parent)
     return {"path": str(path), "lines": counts}
+
+
+def _write_gzip(raw: BinaryIO, name: str, lines: list[dict[str, Any]], counts: dict[str, int]) -> None:
+    with gzip.GzipFile(filename=name, mode="wb", fileobj=raw) as out:  # the header names the real file, as ARI's
+        for line in lines:
+            out.write((json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8"))
+            counts[line["kind"]] += 1
 
 
 def _refuse_to_lose(path: Path, lines: list[dict[str, Any]]) -> None:
