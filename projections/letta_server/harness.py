@@ -659,35 +659,8 @@ def pg_uri(pg_port: int) -> str:
 
 # ----------------------------------------------------------------------------- 3. schema
 
-_SCHEMA_SCRIPT = '''\
-"""Written by projections.letta_server.harness: create Letta's tables from its ORM (idempotent)."""
-import asyncio, json, os
-
-async def main():
-    uri = os.environ["LETTA_PG_URI"]  # set before letta is imported
-    from sqlalchemy import text
-    from sqlalchemy.ext.asyncio import create_async_engine
-    from letta.database_utils import get_database_uri_for_context
-    import letta.orm  # registers every model on Base.metadata
-    from letta.orm import Base
-
-    engine = create_async_engine(get_database_uri_for_context(uri, "async"))
-    try:
-        async with engine.begin() as conn:  # one transaction: all or nothing
-            await conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
-            await conn.run_sync(Base.metadata.create_all)
-            # The one object only letta's (unshipped) migrations make; without it no agent can be made.
-            await conn.execute(text("CREATE SEQUENCE IF NOT EXISTS message_seq_id START 1"))
-            await conn.execute(text(
-                "ALTER TABLE messages ALTER COLUMN sequence_id SET DEFAULT nextval('message_seq_id'::regclass)"))
-            n = (await conn.execute(text(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"))).scalar()
-    finally:
-        await engine.dispose()
-    print(json.dumps({"tables": n}))
-
-asyncio.run(main())
-'''
+# A real file beside this module (linted, shipped as package data), copied to the home and run there.
+_SCHEMA_SCRIPT = Path(__file__).with_name("create_schema.py").read_text()
 
 
 def _schema_ready(layout: _Layout, port: int) -> bool:
@@ -762,70 +735,8 @@ def _start_embed(layout: _Layout, port: int, timeout: float) -> tuple[int, dict[
 
 # ----------------------------------------------------------------------------- 5. letta
 
-_LAUNCHER = '''\
-"""Written by projections.letta_server.harness (rewritten on each `up`): run `letta server` with one fix.
-
-Letta 0.16.7 builds a new AsyncOpenAI client for every embedding request and never closes it.
-When the garbage collector frees one, its deferred close unregisters a file-descriptor number that
-a new asyncpg connection may own by then, and that connection hangs for 60 s (HTTP 500 on batch
-inserts of ~16+ passages). Reusing one client per configuration (and event loop) avoids it.
-"""
-import argparse
-import asyncio
-import sys
-
-
-def _patch_openai_client():
-    import letta.llm_api.openai_client as openai_client
-
-    original = openai_client.AsyncOpenAI
-    if getattr(original, "_ari_ledger_cached", False):
-        return
-    cache = {}
-
-    def cached_async_openai(*args, **kwargs):
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        try:
-            key = (id(loop), kwargs.get("api_key"), str(kwargs.get("base_url")), repr(args),
-                   repr(sorted((k, v) for k, v in kwargs.items() if k not in ("api_key", "base_url"))))
-        except Exception:  # unrepresentable arguments: do not cache
-            return original(*args, **kwargs)
-        hit = cache.get(key)
-        if hit is not None and hit[0] is loop and not hit[1].is_closed():
-            return hit[1]
-        client = original(*args, **kwargs)
-        cache[key] = (loop, client)
-        return client
-
-    cached_async_openai._ari_ledger_cached = True
-    cached_async_openai.__wrapped__ = original
-    openai_client.AsyncOpenAI = cached_async_openai
-    print("ari-ledger launcher: letta.llm_api.openai_client.AsyncOpenAI now reuses one client per "
-          "configuration", flush=True)
-
-
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8283)
-    args = parser.parse_args()
-    sys.argv = [sys.argv[0]]  # letta reads a few flags from sys.argv; pass none
-    _patch_openai_client()
-    # What `letta server --host H --port P` does (letta/cli/cli.py: server -> start_server).
-    from letta.server.rest_api.app import start_server
-
-    try:
-        start_server(port=args.port, host=args.host, debug=False, reload=False)
-    except KeyboardInterrupt:
-        sys.exit(0)
-
-
-if __name__ == "__main__":
-    main()
-'''
+# A real file beside this module (linted, shipped as package data), copied to the home and run there.
+_LAUNCHER = Path(__file__).with_name("launcher.py").read_text()
 
 
 def _letta_env(layout: _Layout, pg_port: int) -> dict[str, str]:
