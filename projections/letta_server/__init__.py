@@ -9,6 +9,7 @@ and ``create_schema.py`` are programs for the Letta venv, not modules: never imp
 
 CLI: ``ari-ledger letta up|down|status`` (or ``python -m projections.letta_server``).
 """
+
 from __future__ import annotations
 
 from .cli import add_arguments, main, run

@@ -6,6 +6,7 @@
 
 Needs ``LETTA_PG_URI`` in the environment, set before letta is imported. Prints ``{"tables": N}``.
 """
+
 import asyncio
 import json
 import os
@@ -26,10 +27,12 @@ async def main() -> None:
             await conn.run_sync(Base.metadata.create_all)
             # The one object only letta's (unshipped) migrations make; without it no agent can be made.
             await conn.execute(text("CREATE SEQUENCE IF NOT EXISTS message_seq_id START 1"))
-            await conn.execute(text(
-                "ALTER TABLE messages ALTER COLUMN sequence_id SET DEFAULT nextval('message_seq_id'::regclass)"))
-            n = (await conn.execute(text(
-                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"))).scalar()
+            await conn.execute(
+                text("ALTER TABLE messages ALTER COLUMN sequence_id SET DEFAULT nextval('message_seq_id'::regclass)")
+            )
+            n = (
+                await conn.execute(text("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"))
+            ).scalar()
     finally:
         await engine.dispose()
     print(json.dumps({"tables": n}))

@@ -4,6 +4,7 @@ It runs with this project's interpreter (``python -m projections.adapters.embed_
 same static embedder as the embedded engine); that module name in its command line is how
 up/down/status recognise it.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,7 +38,8 @@ def start_embed(layout: Layout, port: int, timeout: float) -> tuple[int, dict[st
     t0 = time.monotonic()
     if port_open(port):
         raise LettaHarnessError(
-            f"port {port} (embedding endpoint) is already taken by another program: pass --embed-port")
+            f"port {port} (embedding endpoint) is already taken by another program: pass --embed-port"
+        )
     # Fail early and clearly if the module is missing. Only look for it: the harness runs it as a
     # program and imports nothing of the layers (the import-linter contract says so).
     try:
@@ -45,23 +47,28 @@ def start_embed(layout: Layout, port: int, timeout: float) -> tuple[int, dict[st
     except ImportError:
         found = False
     if not found:
-        raise LettaHarnessError(f"{EMBED_MODULE} cannot be found: is ari-memory-ledger "
-                                f"installed completely in {sys.prefix}?")
+        raise LettaHarnessError(
+            f"{EMBED_MODULE} cannot be found: is ari-memory-ledger installed completely in {sys.prefix}?"
+        )
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PROJECT_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     log = layout.logs / "embed.log"
-    proc = spawn_detached([sys.executable, "-m", EMBED_MODULE, "--host", HOST, "--port", str(port)],
-                          log=log, cwd=layout.home, env=env)
+    proc = spawn_detached(
+        [sys.executable, "-m", EMBED_MODULE, "--host", HOST, "--port", str(port)], log=log, cwd=layout.home, env=env
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise LettaHarnessError(f"the embedding endpoint exited at start (exit {proc.returncode}). "
-                                    f"Log {log}:\n{log_tail(log)}")
+            raise LettaHarnessError(
+                f"the embedding endpoint exited at start (exit {proc.returncode}). Log {log}:\n{log_tail(log)}"
+            )
         health = embed_health(port)
         if health:
             return proc.pid, health, time.monotonic() - t0
         time.sleep(0.25)
     terminate(proc.pid, EMBED_MODULE, grace=5)
-    raise LettaHarnessError(f"the embedding endpoint did not answer GET /health on port {port} within "
-                            f"{timeout:.0f} s. Log {log}:\n{log_tail(log)}")
+    raise LettaHarnessError(
+        f"the embedding endpoint did not answer GET /health on port {port} within "
+        f"{timeout:.0f} s. Log {log}:\n{log_tail(log)}"
+    )

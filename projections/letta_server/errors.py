@@ -1,5 +1,6 @@
 """The harness's two errors: a ``LedgerError`` so callers catch one family, and the install's own
 (it carries whether pip looked offline, which tests use to skip rather than fail)."""
+
 from __future__ import annotations
 
 from pathlib import Path

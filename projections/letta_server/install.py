@@ -4,6 +4,7 @@ Unpinned installs of 0.16.7 no longer import (newer dependency releases), and it
 2.11, mcp 1.12, …) are not this project's: the project only talks to it over HTTP. Programs run
 with that venv's interpreter get :func:`letta_env`, which keeps provider keys and proxies out.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -49,8 +50,17 @@ _NETWORK_ERROR_MARKERS = (
 # Environment variables that must not reach the Letta server: provider keys/endpoints (it must
 # never call an LLM or register a provider from the user's environment), and the project's venv.
 _SCRUB_SUFFIXES = ("_API_KEY", "_BASE_URL", "_API_BASE")
-_SCRUB_NAMES = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP", "PGPASSWORD", "PGHOST",
-                "PGPORT", "PGUSER", "PGDATABASE"}
+_SCRUB_NAMES = {
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "VIRTUAL_ENV",
+    "PYTHONSTARTUP",
+    "PGPASSWORD",
+    "PGHOST",
+    "PGPORT",
+    "PGUSER",
+    "PGDATABASE",
+}
 
 
 def install_fingerprint() -> dict[str, Any]:
@@ -77,7 +87,8 @@ def base_python() -> str:
     raise LettaHarnessError(
         f"Letta {LETTA_VERSION} needs Python 3.11-3.13 for its own venv, this is "
         f"{sys.version_info.major}.{sys.version_info.minor} and none is on PATH: install one, or point "
-        f"ARI_LETTA_PYTHON at it")
+        f"ARI_LETTA_PYTHON at it"
+    )
 
 
 def installed(layout: Layout) -> bool:
@@ -110,16 +121,23 @@ def install(layout: Layout) -> float:
         for cmd in steps:
             fh.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} $ {' '.join(cmd)}\n".encode())
             fh.flush()
-            rc = subprocess.run(cmd, check=False, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
-                                env=env, cwd=layout.home).returncode
+            rc = subprocess.run(
+                cmd,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=layout.home,
+            ).returncode
             if rc != 0:
                 text = log.read_text(errors="replace")
                 # Unreachable index: connection errors when pip retries, or (with retries off or
                 # an index that lacks it) no version of letta at all.
                 network = any(m in text for m in _NETWORK_ERROR_MARKERS) or (
-                    "(from versions: none)" in text and "requirement letta" in text)
-                why = ("the package index could not be reached (offline?)" if network
-                       else "see the log")
+                    "(from versions: none)" in text and "requirement letta" in text
+                )
+                why = "the package index could not be reached (offline?)" if network else "see the log"
                 raise LettaInstallError(
                     f"installing Letta {LETTA_VERSION} failed at `{' '.join(cmd[2:5])} …` (exit {rc}): "
                     f"{why}. Log: {log}\nLast lines:\n{log_tail(log)}\n"
@@ -140,11 +158,13 @@ def letta_env(layout: Layout, pg_uri: str) -> dict[str, str]:
         if k not in _SCRUB_NAMES and not k.endswith(_SCRUB_SUFFIXES) and not k.startswith("LETTA_")
     }
     layout.run_dir.mkdir(parents=True, exist_ok=True)
-    env.update({
-        "LETTA_PG_URI": pg_uri,
-        "HOME": str(layout.run_dir),
-        "LETTA_DIR": str(layout.run_dir / ".letta"),
-        "PYTHONUNBUFFERED": "1",
-        "PATH": f"{layout.venv / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-    })
+    env.update(
+        {
+            "LETTA_PG_URI": pg_uri,
+            "HOME": str(layout.run_dir),
+            "LETTA_DIR": str(layout.run_dir / ".letta"),
+            "PYTHONUNBUFFERED": "1",
+            "PATH": f"{layout.venv / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+        }
+    )
     return no_proxy_env(env)

@@ -10,6 +10,7 @@ When the garbage collector frees one, its deferred close unregisters a file-desc
 a new asyncpg connection may own by then, and that connection hangs for 60 s (HTTP 500 on batch
 inserts of ~16+ passages). Reusing one client per configuration (and event loop) avoids it.
 """
+
 import argparse
 import asyncio
 import sys
@@ -29,9 +30,14 @@ def _patch_openai_client():
         except RuntimeError:
             loop = None
         try:
-            key = (id(loop), kwargs.get("api_key"), str(kwargs.get("base_url")), repr(args),
-                   repr(sorted((k, v) for k, v in kwargs.items() if k not in ("api_key", "base_url"))))
-        except Exception:  # noqa: BLE001 - unrepresentable arguments: do not cache
+            key = (
+                id(loop),
+                kwargs.get("api_key"),
+                str(kwargs.get("base_url")),
+                repr(args),
+                repr(sorted((k, v) for k, v in kwargs.items() if k not in ("api_key", "base_url"))),
+            )
+        except Exception:  # unrepresentable arguments: do not cache
             return original(*args, **kwargs)
         hit = cache.get(key)
         if hit is not None and hit[0] is loop and not hit[1].is_closed():
@@ -43,8 +49,10 @@ def _patch_openai_client():
     cached_async_openai._ari_ledger_cached = True
     cached_async_openai.__wrapped__ = original
     openai_client.AsyncOpenAI = cached_async_openai
-    print("ari-ledger launcher: letta.llm_api.openai_client.AsyncOpenAI now reuses one client per "
-          "configuration", flush=True)
+    print(
+        "ari-ledger launcher: letta.llm_api.openai_client.AsyncOpenAI now reuses one client per configuration",
+        flush=True,
+    )
 
 
 def main():

@@ -4,6 +4,7 @@ The home holds the Letta venv, logs, the server's working directory, the two pro
 ``state.json`` (what was started, by pid). Postgres data moves to ``/var/tmp`` only when running
 as root and ``nobody`` could not reach the home.
 """
+
 from __future__ import annotations
 
 import contextlib

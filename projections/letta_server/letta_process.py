@@ -7,6 +7,7 @@ other process (also one started by an older harness), and the server never runs 
 checkout that may change under it. (Not called ``letta.py``: that would shadow ``letta`` for a
 launcher run in place.)
 """
+
 from __future__ import annotations
 
 import time
@@ -45,17 +46,24 @@ def start_letta(layout: Layout, port: int, pg_port: int, timeout: float) -> tupl
         raise LettaHarnessError(f"port {port} (Letta) is already taken by another program: pass --letta-port")
     layout.launcher.write_bytes(PROGRAM.read_bytes())
     log = layout.logs / "letta.log"
-    proc = spawn_detached([str(layout.python), str(layout.launcher), "--host", HOST, "--port", str(port)],
-                          log=log, cwd=layout.run_dir, env=letta_env(layout, pg_uri(pg_port)))
+    proc = spawn_detached(
+        [str(layout.python), str(layout.launcher), "--host", HOST, "--port", str(port)],
+        log=log,
+        cwd=layout.run_dir,
+        env=letta_env(layout, pg_uri(pg_port)),
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise LettaHarnessError(f"the Letta server exited during start-up (exit {proc.returncode}). "
-                                    f"Log {log}, last lines:\n{log_tail(log)}")
+            raise LettaHarnessError(
+                f"the Letta server exited during start-up (exit {proc.returncode}). "
+                f"Log {log}, last lines:\n{log_tail(log)}"
+            )
         if letta_health(port):
             return proc.pid, time.monotonic() - t0
         time.sleep(0.5)
     terminate(proc.pid, letta_marker(layout), grace=10)
     raise LettaHarnessError(
         f"the Letta server did not answer GET /v1/health/ with version {LETTA_VERSION} on port {port} within "
-        f"{timeout:.0f} s (16-27 s is usual). Log {log}, last lines:\n{log_tail(log)}")
+        f"{timeout:.0f} s (16-27 s is usual). Log {log}, last lines:\n{log_tail(log)}"
+    )

@@ -4,6 +4,7 @@
 already runs healthy; ``state.json`` records every pid it started, and ``down`` stops only those,
 after checking each still is the process it started.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -95,8 +96,7 @@ def _healthy(layout: Layout, state: dict[str, Any]) -> bool:
         return False
 
 
-def _preflight_ports(layout: Layout, state: dict[str, Any], *, letta_port: int, embed_port: int,
-                     pg_port: int) -> None:
+def _preflight_ports(layout: Layout, state: dict[str, Any], *, letta_port: int, embed_port: int, pg_port: int) -> None:
     """Before starting anything: every port we will have to bind must be free."""
     taken = []
     if postmaster(layout) is None and port_open(pg_port):
@@ -108,7 +108,8 @@ def _preflight_ports(layout: Layout, state: dict[str, Any], *, letta_port: int, 
     if taken:
         raise LettaHarnessError(
             f"port(s) {', '.join(taken)} already taken by another program on {HOST}: stop it, or pick other "
-            f"ports (a Letta of another home? see `status --home DIR`)")
+            f"ports (a Letta of another home? see `status --home DIR`)"
+        )
 
 
 def up(
@@ -138,8 +139,12 @@ def up(
         timings["install_s"] = install(layout)
 
         pg_pid, pg_port_used, timings["postgres_s"] = start_postgres(layout, pg_port, timeout)
-        state["postgres"] = {"pid": pg_pid, "port": pg_port_used, "uri": pg_uri(pg_port_used),
-                             "data_dir": str(layout.pg_data)}
+        state["postgres"] = {
+            "pid": pg_pid,
+            "port": pg_port_used,
+            "uri": pg_uri(pg_port_used),
+            "data_dir": str(layout.pg_data),
+        }
         state.update({"version": LETTA_VERSION, "home": str(layout.home)})
         write_state(layout, state)
 
@@ -151,8 +156,13 @@ def up(
             terminate(e.get("pid"), EMBED_MODULE, grace=5)
             e_pid, health, timings["embed_s"] = start_embed(layout, embed_port, timeout)
             e = {"pid": e_pid, "port": embed_port}
-        e.update({"url": f"http://{HOST}:{e['port']}/v1", "model": health.get("model", EMBED_MODEL),
-                  "dim": int(health.get("dim", EMBED_DIM))})
+        e.update(
+            {
+                "url": f"http://{HOST}:{e['port']}/v1",
+                "model": health.get("model", EMBED_MODEL),
+                "dim": int(health.get("dim", EMBED_DIM)),
+            }
+        )
         state["embed"] = e
         write_state(layout, state)
 
@@ -165,8 +175,7 @@ def up(
             lt = {"pid": l_pid, "port": letta_port, "pg_port": pg_port_used}
         lt["url"] = f"http://{HOST}:{lt['port']}"
         state["letta"] = lt
-        state["last_up"] = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                            **{k: round(v, 2) for k, v in timings.items()}}
+        state["last_up"] = {"at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **{k: round(v, 2) for k, v in timings.items()}}
         write_state(layout, state)
         return _server_from_state(layout, state)
 
@@ -205,18 +214,33 @@ def status(home: Path | str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "home": str(layout.home),
         "installed": installed(layout),
-        "letta": {"running": l_health is not None or is_ours(lt.get("pid"), letta_marker(layout)),
-                  "healthy": l_health is not None,
-                  "pid": lt.get("pid") if is_ours(lt.get("pid"), letta_marker(layout)) else None,
-                  "port": lt.get("port"),
-                  "url": lt.get("url"), "health": l_health, "log": str(layout.logs / "letta.log")},
-        "embed": {"running": is_ours(e.get("pid"), EMBED_MODULE), "healthy": e_health is not None,
-                  "pid": e.get("pid") if is_ours(e.get("pid"), EMBED_MODULE) else None,
-                  "port": e.get("port"), "url": e.get("url"), "model": e.get("model"),
-                  "dim": e.get("dim"), "log": str(layout.logs / "embed.log")},
-        "postgres": {"running": running_pg is not None, "pid": running_pg[0] if running_pg else None,
-                     "port": running_pg[1] if running_pg else pg.get("port"), "uri": pg.get("uri"),
-                     "data_dir": str(layout.pg_data), "log": str(layout.logs / "postgres.log")},
+        "letta": {
+            "running": l_health is not None or is_ours(lt.get("pid"), letta_marker(layout)),
+            "healthy": l_health is not None,
+            "pid": lt.get("pid") if is_ours(lt.get("pid"), letta_marker(layout)) else None,
+            "port": lt.get("port"),
+            "url": lt.get("url"),
+            "health": l_health,
+            "log": str(layout.logs / "letta.log"),
+        },
+        "embed": {
+            "running": is_ours(e.get("pid"), EMBED_MODULE),
+            "healthy": e_health is not None,
+            "pid": e.get("pid") if is_ours(e.get("pid"), EMBED_MODULE) else None,
+            "port": e.get("port"),
+            "url": e.get("url"),
+            "model": e.get("model"),
+            "dim": e.get("dim"),
+            "log": str(layout.logs / "embed.log"),
+        },
+        "postgres": {
+            "running": running_pg is not None,
+            "pid": running_pg[0] if running_pg else None,
+            "port": running_pg[1] if running_pg else pg.get("port"),
+            "uri": pg.get("uri"),
+            "data_dir": str(layout.pg_data),
+            "log": str(layout.logs / "postgres.log"),
+        },
     }
     out["healthy"] = bool(l_health and e_health and running_pg)
     out["base_url"] = lt.get("url") if out["healthy"] else None

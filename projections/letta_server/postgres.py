@@ -3,6 +3,7 @@
 Postgres refuses to run as root, so as root it runs as ``nobody`` (binaries copied where nobody
 can reach them, data dir owned by nobody); it listens on 127.0.0.1 only.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -94,19 +95,35 @@ def _pg_env(bindir: Path) -> dict[str, str]:
     return env
 
 
-def _pg_run(bindir: Path, args: list[str], *, cwd: Path, as_pg_user: bool = True,
-            timeout: float = 120, check: bool = True, stdout: Any = None) -> subprocess.CompletedProcess:
+def _pg_run(
+    bindir: Path,
+    args: list[str],
+    *,
+    cwd: Path,
+    as_pg_user: bool = True,
+    timeout: float = 120,
+    check: bool = True,
+    stdout: Any = None,
+) -> subprocess.CompletedProcess:
     cmd = [str(bindir / args[0]), *args[1:]]
     if as_pg_user:
         cmd = _as_pg_user(cmd)
-    proc = subprocess.run(cmd, check=False, cwd=cwd, env=_pg_env(bindir), stdin=subprocess.DEVNULL,
-                          stdout=stdout if stdout is not None else subprocess.PIPE,
-                          stderr=subprocess.STDOUT if stdout is not None else subprocess.PIPE,
-                          timeout=timeout, text=True)
+    proc = subprocess.run(
+        cmd,
+        check=False,
+        cwd=cwd,
+        env=_pg_env(bindir),
+        stdin=subprocess.DEVNULL,
+        stdout=stdout if stdout is not None else subprocess.PIPE,
+        stderr=subprocess.STDOUT if stdout is not None else subprocess.PIPE,
+        timeout=timeout,
+        text=True,
+    )
     if check and proc.returncode != 0:
         raise LettaHarnessError(
             f"`{' '.join(args)}` failed (exit {proc.returncode}): "
-            f"{(proc.stderr or '').strip()} {(proc.stdout or '').strip()}")
+            f"{(proc.stderr or '').strip()} {(proc.stdout or '').strip()}"
+        )
     return proc
 
 
@@ -122,11 +139,33 @@ def postmaster(layout: Layout) -> tuple[int, int] | None:
     return pid, port
 
 
-def psql(bindir: Path, layout: Layout, port: int, sql: str, db: str = PG_DATABASE,
-          check: bool = True) -> subprocess.CompletedProcess:
-    return _pg_run(bindir, ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", HOST, "-p", str(port),
-                            "-U", PG_USER, "-d", db, "-tAc", sql],
-                   cwd=layout.pg_root, as_pg_user=False, timeout=60, check=check)
+def psql(
+    bindir: Path, layout: Layout, port: int, sql: str, db: str = PG_DATABASE, check: bool = True
+) -> subprocess.CompletedProcess:
+    return _pg_run(
+        bindir,
+        [
+            "psql",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            HOST,
+            "-p",
+            str(port),
+            "-U",
+            PG_USER,
+            "-d",
+            db,
+            "-tAc",
+            sql,
+        ],
+        cwd=layout.pg_root,
+        as_pg_user=False,
+        timeout=60,
+        check=check,
+    )
 
 
 def start_postgres(layout: Layout, pg_port: int, timeout: float) -> tuple[int, int, float]:
@@ -144,16 +183,18 @@ def start_postgres(layout: Layout, pg_port: int, timeout: float) -> tuple[int, i
             data.mkdir(mode=0o700)
             if os.geteuid() == 0:
                 os.chown(data, NOBODY, NOBODY)
-            _pg_run(bindir, ["initdb", "-D", str(data), "-U", PG_USER, "--auth=trust", "-E", "UTF8",
-                             "--locale=C"], cwd=root)
+            _pg_run(
+                bindir, ["initdb", "-D", str(data), "-U", PG_USER, "--auth=trust", "-E", "UTF8", "--locale=C"], cwd=root
+            )
         elif data.stat().st_uid != uid:
-            raise LettaHarnessError(f"{data} belongs to uid {data.stat().st_uid}, but Postgres runs as uid {uid}: "
-                                    f"chown -R {uid} {data}, or delete it to start with an empty database")
+            raise LettaHarnessError(
+                f"{data} belongs to uid {data.stat().st_uid}, but Postgres runs as uid {uid}: "
+                f"chown -R {uid} {data}, or delete it to start with an empty database"
+            )
         with contextlib.suppress(FileNotFoundError):
             (data / "postmaster.pid").unlink()  # stale: its pid is gone (checked above)
         if port_open(pg_port):
-            raise LettaHarnessError(
-                f"port {pg_port} (Postgres) is already taken by another program: pass --pg-port")
+            raise LettaHarnessError(f"port {pg_port} (Postgres) is already taken by another program: pass --pg-port")
         sockdir = str(data) if len(str(data)) <= _MAX_SOCKET_DIR else ""
         opts = f"-c listen_addresses={HOST} -p {pg_port} -c unix_socket_directories='{sockdir}'"
         log = layout.logs / "postgres.log"
@@ -162,8 +203,14 @@ def start_postgres(layout: Layout, pg_port: int, timeout: float) -> tuple[int, i
                 fh.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} pg_ctl start on port {pg_port}\n".encode())
                 fh.flush()
                 # No -l: the server inherits this already-open log file, which the pg user could not open.
-                proc = _pg_run(bindir, ["pg_ctl", "start", "-w", "-t", str(int(max(timeout, 10))), "-D", str(data),
-                                        "-o", opts], cwd=root, check=False, stdout=fh, timeout=timeout + 30)
+                proc = _pg_run(
+                    bindir,
+                    ["pg_ctl", "start", "-w", "-t", str(int(max(timeout, 10))), "-D", str(data), "-o", opts],
+                    cwd=root,
+                    check=False,
+                    stdout=fh,
+                    timeout=timeout + 30,
+                )
             if proc.returncode == 0:
                 break
             # A postmaster killed a moment ago leaves a socket lock naming a pid that is not reaped
@@ -173,14 +220,17 @@ def start_postgres(layout: Layout, pg_port: int, timeout: float) -> tuple[int, i
                 continue
             raise LettaHarnessError(
                 f"Postgres did not start on {HOST}:{pg_port} (pg_ctl exit {proc.returncode}). Log {log}:\n"
-                f"{log_tail(log)}")
+                f"{log_tail(log)}"
+            )
         running = postmaster(layout)
         if running is None:
-            raise LettaHarnessError(f"Postgres started but wrote no usable postmaster.pid in {data}; log {log}:\n"
-                                    f"{log_tail(log)}")
+            raise LettaHarnessError(
+                f"Postgres started but wrote no usable postmaster.pid in {data}; log {log}:\n{log_tail(log)}"
+            )
     pid, port = running
-    exists = psql(bindir, layout, port, f"SELECT 1 FROM pg_database WHERE datname = '{PG_DATABASE}'",
-                   db="postgres").stdout.strip()
+    exists = psql(
+        bindir, layout, port, f"SELECT 1 FROM pg_database WHERE datname = '{PG_DATABASE}'", db="postgres"
+    ).stdout.strip()
     if exists != "1":
         psql(bindir, layout, port, f"CREATE DATABASE {PG_DATABASE}", db="postgres")
     psql(bindir, layout, port, "CREATE EXTENSION IF NOT EXISTS vector")
@@ -192,8 +242,9 @@ def stop_postgres(layout: Layout) -> bool:
         return False
     try:
         bindir = pgserver_bin(layout)
-        _pg_run(bindir, ["pg_ctl", "stop", "-m", "fast", "-w", "-D", str(layout.pg_data)], cwd=layout.pg_root,
-                timeout=90)
+        _pg_run(
+            bindir, ["pg_ctl", "stop", "-m", "fast", "-w", "-D", str(layout.pg_data)], cwd=layout.pg_root, timeout=90
+        )
     except (LettaHarnessError, subprocess.TimeoutExpired):
         running = postmaster(layout)
         if running:  # pg_ctl missing or stuck: the postmaster pid is ours (from our own data dir)

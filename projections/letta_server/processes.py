@@ -1,5 +1,6 @@
 """The processes the harness starts: each in its own session, logged, and stopped only after
 checking that a recorded pid still is the process it started (pids get reused)."""
+
 from __future__ import annotations
 
 import contextlib
