@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ledger import Ledger
-from projections.letta_server import harness as letta_harness
+from projections import letta_server as letta_harness
 from projections.engines.letta import delete_agent
 
 from .common import Figure, Timer, report

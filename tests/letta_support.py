@@ -3,7 +3,7 @@
 Import it from conftest (``from letta_support import letta_server``). It reuses a server that
 is already up and healthy for the harness home (``$ARI_LETTA_HOME`` or
 ``~/.cache/ari-ledger/letta``; e.g. one started with ``ari-ledger letta up``), otherwise it brings
-one up with :func:`projections.letta_server.harness.up` -- the first time that installs Letta into its
+one up with :func:`projections.letta_server.up` -- the first time that installs Letta into its
 own venv, about 2 minutes -- and stops it again at the end of the session (set
 ``ARI_LETTA_KEEP=1`` to leave it running for the next run).
 
@@ -17,8 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from projections.letta_server import harness as letta_harness
-from projections.letta_server.harness import LettaInstallError, LettaServer
+from projections import letta_server as letta_harness
+from projections.letta_server import LettaInstallError, LettaServer
 
 
 def _truthy(name: str) -> bool:

@@ -14,7 +14,7 @@ from support.env import subprocess_env
 from support.engines import backends_on, delete_agent
 
 from ledger.errors import EmbeddingMismatch
-from projections.letta_server import harness as letta_harness
+from projections import letta_server as letta_harness
 from projections.api.backend import MemoryBackend
 
 pytestmark = pytest.mark.letta

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from projections.letta_server import harness as letta_harness
-from projections.letta_server.harness import LettaServer
+from projections import letta_server as letta_harness
+from projections.letta_server import LettaServer
 
 TOPICS = [
     "The sourdough starter needs flour and water every day to stay active.",

@@ -1,0 +1,53 @@
+"""A real Letta 0.16.7 server on this machine, offline, for tests, CI, benchmarks and users.
+
+A tool beside the layers, not a read model: nothing in ``projections`` imports it. ``up()``
+assembles, under one home (``--home``, else ``$ARI_LETTA_HOME``, else ``~/.cache/ari-ledger/letta``),
+what 0.16.7 needs and no longer brings itself: a pinned venv (:mod:`.install`), Postgres with
+pgvector (:mod:`.postgres`), its tables (:mod:`.schema`), an offline embedding endpoint
+(:mod:`.embeddings`), and the server with an fd-bug fix (:mod:`.letta_process`). ``launcher.py``
+and ``create_schema.py`` are programs for the Letta venv, not modules: never import them.
+
+CLI: ``ari-ledger letta up|down|status`` (or ``python -m projections.letta_server``).
+"""
+
+from __future__ import annotations
+
+from .cli import add_arguments, main, run
+from .embeddings import EMBED_DIM, EMBED_MODEL
+from .errors import LettaHarnessError, LettaInstallError
+from .install import LETTA_VERSION
+from .layout import resolve_home
+from .lifecycle import (
+    DEFAULT_EMBED_PORT,
+    DEFAULT_LETTA_PORT,
+    DEFAULT_PG_PORT,
+    LettaServer,
+    down,
+    is_installed,
+    server,
+    status,
+    up,
+)
+from .postgres import pg_uri
+
+__all__ = [
+    "DEFAULT_EMBED_PORT",
+    "DEFAULT_LETTA_PORT",
+    "DEFAULT_PG_PORT",
+    "EMBED_DIM",
+    "EMBED_MODEL",
+    "LETTA_VERSION",
+    "LettaHarnessError",
+    "LettaInstallError",
+    "LettaServer",
+    "add_arguments",
+    "down",
+    "is_installed",
+    "main",
+    "pg_uri",
+    "resolve_home",
+    "run",
+    "server",
+    "status",
+    "up",
+]

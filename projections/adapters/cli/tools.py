@@ -112,14 +112,14 @@ def cmd_embed_server(args: argparse.Namespace) -> int:
 
 
 def _letta_args(p: argparse.ArgumentParser) -> None:
-    from projections.letta_server.harness import add_arguments
+    from projections.letta_server import add_arguments
 
     add_arguments(p)
 
 
 @command("letta", "bring a local Letta 0.16.7 server up or down (own venv, Postgres, embeddings)", _letta_args)
 def cmd_letta(args: argparse.Namespace) -> int:
-    from projections.letta_server.harness import run
+    from projections.letta_server import run
 
     return run(args)
 

@@ -1,0 +1,112 @@
+"""``up|down|status`` on the command line: ``ari-ledger letta …`` and ``python -m projections.letta_server …``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import LettaHarnessError
+from .install import LETTA_VERSION
+from .lifecycle import (
+    DEFAULT_EMBED_PORT,
+    DEFAULT_LETTA_PORT,
+    DEFAULT_PG_PORT,
+    down,
+    status,
+    up,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``up|down|status`` and their options to ``parser`` (reused by ``ari-ledger letta``)."""
+    parser.add_argument(
+        "action",
+        choices=("up", "down", "status"),
+        help="up: install once, start and wait for health; down: stop; status: report",
+    )
+    parser.add_argument(
+        "--home",
+        type=Path,
+        default=None,
+        help="harness directory (default: $ARI_LETTA_HOME or ~/.cache/ari-ledger/letta)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON object instead of text")
+    parser.add_argument("--letta-port", type=int, default=DEFAULT_LETTA_PORT, help="(up) Letta port [%(default)s]")
+    parser.add_argument(
+        "--embed-port", type=int, default=DEFAULT_EMBED_PORT, help="(up) embedding endpoint port [%(default)s]"
+    )
+    parser.add_argument("--pg-port", type=int, default=DEFAULT_PG_PORT, help="(up) Postgres port [%(default)s]")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300,
+        help="(up) seconds to wait for each process to become healthy [%(default)s]",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out parsed arguments (see :func:`add_arguments`); returns the exit code."""
+    try:
+        if args.action == "up":
+            srv = up(
+                args.home,
+                letta_port=args.letta_port,
+                embed_port=args.embed_port,
+                pg_port=args.pg_port,
+                timeout=args.timeout,
+            )
+            if args.json:
+                print(json.dumps(srv.to_dict(), indent=2))
+            else:
+                print(f"Letta {LETTA_VERSION} is up at {srv.base_url} (pid {srv.letta_pid})")
+                print(
+                    f"embeddings: {srv.embedding_url} ({srv.embedding_model}, dim {srv.embedding_dim}, "
+                    f"pid {srv.embed_pid})"
+                )
+                print(f"postgres:   {srv.pg_uri} (pid {srv.pg_pid})")
+                print(f"home:       {srv.home}")
+            return 0
+        if args.action == "down":
+            stopped = down(args.home)
+            if args.json:
+                print(json.dumps(stopped))
+            else:
+                names = [k for k, v in stopped.items() if v]
+                print("stopped: " + ", ".join(names) if names else "nothing was running")
+            return 0
+        st = status(args.home)
+        if args.json:
+            print(json.dumps(st, indent=2))
+        else:
+            print(f"home:       {st['home']} (Letta {'installed' if st['installed'] else 'not installed'})")
+            lt, e, pg = st["letta"], st["embed"], st["postgres"]
+            print(
+                f"letta:      {'healthy' if lt['healthy'] else 'running, unhealthy' if lt['running'] else 'down'}"
+                + (f" at {lt['url']} (pid {lt['pid']})" if lt["running"] else "")
+            )
+            print(
+                f"embeddings: {'healthy' if e['healthy'] else 'running, unhealthy' if e['running'] else 'down'}"
+                + (f" at {e['url']} (pid {e['pid']})" if e["running"] else "")
+            )
+            print(
+                f"postgres:   {'running' if pg['running'] else 'down'}"
+                + (f" on port {pg['port']} (pid {pg['pid']})" if pg["running"] else "")
+            )
+        return 0 if st["healthy"] else 1
+    except LettaHarnessError as exc:
+        if args.json:
+            print(json.dumps({"ok": False, "error": str(exc)}))
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (default: the command line) and carry it out; returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m projections.letta_server",
+        description="Run a real Letta 0.16.7 server offline for ari-memory-ledger.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
