@@ -200,6 +200,7 @@ def test_a_large_snapshot_is_checked_a_collection_at_a_time_as_it_is_read(
 
     monkeypatch.setattr(snapshot_module, "CHECK_WHOLE_UP_TO", 0)
     monkeypatch.setattr(snapshot_check, "SAMPLE_ON_LOAD", 0)  # no random sample: only reads find it
+    monkeypatch.setattr(snapshot_check, "TABLES_ON_LOAD", 0)
     backend = MemoryBackend(ckpt)
     for node, count in (("root", 10), ("node_A", 10), ("node_B", 2000)):  # node_B spans many 64 KiB chunks
         backend.start_node(node, None if node == "root" else "root", [] if node == "root" else ["root"], current_node=node)

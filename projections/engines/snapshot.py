@@ -38,6 +38,7 @@ import mmap
 import os
 import struct
 import time
+import weakref
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -111,8 +112,11 @@ def disagrees(detail: str) -> SnapshotDamaged:
 def read_preamble(path: Path) -> SnapshotPreamble:
     """Only the preamble (cursor, model, …) of a snapshot whose header checksum is right: for
     ``status``. Raises FileNotFoundError or SnapshotError."""
-    with open(path, "rb") as f:
-        return _read_header(f)[0]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _read_header(fd)[0]
+    finally:
+        os.close(fd)
 
 
 def open_snapshot(path: Path, *, check: bool | None = None) -> SnapshotView:
@@ -127,27 +131,28 @@ class SnapshotView:
 
     def __init__(self, path: Path, *, check: bool | None = None) -> None:
         self.path = path
-        self._file = open(path, "rb")
+        self._fd = os.open(path, os.O_RDONLY)
+        self._closer = weakref.finalize(self, os.close, self._fd)  # when the view is dropped (no warning)
         try:
-            self.preamble, layout, digests, self._data_end = _read_header(self._file)
+            self.preamble, layout, digests, self._data_end = _read_header(self._fd)
             _check_layout(layout, self.preamble, self._data_end)
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            self.cursor = self.preamble.cursor
+            self.tables = layout.tables
+            self._digests = digests
+            self._ok = bytearray(len(digests) // _DIGEST)
+            self._rows: dict[str, Rows] = {}
+            self._collections = {name: (start, count) for name, start, count in layout.collections}
+            self.names = [name for name, _start, _count in layout.collections]
+            self._starts = [start for _name, start, _count in layout.collections]
+            self._fence = [i.encode() for i in layout.fence]
+            self._sections = layout.sections
+            self._arrays(layout)
+            if check or (check is None and self._data_end <= CHECK_WHOLE_UP_TO):
+                self.check_all()
         except BaseException:
-            self._file.close()
+            self._closer()
             raise
-        self.cursor = self.preamble.cursor
-        self.tables = layout.tables
-        self._digests = digests
-        self._ok = bytearray(len(digests) // _DIGEST)
-        self._rows: dict[str, Rows] = {}
-        self._collections = {name: (start, count) for name, start, count in layout.collections}
-        self.names = [name for name, _start, _count in layout.collections]
-        self._starts = [start for _name, start, _count in layout.collections]
-        self._fence = [i.encode() for i in layout.fence]
-        self._sections = layout.sections
-        self._arrays(layout)
-        if check or (check is None and self._data_end <= CHECK_WHOLE_UP_TO):
-            self.check_all()
 
     def _arrays(self, layout: Layout) -> None:
         n, w, dim = layout.rows, layout.id_width, self.preamble.dim
@@ -221,7 +226,7 @@ class SnapshotView:
         copies the whole file without mapping it into memory)."""
         self.rows(name)
         lo, hi = self.span(name, section)
-        return _pread(self._file.fileno(), hi - lo, lo)
+        return _pread(self._fd, hi - lo, lo)
 
     def check_all(self) -> None:
         """Check every chunk and every collection's structure."""
@@ -239,7 +244,7 @@ class SnapshotView:
         for c in range(lo // CHUNK, (max(hi, lo + 1) - 1) // CHUNK + 1):
             if not self._ok[c]:
                 start = c * CHUNK
-                self._verify(c, _pread(self._file.fileno(), min(CHUNK, self._data_end - start), start))
+                self._verify(c, _pread(self._fd, min(CHUNK, self._data_end - start), start))
 
     def _verify(self, chunk: int, data: bytes) -> None:
         if hashlib.sha256(data).digest() != self._digests[chunk * _DIGEST : (chunk + 1) * _DIGEST]:
@@ -317,13 +322,13 @@ def _rows_problem(name: str, rows: Rows, tables: CatalogTables, cursor: int) -> 
     return None
 
 
-def _read_header(f: BinaryIO) -> tuple[SnapshotPreamble, Layout, bytes, int]:
+def _read_header(fd: int) -> tuple[SnapshotPreamble, Layout, bytes, int]:
     """(preamble, layout, chunk digests, end of the data) from a file whose header checks out."""
-    size = os.fstat(f.fileno()).st_size
+    size = os.fstat(fd).st_size
     if size < len(PROLOGUE) + _TRAILER.size:
         raise unreadable("cut short")
-    at, length, digest, magic = _TRAILER.unpack(os.pread(f.fileno(), _TRAILER.size, size - _TRAILER.size))
-    prologue = os.pread(f.fileno(), len(PROLOGUE), 0)
+    at, length, digest, magic = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
+    prologue = os.pread(fd, len(PROLOGUE), 0)
     if prologue[: len(MAGIC)] != MAGIC:
         raise unreadable("not a projection snapshot")
     if prologue != PROLOGUE:
@@ -331,7 +336,7 @@ def _read_header(f: BinaryIO) -> tuple[SnapshotPreamble, Layout, bytes, int]:
         raise unreadable(f"format {found}, expected {SNAPSHOT_FORMAT}")
     if magic != MAGIC or at < len(PROLOGUE) or at + length + _TRAILER.size != size:
         raise unreadable("cut short, or its trailer is damaged")
-    header = os.pread(f.fileno(), length, at)
+    header = os.pread(fd, length, at)
     if hashlib.sha256(prologue + header).digest() != digest:
         raise unreadable("checksum mismatch: its header changed or was cut short after it was written")
     try:

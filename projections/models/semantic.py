@@ -20,7 +20,7 @@ import numpy as np
 
 from ledger.events import Event
 
-from projections.models.frozen import NEVER, REACT, Frozen, effective_cleared, heals, visible_rows
+from projections.models.frozen import NEVER, REACT, Frozen, Rows, effective_cleared, heals, visible_rows
 
 __all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dots"]
 
@@ -85,6 +85,9 @@ class Block:
         self.seqs[n : n + extra] = seqs
         self.cleared[n : n + extra] = NEVER
         self.ids.extend(ids)
+
+    def id(self, i: int) -> str:
+        return self.ids[i]
 
     def clear(self, seq: int) -> None:
         live = self.cleared[: self.n] == NEVER
@@ -211,61 +214,59 @@ class SemanticIndex:
             check, self.pending_check = self.pending_check, None
             check()
         query = np.asarray(query, dtype=np.float32)
-        parts: list[tuple[str, Callable[[int], str], np.ndarray | None, bool]] = []
-        seqs: list[np.ndarray] = []
+        parts: list[tuple[str, Rows | Block, np.ndarray | None]] = []  # (collection, its rows, visible rows or None: all)
         cos: list[np.ndarray] = []
-        base, blocks = self.base, self.blocks
+        rows_of = self.base.rows if self.base is not None else _no_rows
         untouched = self._after_purge == NEVER and not self._after_clear  # no tombstone since the base
         for name in dict.fromkeys(collections):
-            rows = base.rows(name) if base is not None else None
+            rows = rows_of(name)
             if rows is not None:
                 scores = dots(rows.vectors, query)
                 if as_of is None and not rows.hidden and (untouched or self.after(name) == NEVER):
-                    parts.append((name, rows.id, None, True))
-                    seqs.append(rows.seqs)
+                    parts.append((name, rows, None))
                 else:
                     picked = visible_rows(rows.seqs, effective_cleared(rows, self.after(name)), as_of)
+                    parts.append((name, rows, picked))
                     scores = scores[picked]
-                    parts.append((name, rows.id, picked, True))
-                    seqs.append(rows.seqs[picked])
                 cos.append(scores)
-            block = blocks.get(name) if blocks else None
+            block = self.blocks.get(name) if self.blocks else None
             if block is not None and block.n:
                 n = block.n
                 scores, picked = dots(block.matrix[:n].astype(np.float32), query), None
                 if as_of is not None or block.hidden:
                     picked = visible_rows(block.seqs[:n], block.cleared[:n], as_of)
                     scores = scores[picked]
-                parts.append((name, block.ids.__getitem__, picked, False))
-                seqs.append(block.seqs[:n] if picked is None else block.seqs[picked])
+                parts.append((name, block, picked))
                 cos.append(scores)
-        return _top(parts, seqs, cos, limit)
+        return _top(parts, cos, limit)
 
 
-def _top(
-    parts: list[tuple[str, Callable[[int], str], np.ndarray | None, bool]], seqs: list[np.ndarray], cos: list[np.ndarray], limit: int
-) -> list[Hit]:
-    """The best ``limit`` rows of all parts (ties by seq)."""
+def _no_rows(name: str) -> None:
+    return None
+
+
+def _top(parts: list[tuple[str, Rows | Block, np.ndarray | None]], cos: list[np.ndarray], limit: int) -> list[Hit]:
+    """The best ``limit`` rows of all parts, ties by seq (older first)."""
     sizes = [len(c) for c in cos]
     total = sum(sizes)
     if not total or limit <= 0:
         return []
     all_cos = np.concatenate(cos) if len(cos) > 1 else cos[0]
-    all_seq = np.concatenate(seqs) if len(seqs) > 1 else seqs[0]
-    if limit < total:
-        keep = np.argpartition(all_cos, total - limit)[total - limit :]
-        # ties at the cut are resolved below by seq, so include every tied row
-        keep = np.flatnonzero(all_cos >= all_cos[keep].min())
+    if limit < total:  # every row scoring at least the limit-th best (ties at the cut go by seq below)
+        keep = np.flatnonzero(all_cos >= np.partition(all_cos, total - limit)[total - limit])
     else:
         keep = np.arange(total)
-    order = keep[np.lexsort((all_seq[keep], -all_cos[keep]))][:limit]
-    scores = np.clip((all_cos[order] + 1.0) / 2.0, 0.0, 1.0).tolist()
     starts = list(accumulate(sizes, initial=0))
-    hits = []
-    for i, score in zip(order.tolist(), scores):
+    found = []
+    for i, score in zip(keep.tolist(), all_cos[keep].tolist()):
         b = bisect_right(starts, i) - 1
-        name, id_of, picked, stored = parts[b]
-        k = i - starts[b]
-        row = k if picked is None else int(picked[k])
-        hits.append(Hit(id_of(row), score, name, row if stored else None))
-    return hits
+        name, rows, picked = parts[b]
+        row = i - starts[b] if picked is None else int(picked[i - starts[b]])
+        found.append((-score, int(rows.seqs[row]), i, name, rows, row))
+    found.sort(key=lambda f: (f[0], f[1]))
+    best = found[:limit]
+    scores = np.clip((all_cos[[f[2] for f in best]] + 1.0) / 2.0, 0.0, 1.0).tolist()
+    return [
+        Hit(rows.id(row), score, name, row if isinstance(rows, Rows) else None)
+        for (_c, _s, _i, name, rows, row), score in zip(best, scores)
+    ]
