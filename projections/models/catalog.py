@@ -211,7 +211,7 @@ class Catalog:
         self.purges: list[int] = list(tables.purges)
         self.clears: dict[str, list[int]] = {node: list(seqs) for node, seqs in tables.clears.items()}
         self._fresh: dict[str, Fresh] = {}
-        self._where: dict[str, tuple[str, int]] = {}  # id of a fresh row → (collection, index)
+        self._where: dict[str, tuple[str, int]] | None = None  # id of a fresh row → (collection, index), once looked up
         self._hints: dict[str, tuple[str, int]] = {}  # id of a stored row a search just found → its row
         self._after_clear: dict[str, int] = {}  # stored collection → first node_cleared after the base
         self._after_purge = NEVER  # first checkpoint_purged after the base
@@ -258,7 +258,8 @@ class Catalog:
         fresh = self._fresh.get(name)
         if fresh is None:
             fresh = self._fresh[name] = Fresh()
-        self._where[item_id] = (name, len(fresh.ids))
+        if self._where is not None:
+            self._where[item_id] = (name, len(fresh.ids))
         fresh.add(item_id, seq, record)
 
     def _tombstone(self, name: str, seq: int) -> None:
@@ -304,6 +305,13 @@ class Catalog:
             )
         return out
 
+    def _fresh_where(self) -> dict[str, tuple[str, int]]:
+        """Where each fresh row is, by id: built on the first look-up, then kept up to date
+        (a cold fold of a million entries never looks one up, and saves the dict)."""
+        if self._where is None:
+            self._where = {item_id: (name, i) for name, fresh in self._fresh.items() for i, item_id in enumerate(fresh.ids)}
+        return self._where
+
     def remember(self, item_id: str, name: str, row: int) -> None:
         """Where a search found a stored row: the caller looks its entry up next, and this
         spares the id index. Kept for the last HINTS searched rows."""
@@ -314,7 +322,7 @@ class Catalog:
     @heals
     def lookup(self, item_id: str) -> Item | None:
         """The entry or step with this id, visible or not."""
-        where = self._where.get(item_id)
+        where = self._fresh_where().get(item_id)
         if where is not None:
             name, i = where
             fresh = self._fresh[name]
