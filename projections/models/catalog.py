@@ -273,9 +273,9 @@ class Catalog:
 
     def collections(self) -> list[str]:
         """Every collection with rows (nodes and the ReAct trace), in order of first appearance."""
-        stored = self.base.names if self.base is not None else []
-        known = set(stored)
-        return [*stored, *(name for name in self._fresh if name not in known)]
+        if self.base is None:
+            return list(self._fresh)
+        return [*self.base.names, *(name for name in self._fresh if not self.base.count(name))]
 
     def after(self, name: str) -> int:
         """The first tombstone after the base that hides the collection's stored rows (or NEVER)."""
