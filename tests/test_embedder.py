@@ -142,3 +142,50 @@ def test_relevant_entry_ranks_first(embedder: StaticEmbedder, case: dict) -> Non
     scores = cosine_scores(embedder.embed_one(case["query"]), embedder.embed(case["entries"]))
     ranking = np.argsort(-scores, kind="stable")
     assert ranking[0] == case["relevant"], f"scores={np.round(scores, 3).tolist()}"
+
+
+def test_the_model_is_loaded_by_the_first_embedding_not_before(tmp_path: Path) -> None:
+    """An empty backend, reads that never search (also from a snapshot) and ``status`` never
+    load the model (~100 MB); the first fold of an entry or search does."""
+    script = textwrap.dedent(
+        """
+        import sys
+        from projections.api.backend import MemoryBackend
+        from projections.api.checkpoint import status
+        from projections.models.embedder import get_embedder
+
+        def loaded():
+            return get_embedder().loaded or "tokenizers" in sys.modules or "wordllama" in sys.modules
+
+        ckpt = sys.argv[1]
+        b = MemoryBackend(ckpt)
+        b.get_node_memory("root"), b.health(), b.get_experiment_context(), b.list_all_nodes()
+        assert get_embedder().dim == 256 and not loaded(), "an empty backend loaded the model"
+        b.start_node("root", current_node="root")
+        assert not loaded(), "a node_started loaded the model"
+        b.add_memory("root", "roofline of the stencil", current_node="root")
+        assert loaded(), "folding an entry must embed it"
+        b.close()
+        print("ok")
+        """
+    )
+    reopen = textwrap.dedent(
+        """
+        import sys
+        from projections.api.backend import MemoryBackend
+        from projections.api.checkpoint import status
+        from projections.models.embedder import get_embedder
+
+        status(sys.argv[1])
+        b = MemoryBackend(sys.argv[1])
+        assert b.session.projector.loaded_from_snapshot
+        assert [e["text"] for e in b.get_node_memory("root")["entries"]] == ["roofline of the stencil"]
+        assert not get_embedder().loaded and "tokenizers" not in sys.modules, "a reopen loaded the model"
+        assert b.search_memory("stencil", ["root"], 1)["results"][0]["text"] == "roofline of the stencil"
+        assert get_embedder().loaded
+        print("ok")
+        """
+    )
+    for code in (script, reopen):
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ckpt")], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and done.stdout.split() == ["ok"], done.stderr

@@ -17,7 +17,11 @@ class EmbeddedEngine:
 
     def search(self, query: str, node_ids: list[str], limit: int, as_of: int | None) -> list[tuple[str, float]]:
         vector = self.projector.embedder.embed([query])[0]
-        return self.projector.index.search(vector, node_ids, limit, as_of)
+        hits = self.projector.index.search_rows(vector, node_ids, limit, as_of)
+        for hit in hits:  # the API reads each winner's entry next
+            if hit.row is not None:
+                self.projector.catalog.remember(hit.id, hit.collection, hit.row)
+        return [(hit.id, hit.score) for hit in hits]
 
     def react_search(self, query: str, limit: int, as_of: int | None) -> list[tuple[str, float]]:
         vector = self.projector.embedder.embed([query])[0]

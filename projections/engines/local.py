@@ -1,12 +1,15 @@
 """The local projector: folds the log into the catalog and the semantic index, with a cursor.
 
-State and cursor are snapshotted together next to the log (``snapshot``), so a resume loads
-them and folds only the tail. The snapshot is a cache, never trusted blindly: one that fails
-its checksum, was made with another embedding model or for another checkpoint, or whose
-content disagrees with the log (``snapshot_check``) is rebuilt from the log, with a warning
-and a note the next snapshot keeps for ``status``. One that has folded events the log no
-longer holds is an alarm (RollbackDetected) until a person acts, never a silent rebuild.
-Rebuilding from scratch yields exactly the state of incremental folding.
+State and cursor are snapshotted together next to the log (``snapshot``), so a resume maps
+the snapshot and folds only the tail; the snapshot's rows are read in place, on demand, and
+only the events folded since it are held in memory (a save writes them into a new snapshot
+and reads them from there on). The snapshot is a cache, never trusted blindly: one that
+fails a checksum, was made with another embedding model or for another checkpoint, or
+whose content disagrees with the log (``snapshot_check``) is rebuilt from the log, with a
+warning and a note the next snapshot keeps for ``status`` — also when the damage is found
+only when its rows are first read. One that has folded events the log no longer holds is an
+alarm (RollbackDetected) until a person acts, never a silent rebuild. Rebuilding from
+scratch yields exactly the state of incremental folding.
 """
 from __future__ import annotations
 
@@ -23,19 +26,21 @@ from ledger.errors import RollbackDetected
 from ledger.events import Event, utc_now
 from ledger.ledger import ACT_ON_ROLLBACK
 
-from projections.models.catalog import Catalog
+from projections.models.catalog import Catalog, Entry, Step
+from projections.models.frozen import DamagedCache
 from projections.models.semantic import Embedder, SemanticIndex
 from projections.engines.snapshot import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_NAME,
-    Snapshot,
+    SnapshotDamaged,
     SnapshotError,
     SnapshotPreamble,
+    SnapshotView,
+    open_snapshot,
     read_preamble,
-    read_snapshot,
     write_snapshot,
 )
-from projections.engines.snapshot_check import catalog_problem, random_rows, sample_problem, structure_problem, vectors_problem
+from projections.engines.snapshot_check import catalog_problem, random_items, sample_problem, vectors_problem
 
 log = logging.getLogger("projections")
 
@@ -47,7 +52,9 @@ class Projector:
     """Catalog + semantic index of one ledger, kept at ``cursor`` (the last folded seq).
 
     The local :class:`~projections.engines.protocol.Projection`: always kept, whatever
-    engine answers searches, because every read of the API folds through it.
+    engine answers searches, because every read of the API folds through it. ``catalog``
+    and ``index`` stay the same objects for the projector's life (a rebuild or a save resets
+    them in place), so callers may hold on to them.
     """
 
     name = "local"
@@ -60,6 +67,7 @@ class Projector:
         self.cursor_hash = ""
         self.catalog = Catalog()
         self.index = SemanticIndex(embedder)
+        self.catalog.on_damage = self.index.on_damage = self._heal
         self.rebuilt: str | None = None  # why this open did not use the snapshot (None: loaded, or none)
         self._rebuilt_note: str | None = None  # the last rebuild, kept in every snapshot written
         self._unsaved = 0
@@ -103,20 +111,32 @@ class Projector:
     def restore(self, progress=None) -> dict[str, object]:
         """Fold the whole log again from seq 0 (the snapshot is not read), then save it."""
         target = self.ledger.refresh()
-        self.catalog, self.index = Catalog(), SemanticIndex(self.embedder)
+        self._fold_from_scratch(target, progress)
+        self.save()
+        return {"name": self.name, "cursor": self.cursor, "events": self.cursor}
+
+    def _fold_from_scratch(self, target: int, progress=None) -> None:
+        """Empty the state and fold events 1..target into it."""
+        self._install(None)
         self.cursor, self.cursor_hash, self._unsaved = 0, "", 0
-        events = self.ledger.events()
+        events = self.ledger.events(as_of=target)
         while chunk := list(islice(events, FOLD_CHUNK)):
             self.apply(chunk)
             if progress:
                 progress(self.cursor, target)
-        self.save()
-        return {"name": self.name, "cursor": self.cursor, "events": self.cursor}
+
+    def _heal(self, damage: DamagedCache) -> None:
+        """Stored rows failed their check as they were first read: rebuild from the log up to
+        the cursor, in place, so the read that found it can be answered."""
+        self._discard(damage.reason)
+        self.loaded_from_snapshot = False
+        self._fold_from_scratch(self.cursor)
 
     # -- snapshot --------------------------------------------------------------------
 
     def save(self) -> Path | None:
-        """Write the snapshot atomically; return its path, or None when it was not written.
+        """Write the snapshot atomically and read the state from it from now on; return its
+        path, or None when it was not written.
 
         A snapshot is a cache, so this never raises: on a read-only ledger it is skipped, and
         when the disk is full or the directory not writable it logs a warning, leaves no
@@ -129,37 +149,65 @@ class Projector:
             self._rebuilt_note,
         )
         try:
-            write_snapshot(self.snapshot_path, preamble, self.catalog.state(), self.index.blocks)
-        except (OSError, msgspec.EncodeError) as exc:
+            write_snapshot(self.snapshot_path, preamble, self.catalog, self.index)
+        except DamagedCache as damage:  # the stored rows it copies are damaged: rebuild, then write
+            self._heal(damage)
+            return self.save()
+        except (OSError, ValueError, msgspec.EncodeError) as exc:
             log.warning("could not save the projection snapshot %s (%s); the next open folds more of the log", self.snapshot_path, exc)
             self._next_save = self._unsaved + SNAPSHOT_EVERY  # try again later, not on every fold
             return None
         self._unsaved = 0
         self._next_save = SNAPSHOT_EVERY
+        self._rebase(preamble)
         return self.snapshot_path
+
+    def _rebase(self, saved: SnapshotPreamble) -> None:
+        """Read the rows just saved from the new file, and drop them from memory."""
+        try:
+            view = open_snapshot(self.snapshot_path, check=False)
+        except (OSError, SnapshotError) as exc:
+            log.warning("could not map the snapshot just saved %s (%s); keeping the state in memory", self.snapshot_path, exc)
+            return
+        if (view.preamble.ckpt, view.preamble.cursor, view.preamble.cursor_hash) == (saved.ckpt, saved.cursor, saved.cursor_hash):
+            self._install(view)
+
+    def _install(self, view: SnapshotView | None) -> None:
+        self.catalog.reset(view, view.tables if view is not None else None)
+        self.index.reset(view)
 
     def _load(self) -> bool:
         try:
-            snap = read_snapshot(self.snapshot_path)
+            view = open_snapshot(self.snapshot_path)
         except FileNotFoundError:
             return False
+        except SnapshotDamaged as damage:
+            return self._discard(damage.reason)
         except SnapshotError as exc:
             return self._discard(f"unreadable ({exc})")
-        reason = self._mismatch(snap.preamble)
+        reason = self._mismatch(view.preamble)
         if reason:
             return self._discard(reason)
-        raise_on_rollback(self.ledger, snap.preamble)
-        catalog = Catalog(snap.catalog)
-        problem = structure_problem(catalog, snap.blocks, snap.preamble.cursor) or sample_problem(
-            self.ledger, catalog, snap.blocks, self.embedder
-        )
-        if problem:
-            return self._discard(f"its content disagrees with the log: {problem}")
-        self.catalog = catalog
-        self.index = SemanticIndex(self.embedder, snap.blocks)
-        self.cursor, self.cursor_hash = snap.preamble.cursor, snap.preamble.cursor_hash
-        self._rebuilt_note = snap.preamble.rebuilt
+        raise_on_rollback(self.ledger, view.preamble)
+        self._install(view)
+        try:
+            problem, sampled = sample_problem(self.ledger, self.catalog, view)
+            reason = f"its content disagrees with the log: {problem}" if problem else None
+        except DamagedCache as damage:
+            reason = damage.reason
+        if reason:
+            self._install(None)
+            return self._discard(reason)
+        self.index.pending_check = lambda: self._check_vectors(sampled)
+        self.cursor, self.cursor_hash = view.preamble.cursor, view.preamble.cursor_hash
+        self._rebuilt_note = view.preamble.rebuilt
         return True
+
+    def _check_vectors(self, items: list[Entry | Step]) -> None:
+        """Before the first search: the sampled rows' vectors are the embedding of their text."""
+        problem = vectors_problem(self.index, self.embedder, items)
+        if problem:
+            raise DamagedCache(f"its content disagrees with the log: {problem}")
 
     def _discard(self, reason: str) -> bool:
         """Rebuild from the log instead of using the snapshot, and say so."""
@@ -209,25 +257,32 @@ class SnapshotCheck:
 def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bool = True) -> SnapshotCheck:
     """Check the checkpoint's snapshot against the log, read-only.
 
-    ``deep`` (``verify``): the whole file's checksum, the catalog against a fresh fold of the
-    log and a sample of vectors against a fresh embedding. Otherwise (``status``): the
-    preamble's own checksum and its anchor only.
+    ``deep`` (``verify``): every checksum and collection of the file, the catalog against a
+    fresh fold of the log and a sample of vectors against a fresh embedding. Otherwise
+    (``status``): the header's own checksum and its anchor only.
     """
     path = ledger.checkpoint_dir / SNAPSHOT_NAME
     try:
         if not deep:
             preamble = read_preamble(path)
             return SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
-        snap = read_snapshot(path)
+        view = open_snapshot(path, check=False)
     except FileNotFoundError:
         return SnapshotCheck(False)
+    except SnapshotDamaged as damage:
+        return _problem(damage.reason)
     except SnapshotError as exc:
-        return SnapshotCheck(True, problem=f"{SNAPSHOT_NAME}: unreadable ({exc}); the next open rebuilds it from the log")
-    return _deep_check(ledger, snap, embedder)
+        return _problem(f"unreadable ({exc})")
+    return _deep_check(ledger, view, embedder)
 
 
-def _deep_check(ledger: Ledger, snap: Snapshot, embedder: Embedder | None) -> SnapshotCheck:
-    preamble = snap.preamble
+def _problem(reason: str, preamble: SnapshotPreamble | None = None) -> SnapshotCheck:
+    cursor, rebuilt = (preamble.cursor, preamble.rebuilt) if preamble else (None, None)
+    return SnapshotCheck(True, cursor, rebuilt, problem=f"{SNAPSHOT_NAME}: {reason}; the next open rebuilds it from the log")
+
+
+def _deep_check(ledger: Ledger, view: SnapshotView, embedder: Embedder | None) -> SnapshotCheck:
+    preamble = view.preamble
     found = SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
     if found.rollback or (preamble.cursor and preamble.ckpt != ledger.ckpt):
         return found
@@ -237,15 +292,11 @@ def _deep_check(ledger: Ledger, snap: Snapshot, embedder: Embedder | None) -> Sn
         embedder = get_embedder()
     if preamble.model != embedder.name:
         return found  # another model's snapshot is rebuilt on open; its vectors cannot be compared here
-    catalog = Catalog(snap.catalog)
-    problem = (
-        structure_problem(catalog, snap.blocks, preamble.cursor)
-        or catalog_problem(ledger, snap.catalog, preamble.cursor)
-        or vectors_problem(catalog, snap.blocks, embedder, random_rows(catalog))
-    )
-    if problem:
-        return SnapshotCheck(
-            True, preamble.cursor, preamble.rebuilt,
-            problem=f"{SNAPSHOT_NAME}: its content disagrees with the log: {problem}; the next open rebuilds it",
-        )
-    return found
+    catalog, index = Catalog(view, view.tables), SemanticIndex(embedder, view)
+    try:
+        view.check_all()
+        problem = catalog_problem(ledger, catalog, preamble.cursor) or vectors_problem(index, embedder, random_items(view, catalog))
+        reason = f"its content disagrees with the log: {problem}" if problem else None
+    except DamagedCache as damage:
+        reason = damage.reason
+    return _problem(reason, preamble) if reason else found

@@ -1,44 +1,67 @@
-"""The projection snapshot file: catalog, semantic index and cursor, checksummed.
+"""The projection snapshot file: the catalog's and the index's rows, read in place. Format 6.
 
-Format 5: one zstandard frame (level 3) holding::
+A snapshot is derived data, so it is checked before anything in it is used, but it is not
+read whole: it is memory-mapped, and a reopen reads only its header; the rows of a
+collection (a node's entries, or the ReAct trace) are checked and read the first time a
+read needs them. So a reopen and a scoped search cost the same in a checkpoint of any size,
+and memory follows what is read. Layout (little-endian, sections 64-byte aligned)::
 
-    b"ARISNAP\\x00"                        magic
-    u64 LE length | preamble (JSON)       format, ckpt, cursor, cursor_hash, model, dim, rebuilt
-    u64 LE length | body (JSON)           catalog state, blocks [name, ids, hidden]
-    per block, in body order:             seqs int64[n], cleared int64[n], matrix float16[n x dim]
+    prologue  64 bytes            b"ARISNAP\\x00", u32 format (6), zeros
+    sections, rows in collection order (each collection's rows in seq order):
+      seqs     int64[N]           the event's seq
+      cleared  int64[N]           the seq of the tombstone that hid the row, or NEVER
+      ids      S{w}[N]            event ids
+      vectors  float32[N, dim]    the embedding, rounded to float16
+      offsets  int64[N + 1]       where each record starts in ``records``
+      records  bytes              the rest of the row, JSON (catalog.EntryRecord / StepRecord)
+      sorted   S{w}[N]            the ids sorted, to find a row by id
+      id_rows  int64[N]           the row of each sorted id
+    header    u64 length, preamble (JSON: format, ckpt, cursor, cursor_hash, model, dim, rebuilt)
+              u64 length, layout (JSON: sections, collections [name, first row, rows],
+                          every 1024th sorted id, the catalog's tables: nodes, seeds, tombstones)
+              sha256 of every 64 KiB chunk of the file before the header
+    trailer   u64 header offset, u64 header length, sha256(prologue + header), b"ARISNAP\\x00"
 
-followed, outside the frame, by the 32-byte sha256 of the frame's bytes. A snapshot is
-derived data: one flipped byte anywhere (zstd's own header included) fails that checksum,
-checked before anything is decoded (one pass over the compressed bytes, cheap enough for
-``status``), and the reader raises SnapshotError, so it is rebuilt from the log, never served. The records are JSON, not
-msgpack: the log is JSON, so whatever the log accepts (integers beyond 64 bits included)
-the snapshot can hold. The arrays are streamed in and out, so no second copy of the vectors
-is held in memory. The file is written to a temporary name (``<name>.<pid>.tmp``) and
-renamed into place; a temporary file left by a killed process is removed by the next save.
+Checks: the header's sha256 on every open; a chunk's sha256 before any byte of it is used
+(all chunks at once when the file is at most 64 MiB); a collection's structure (seqs
+increasing, offsets in range, tombstones exactly those its tombstone events make) when it
+is first read; ``check_all`` does everything (``verify``). A failure raises SnapshotDamaged,
+and the projection is rebuilt from the log. The file is written to a temporary name
+(``<name>.<pid>.tmp``) and renamed into place, never changed in place (a reader may have it
+mapped); a temporary file left by a killed process is removed by the next save.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
+import mmap
 import os
 import struct
 import time
-from dataclasses import dataclass
+import weakref
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import msgspec
 import numpy as np
-import zstandard
 
-from projections.models.catalog import CatalogState
-from projections.models.semantic import VECTOR_DTYPE, Block, BlockMeta
+from projections.models.catalog import Catalog, CatalogTables
+from projections.models.frozen import NEVER, REACT, DamagedCache, Rows, effective_cleared
+from projections.models.semantic import SemanticIndex
 
 SNAPSHOT_NAME = "memory_projection.snapshot.zst"
-SNAPSHOT_FORMAT = 5
+SNAPSHOT_FORMAT = 6
 MAGIC = b"ARISNAP\x00"
-_LEN = struct.Struct("<Q")
-_CHUNK = 1 << 24
-_DIGEST = 32  # sha256 of the frame, at the end of the file
+PROLOGUE = (MAGIC + struct.pack("<I", SNAPSHOT_FORMAT)).ljust(64, b"\x00")
+CHUNK = 1 << 16  # bytes per checksummed chunk
+FENCE = 1024  # every FENCE-th sorted id is kept in the header
+CHECK_WHOLE_UP_TO = 64 << 20  # a file this small is checked whole on open (~35 ms)
 STALE_TEMP_SECONDS = 3600  # a temporary file this old is stale even if its pid was reused
+SECTIONS = ("seqs", "cleared", "ids", "vectors", "offsets", "records", "sorted", "id_rows")
+_ALIGN = 64
+_LEN = struct.Struct("<Q")
+_TRAILER = struct.Struct("<QQ32s8s")
+_DIGEST = 32
 
 
 class SnapshotPreamble(msgspec.Struct):
@@ -53,83 +76,453 @@ class SnapshotPreamble(msgspec.Struct):
     rebuilt: str | None = None  # when and why the state was last rebuilt from the log instead of loaded
 
 
-class SnapshotBody(msgspec.Struct):
-    catalog: CatalogState
-    blocks: list[BlockMeta]
+class Layout(msgspec.Struct):
+    """Where everything is: sections, collections, the id fence and the catalog's tables."""
 
-
-@dataclass
-class Snapshot:
-    """A snapshot read back whole, every check passed."""
-
-    preamble: SnapshotPreamble
-    catalog: CatalogState
-    blocks: dict[str, Block]
+    rows: int
+    id_width: int
+    sections: dict[str, tuple[int, int]]  # name → (file offset, bytes)
+    collections: list[tuple[str, int, int]]  # (name, first row, rows) in order of first appearance
+    fence: list[str]
+    tables: CatalogTables
 
 
 class SnapshotError(ValueError):
-    """The snapshot file is cut short, damaged, or not a format-5 snapshot."""
+    """The snapshot file is cut short, damaged, or not a format-6 snapshot."""
 
 
-def write_snapshot(path: Path, preamble: SnapshotPreamble, catalog: CatalogState, blocks: dict[str, Block]) -> None:
-    """Write atomically (temporary file, rename). Raises OSError (disk full, read-only) and
-    leaves no temporary file behind when it does."""
+class SnapshotDamaged(SnapshotError, DamagedCache):
+    """A check of the snapshot's content failed; ``reason`` says how, as warnings say it."""
+
+    def __init__(self, reason: str) -> None:
+        DamagedCache.__init__(self, reason)
+
+
+def unreadable(detail: str) -> SnapshotDamaged:
+    return SnapshotDamaged(f"unreadable ({detail})")
+
+
+def disagrees(detail: str) -> SnapshotDamaged:
+    return SnapshotDamaged(f"its content disagrees with the log: {detail}")
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def read_preamble(path: Path) -> SnapshotPreamble:
+    """Only the preamble (cursor, model, …) of a snapshot whose header checksum is right: for
+    ``status``. Raises FileNotFoundError or SnapshotError."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return _read_header(fd)[0]
+    finally:
+        os.close(fd)
+
+
+def open_snapshot(path: Path, *, check: bool | None = None) -> SnapshotView:
+    """Open a snapshot for reading in place; ``check`` every chunk and collection now (True),
+    on first use (False), or now only when the file is small (None). Raises
+    FileNotFoundError, or SnapshotError (SnapshotDamaged when a check failed)."""
+    return SnapshotView(path, check=check)
+
+
+class SnapshotView:
+    """A snapshot mapped read-only: the ``Frozen`` fold the catalog and the index sit on."""
+
+    def __init__(self, path: Path, *, check: bool | None = None) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY)
+        self._closer = weakref.finalize(self, os.close, self._fd)  # when the view is dropped (no warning)
+        try:
+            self.preamble, layout, digests, self._data_end = _read_header(self._fd)
+            _check_layout(layout, self.preamble, self._data_end)
+            self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            self.cursor = self.preamble.cursor
+            self.tables = layout.tables
+            self._digests = digests
+            self._ok = bytearray(len(digests) // _DIGEST)
+            self._rows: dict[str, Rows] = {}
+            self._collections = {name: (start, count) for name, start, count in layout.collections}
+            self.names = [name for name, _start, _count in layout.collections]
+            self._starts = [start for _name, start, _count in layout.collections]
+            self._fence = [i.encode() for i in layout.fence]
+            self._sections = layout.sections
+            self._arrays(layout)
+            if check or (check is None and self._data_end <= CHECK_WHOLE_UP_TO):
+                self.check_all()
+        except BaseException:
+            self._closer()
+            raise
+
+    def _arrays(self, layout: Layout) -> None:
+        n, w, dim = layout.rows, layout.id_width, self.preamble.dim
+        ids = np.dtype(f"S{max(w, 1)}")
+
+        def view(name: str, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+            offset, _size = self._sections[name]
+            return np.frombuffer(self._map, dtype, int(np.prod(shape)), offset).reshape(shape)
+
+        self.rows_total = n
+        self._seqs = view("seqs", "<i8", (n,))
+        self._cleared = view("cleared", "<i8", (n,))
+        self._ids = view("ids", ids, (n,))
+        self._vectors = view("vectors", "<f4", (n, dim))
+        self._offsets = view("offsets", "<i8", (n + 1,))
+        offset, size = self._sections["records"]
+        self._records = memoryview(self._map)[offset : offset + size]
+        self._sorted = view("sorted", ids, (n,))
+        self._id_rows = view("id_rows", "<i8", (n,))
+
+    # -- the Frozen protocol -----------------------------------------------------------
+
+    def count(self, name: str) -> int:
+        found = self._collections.get(name)
+        return found[1] if found else 0
+
+    def rows(self, name: str) -> Rows | None:
+        rows = self._rows.get(name)
+        if rows is None:
+            if name not in self._collections:
+                return None
+            rows = self._rows[name] = self._load(name)
+        return rows
+
+    def locate(self, item_id: str) -> tuple[str, int] | None:
+        key = item_id.encode()
+        k = bisect.bisect_right(self._fence, key) - 1
+        if k < 0 or len(key) > self._sorted.dtype.itemsize:
+            return None
+        lo, hi = k * FENCE, min((k + 1) * FENCE, self.rows_total)
+        self._check_rows("sorted", lo, hi)
+        self._check_rows("id_rows", lo, hi)
+        j = lo + int(np.searchsorted(self._sorted[lo:hi], key))
+        if j == hi or self._sorted[j] != key:
+            return None
+        row = int(self._id_rows[j])
+        if not 0 <= row < self.rows_total:
+            raise disagrees(f"its id index points at row {row} of {self.rows_total}")
+        name, i = self.row_at(row)
+        if self.rows(name).ids[i] != key:
+            raise disagrees(f"its id index does not match the rows of {_label(name)}")
+        return name, i
+
+    def row_at(self, row: int) -> tuple[str, int]:
+        """(collection, index in it) of a row of the file."""
+        b = bisect.bisect_right(self._starts, row) - 1
+        return self.names[b], row - self._starts[b]
+
+    def span(self, name: str, section: str) -> tuple[int, int]:
+        """The file's bytes [lo, hi) holding a collection's part of a section."""
+        start, count = self._collections[name]
+        offset, size = self._sections[section]
+        if section == "records":
+            offsets = self._offsets[start : start + count + 1]
+            return offset + int(offsets[0]), offset + int(offsets[-1])
+        width = size // (self.rows_total + (section == "offsets"))
+        return offset + start * width, offset + (start + count + (section == "offsets")) * width
+
+    def copy(self, name: str, section: str) -> bytes:
+        """A checked copy of a collection's part of a section, read with pread (a save
+        copies the whole file without mapping it into memory)."""
+        self.rows(name)
+        lo, hi = self.span(name, section)
+        return _pread(self._fd, hi - lo, lo)
+
+    def check_all(self) -> None:
+        """Check every chunk and every collection's structure."""
+        self._check_bytes(0, self._data_end)
+        for name in self.names:
+            self.rows(name)
+        if self.rows_total:
+            self._check_id_index()
+
+    # -- checks --------------------------------------------------------------------------
+
+    def _check_bytes(self, lo: int, hi: int) -> None:
+        """Check the chunks holding bytes [lo, hi) of the file (each once). They are read
+        with pread, so checking touches no page of the mapping: only reads do."""
+        for c in range(lo // CHUNK, (max(hi, lo + 1) - 1) // CHUNK + 1):
+            if not self._ok[c]:
+                start = c * CHUNK
+                self._verify(c, _pread(self._fd, min(CHUNK, self._data_end - start), start))
+
+    def _verify(self, chunk: int, data: bytes) -> None:
+        if hashlib.sha256(data).digest() != self._digests[chunk * _DIGEST : (chunk + 1) * _DIGEST]:
+            lo = chunk * CHUNK
+            raise unreadable(f"checksum mismatch in bytes {lo}-{lo + len(data)}: changed after it was written")
+        self._ok[chunk] = 1
+
+    def _check_rows(self, section: str, start: int, stop: int) -> None:
+        offset, size = self._sections[section]
+        width = size // max(self.rows_total + (section == "offsets"), 1)
+        self._check_bytes(offset + start * width, offset + stop * width)
+
+    def _load(self, name: str) -> Rows:
+        """A collection's rows, their chunks and structure checked."""
+        start, count = self._collections[name]
+        stop = start + count
+        for section in ("seqs", "cleared", "ids", "vectors"):
+            self._check_rows(section, start, stop)
+        self._check_rows("offsets", start, stop + 1)
+        offsets = self._offsets[start : stop + 1]
+        if np.any(np.diff(offsets) < 0) or offsets[0] < 0 or offsets[-1] > len(self._records):
+            raise disagrees(f"record offsets of {_label(name)} are out of order or out of range")
+        records_at = self._sections["records"][0]
+        self._check_bytes(records_at + int(offsets[0]), records_at + int(offsets[-1]))
+        rows = Rows(
+            self._seqs[start:stop], self._cleared[start:stop], self._ids[start:stop], self._vectors[start:stop],
+            offsets, self._records, int(np.count_nonzero(self._cleared[start:stop] != NEVER)),
+        )
+        problem = _rows_problem(name, rows, self.tables, self.cursor)
+        if problem:
+            raise disagrees(problem)
+        return rows
+
+    def _check_id_index(self) -> None:
+        """The sorted ids are this file's ids, each once (``check_all`` only: O(rows))."""
+        order = self._id_rows
+        if np.any(order < 0) or np.any(order >= self.rows_total):
+            raise disagrees("its id index points outside its rows")
+        if np.any(self._sorted[1:] <= self._sorted[:-1]) or not np.array_equal(self._ids[order], self._sorted):
+            raise disagrees("its id index is not the sorted ids of its rows")
+        fence = [i.decode() for i in self._sorted[::FENCE]]
+        if fence != [i.decode() for i in self._fence]:
+            raise disagrees("its id fence is not every 1024th sorted id")
+
+
+def _pread(fd: int, size: int, offset: int) -> bytes:
+    """Exactly ``size`` bytes at ``offset`` (pread may return less than asked for)."""
+    data = os.pread(fd, size, offset)
+    if len(data) == size:
+        return data
+    parts = [data]
+    while size > sum(map(len, parts)):
+        got = sum(map(len, parts))
+        part = os.pread(fd, size - got, offset + got)
+        if not part:
+            raise unreadable("cut short while it was read")
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _rows_problem(name: str, rows: Rows, tables: CatalogTables, cursor: int) -> str | None:
+    """Why a collection's rows cannot be the fold of a log up to ``cursor``, or None."""
+    seqs = rows.seqs
+    if rows.n == 0 or seqs[0] < 1 or seqs[-1] > cursor or np.any(np.diff(seqs) <= 0):
+        return f"seqs of {_label(name)} are not increasing within 1..{cursor}"
+    tombstones = sorted([*tables.purges, *([] if name == REACT else tables.clears.get(name, []))])
+    if tombstones:
+        after = np.searchsorted(np.asarray(tombstones, np.int64), seqs, side="right")
+        padded = np.append(np.asarray(tombstones, np.int64), NEVER)
+        expected = padded[after]
+    else:
+        expected = np.full(rows.n, NEVER, np.int64)
+    if not np.array_equal(expected, rows.cleared):
+        return f"tombstones of {_label(name)} are not those its node_cleared and checkpoint_purged events make"
+    return None
+
+
+def _read_header(fd: int) -> tuple[SnapshotPreamble, Layout, bytes, int]:
+    """(preamble, layout, chunk digests, end of the data) from a file whose header checks out."""
+    size = os.fstat(fd).st_size
+    if size < len(PROLOGUE) + _TRAILER.size:
+        raise unreadable("cut short")
+    at, length, digest, magic = _TRAILER.unpack(os.pread(fd, _TRAILER.size, size - _TRAILER.size))
+    prologue = os.pread(fd, len(PROLOGUE), 0)
+    if prologue[: len(MAGIC)] != MAGIC:
+        raise unreadable("not a projection snapshot")
+    if prologue != PROLOGUE:
+        found = struct.unpack("<I", prologue[8:12])[0]
+        raise unreadable(f"format {found}, expected {SNAPSHOT_FORMAT}")
+    if magic != MAGIC or at < len(PROLOGUE) or at + length + _TRAILER.size != size:
+        raise unreadable("cut short, or its trailer is damaged")
+    header = os.pread(fd, length, at)
+    if hashlib.sha256(prologue + header).digest() != digest:
+        raise unreadable("checksum mismatch: its header changed or was cut short after it was written")
+    try:
+        n, pos = _LEN.unpack_from(header, 0)[0], _LEN.size
+        preamble = msgspec.json.decode(header[pos : pos + n], type=SnapshotPreamble)
+        pos += n
+        n = _LEN.unpack_from(header, pos)[0]
+        layout = msgspec.json.decode(header[pos + _LEN.size : pos + _LEN.size + n], type=Layout)
+        digests = header[pos + _LEN.size + n :]
+    except (struct.error, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise unreadable(f"unreadable header ({exc})") from None
+    if len(digests) != -(-at // CHUNK) * _DIGEST:
+        raise unreadable("its chunk checksums do not cover its data")
+    return preamble, layout, digests, at
+
+
+def _check_layout(layout: Layout, preamble: SnapshotPreamble, data_end: int) -> None:
+    """Sections inside the data, sized for the rows; collections partition the rows."""
+    n, w, dim = layout.rows, layout.id_width, preamble.dim
+    widths = {"seqs": 8, "cleared": 8, "ids": w, "vectors": 4 * dim, "offsets": 8, "sorted": w, "id_rows": 8}
+    if n < 0 or w < 0 or dim <= 0 or set(layout.sections) != set(SECTIONS):
+        raise disagrees("its layout is not a format-6 layout")
+    for name, (offset, size) in layout.sections.items():
+        rows = n + 1 if name == "offsets" else n
+        if offset < len(PROLOGUE) or offset + size > data_end or (name != "records" and size != rows * widths[name]):
+            raise disagrees(f"its section {name} does not fit its {n} rows")
+    at = 0
+    for _name, start, count in layout.collections:
+        if start != at or count <= 0:
+            raise disagrees("its collections do not partition its rows")
+        at += count
+    if at != n or len(layout.fence) != -(-n // FENCE):
+        raise disagrees("its collections or id fence do not cover its rows")
+
+
+def _label(name: str) -> str:
+    return "the ReAct trace" if name == REACT else repr(name)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def write_snapshot(path: Path, preamble: SnapshotPreamble, catalog: Catalog, index: SemanticIndex) -> None:
+    """Write the fold atomically (temporary file, rename). Raises OSError (disk full, read-only)
+    and leaves no temporary file behind when it does; DamagedCache when stored rows it copies
+    fail their check."""
     remove_stale_temps(path)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    body = SnapshotBody(catalog, [BlockMeta(name, b.ids, b.hidden) for name, b in blocks.items()])
     try:
         with open(tmp, "wb") as f:
-            hashed = _HashingWriter(f)
-            with zstandard.ZstdCompressor(level=3).stream_writer(hashed, closefd=False) as out:
-                head = msgspec.json.encode(preamble)
-                out.write(MAGIC + _LEN.pack(len(head)) + head)
-                data = msgspec.json.encode(body)
-                out.write(_LEN.pack(len(data)) + data)
-                for block in blocks.values():
-                    n = block.n
-                    for array in (block.seqs[:n], block.cleared[:n], block.matrix[:n]):
-                        out.write(np.ascontiguousarray(array).data)
-            f.write(hashed.digest.digest())
-        os.replace(tmp, path)  # not fsynced: after a power loss a garbled file fails its checksum and is rebuilt
+            out = _Out(f)
+            out.write(PROLOGUE)
+            layout = _write_sections(out, catalog, index, preamble.dim)
+            data_end = out.finish()
+            head = msgspec.json.encode(preamble)
+            body = msgspec.json.encode(layout)
+            header = _LEN.pack(len(head)) + head + _LEN.pack(len(body)) + body + b"".join(out.digests)
+            f.write(header)
+            f.write(_TRAILER.pack(data_end, len(header), hashlib.sha256(PROLOGUE + header).digest(), MAGIC))
+        os.replace(tmp, path)  # not fsynced: after a power loss a garbled file fails its checksums and is rebuilt
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def read_snapshot(path: Path) -> Snapshot:
-    """Read and check the whole snapshot. Raises FileNotFoundError, or SnapshotError for
-    anything else wrong with it (cut short, a flipped byte, another format)."""
-    try:
-        with open(path, "rb") as f:
-            _check_file_digest(f)
-            with zstandard.ZstdDecompressor().stream_reader(f, closefd=False) as src:
-                preamble = _read_preamble(src)
-                body = msgspec.json.decode(_read_record(src), type=SnapshotBody)
-                blocks = {}
-                for meta in body.blocks:
-                    n, block = len(meta.ids), Block(preamble.dim, list(meta.ids), hidden=meta.hidden)
-                    block.seqs, block.cleared = _read_array(src, (n,), np.int64), _read_array(src, (n,), np.int64)
-                    block.matrix = _read_array(src, (n, preamble.dim), VECTOR_DTYPE)
-                    blocks[meta.name] = block
-    except FileNotFoundError:
-        raise
-    except (OSError, zstandard.ZstdError, msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise SnapshotError(str(exc)) from None
-    return Snapshot(preamble, body.catalog, blocks)
+class _Out:
+    """Writes the data part of a snapshot and the sha256 of each of its 64 KiB chunks."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+        self.pos = 0
+        self.digests: list[bytes] = []
+        self._hash = hashlib.sha256()
+
+    def write(self, data: Any) -> None:
+        view = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(_as_bytes(data))
+        while len(view):
+            piece = view[: CHUNK - self.pos % CHUNK]
+            self._hash.update(piece)
+            self._f.write(piece)
+            self.pos += len(piece)
+            if self.pos % CHUNK == 0:
+                self.digests.append(self._hash.digest())
+                self._hash = hashlib.sha256()
+            view = view[len(piece) :]
+
+    def align(self) -> int:
+        self.write(b"\x00" * (-self.pos % _ALIGN))
+        return self.pos
+
+    def finish(self) -> int:
+        if self.pos % CHUNK:
+            self.digests.append(self._hash.digest())
+        return self.pos
 
 
-def read_preamble(path: Path) -> SnapshotPreamble:
-    """Only the preamble (cursor, model, …) of a snapshot whose checksum is right: for
-    ``status``. Raises FileNotFoundError or SnapshotError."""
-    try:
-        with open(path, "rb") as f:
-            _check_file_digest(f)
-            with zstandard.ZstdDecompressor().stream_reader(f, closefd=False) as src:
-                return _read_preamble(src)
-    except FileNotFoundError:
-        raise
-    except (OSError, zstandard.ZstdError) as exc:
-        raise SnapshotError(str(exc)) from None
+def _as_bytes(array: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+
+
+class _Collection:
+    """One collection's rows as the writer reads them: stored (views) and fresh (memory)."""
+
+    def __init__(self, name: str, catalog: Catalog, index: SemanticIndex) -> None:
+        self.name = name
+        self.view = catalog.base
+        self.stored = catalog.stored(name)
+        self.after = catalog.after(name)
+        self.fresh = catalog.fresh(name)
+        self.block = index.blocks.get(name)
+        fresh_rows = len(self.fresh.ids) if self.fresh else 0
+        block_rows = self.block.n if self.block else 0
+        if fresh_rows != block_rows or (self.fresh and self.block.ids != self.fresh.ids):
+            raise ValueError(f"the index of {_label(name)} holds {block_rows} fresh rows, the catalog {fresh_rows}")
+        self.n = (self.stored.n if self.stored is not None else 0) + fresh_rows
+
+    def column(self, section: str, width: int) -> list[Any]:
+        """This collection's part of a section, as arrays or buffers to write in order."""
+        stored, fresh = self.stored, self.fresh
+        parts: list[Any] = []
+        if section == "seqs":
+            parts = [stored.seqs if stored is not None else None, np.asarray(fresh.seqs, "<i8") if fresh else None]
+        elif section == "cleared":
+            parts = [effective_cleared(stored, self.after) if stored is not None else None, np.asarray(fresh.cleared, "<i8") if fresh else None]
+        elif section == "ids":
+            parts = [self.stored_ids(width), self.fresh_ids(width)]
+        elif section == "vectors":
+            parts = [self.view.copy(self.name, "vectors") if stored is not None else None, self.block.vectors() if self.block else None]
+        elif section == "records":
+            parts = [self.view.copy(self.name, "records") if stored is not None else None, *(fresh.records if fresh else [])]
+        return [p for p in parts if p is not None]
+
+    def stored_ids(self, width: int) -> np.ndarray | None:
+        if self.stored is None:
+            return None
+        return np.frombuffer(self.view.copy(self.name, "ids"), self.stored.ids.dtype).astype(f"S{width}")
+
+    def fresh_ids(self, width: int) -> np.ndarray | None:
+        return np.array([i.encode() for i in self.fresh.ids], f"S{width}") if self.fresh else None
+
+    def lengths(self) -> np.ndarray:
+        parts = [np.diff(self.stored.offsets)] if self.stored is not None else []
+        if self.fresh:
+            parts.append(np.fromiter((len(r) for r in self.fresh.records), np.int64, len(self.fresh.records)))
+        return np.concatenate(parts)
+
+
+def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int) -> Layout:
+    collections = [c for c in (_Collection(name, catalog, index) for name in catalog.collections()) if c.n]
+    n = sum(c.n for c in collections)
+    width = max([c.stored.ids.dtype.itemsize for c in collections if c.stored is not None]
+                + [len(i.encode()) for c in collections if c.fresh for i in c.fresh.ids] + [1])
+    sections: dict[str, tuple[int, int]] = {}
+    for section in ("seqs", "cleared", "ids", "vectors"):
+        start = out.align()
+        for c in collections:
+            for part in c.column(section, width):
+                out.write(part)
+        sections[section] = (start, out.pos - start)
+    start = out.align()
+    total = 0
+    for c in collections:
+        lengths = c.lengths()
+        out.write(np.concatenate([[total], total + np.cumsum(lengths)[:-1]]).astype("<i8") if len(lengths) else np.empty(0, "<i8"))
+        total += int(lengths.sum())
+    out.write(np.asarray([total], "<i8"))
+    sections["offsets"] = (start, out.pos - start)
+    start = out.align()
+    for c in collections:
+        for part in c.column("records", width):
+            out.write(part)
+    sections["records"] = (start, out.pos - start)
+    ids = np.concatenate([p for c in collections for p in c.column("ids", width)]) if collections else np.empty(0, f"S{width}")
+    order = np.argsort(ids, kind="stable")
+    start = out.align()
+    out.write(ids[order])
+    sections["sorted"] = (start, out.pos - start)
+    start = out.align()
+    out.write(order.astype("<i8"))
+    sections["id_rows"] = (start, out.pos - start)
+    spans, at = [], 0
+    for c in collections:
+        spans.append((c.name, at, c.n))
+        at += c.n
+    fence = [i.decode() for i in ids[order][::FENCE]]
+    return Layout(n, width, sections, spans, fence, catalog.tables())
 
 
 def remove_stale_temps(path: Path) -> list[Path]:
@@ -148,38 +541,6 @@ def remove_stale_temps(path: Path) -> list[Path]:
     return removed
 
 
-class _HashingWriter:
-    """A file that hashes what is written to it (the compressed frame)."""
-
-    def __init__(self, f) -> None:
-        self._f = f
-        self.digest = hashlib.sha256()
-
-    def write(self, data) -> int:
-        self.digest.update(data)
-        return self._f.write(data)
-
-    def flush(self) -> None:
-        self._f.flush()
-
-
-def _check_file_digest(f) -> None:
-    """Compare the trailing sha256 with the bytes before it; leave ``f`` at the start."""
-    size = os.fstat(f.fileno()).st_size
-    if size < _DIGEST:
-        raise SnapshotError("cut short")
-    digest, left = hashlib.sha256(), size - _DIGEST
-    while left:
-        chunk = f.read(min(left, _CHUNK))
-        if not chunk:
-            raise SnapshotError("cut short")
-        digest.update(chunk)
-        left -= len(chunk)
-    if f.read(_DIGEST) != digest.digest():
-        raise SnapshotError("checksum mismatch: changed or cut short after it was written, or older than format 5")
-    f.seek(0)
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -190,45 +551,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _read_preamble(src) -> SnapshotPreamble:
-    if _read_exact(src, len(MAGIC)) != MAGIC:
-        raise SnapshotError("not a projection snapshot")
-    try:
-        preamble = msgspec.json.decode(_read_record(src), type=SnapshotPreamble)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise SnapshotError(f"unreadable preamble ({exc})") from None
-    if preamble.format != SNAPSHOT_FORMAT:
-        raise SnapshotError(f"format {preamble.format}, expected {SNAPSHOT_FORMAT}")
-    return preamble
-
-
-def _read_record(src) -> bytes:
-    return _read_exact(src, _LEN.unpack(_read_exact(src, _LEN.size))[0])
-
-
-def _read_exact(src, size: int) -> bytes:
-    """Exactly ``size`` bytes, read in bounded chunks (a damaged length is "cut short", not a
-    huge allocation)."""
-    parts, left = [], size
-    while left:
-        part = src.read(min(left, _CHUNK))
-        if not part:
-            raise SnapshotError("cut short")
-        parts.append(part)
-        left -= len(part)
-    return b"".join(parts)
-
-
-def _read_array(src, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """Stream an array straight into its own buffer (no intermediate bytes object)."""
-    array = np.empty(shape, dtype)
-    if not array.size:
-        return array
-    view = memoryview(array).cast("B")
-    filled = 0
-    while filled < len(view):
-        got = src.readinto(view[filled:])
-        if not got:
-            raise SnapshotError("cut short")
-        filled += got
-    return array
+__all__ = [
+    "SNAPSHOT_FORMAT", "SNAPSHOT_NAME", "SnapshotDamaged", "SnapshotError", "SnapshotPreamble", "SnapshotView",
+    "open_snapshot", "read_preamble", "remove_stale_temps", "write_snapshot",
+]

@@ -1,15 +1,16 @@
 """Does a snapshot hold what the log it claims to fold says? Checks for loads and ``verify``.
 
-A checksum proves a snapshot is the file that was written; these prove the file is a fold of
-the log. The catalog and the semantic index are both derived from the events, so:
+Checksums prove a snapshot is the file that was written, and its own structure checks
+(``snapshot``) that its rows could be a fold; these prove the file is the fold of the log.
+The catalog and the semantic index are both derived from the events, so:
 
-- ``structure_problem``: every block holds exactly its collection's catalog records, in
-  order, with their seqs and tombstones (all rows; no log access, cheap);
-- ``sample_problem``: records (all of a small catalog, else a few chosen at random) equal
-  the fold of their own event in the log, and their vectors the embedding of their text
-  (every load);
-- ``catalog_problem``: the whole catalog equals a fresh fold of the log up to the cursor,
-  and ``vectors_problem`` many vectors equal a fresh embedding (``verify``).
+- ``sample_problem`` (every load): what the snapshot claims at a few seqs (rows, nodes, seeds,
+  tombstones), and what a few events of the log make, are compared: every seq of a small log,
+  else a few of each, chosen at random (each costs a seek); before the first search,
+  the vectors of the entries met must equal the embedding of their text;
+- ``catalog_problem`` (``verify``): every row and table equals a fresh fold of the log up to
+  the cursor, streamed side by side (memory stays flat); ``vectors_problem`` many vectors
+  equal a fresh embedding.
 """
 from __future__ import annotations
 
@@ -22,97 +23,142 @@ import numpy as np
 from ledger import Ledger
 from ledger.events import Event
 
-from projections.models.catalog import NEVER, Catalog, CatalogState, Entry, Step
-from projections.models.semantic import REACT, VECTOR_DTYPE, Block, Embedder
+from projections.engines.snapshot import SnapshotView
+from projections.models.catalog import NEVER, REACT, Catalog, Entry, Step
+from projections.models.semantic import Embedder, SemanticIndex
 
-CHECK_ALL_UP_TO = 32  # a catalog this small is checked against the log whole on every load
-SAMPLE_ON_LOAD = 8  # otherwise this many records, chosen at random
+CHECK_ALL_UP_TO = 32  # a log this short is checked whole against the snapshot on every load
+SAMPLE_ON_LOAD = 3  # otherwise this many events and stored rows, chosen at random (a seek each: ~50 ms at 1M)
+TABLES_ON_LOAD = 2  # and this many nodes, seeds or tombstones
 VECTORS_ON_VERIFY = 1000  # vectors re-embedded by `verify`
+FLOAT16_PRECISION = 2.0**-10  # a stored vector is its embedding rounded to float16: within one unit in the last place
+FLOAT16_TINY = 2.0**-24  # float16's smallest step (subnormals)
+
+Claim = tuple[int, str, str | None, str | None]  # (seq, event type, node or None, event id or None)
 
 
-def structure_problem(catalog: Catalog, blocks: dict[str, Block], cursor: int) -> str | None:
-    """Why the blocks are not the index of this catalog (ids, seqs, tombstones), or None."""
-    expected: dict[str, list[Entry | Step]] = {node: list(entries) for node, entries in catalog.by_node.items() if entries}
-    if catalog.steps:
-        expected[REACT] = list(catalog.steps)
-    if set(blocks) != set(expected):
-        return f"index collections {sorted(map(_name, blocks))} differ from the catalog's {sorted(map(_name, expected))}"
-    for name, records in expected.items():
-        block = blocks[name]
-        n = block.n
-        ids = [r.entry_id if isinstance(r, Entry) else r.step_id for r in records]
-        cleared = [r.cleared_at if isinstance(r, Entry) else NEVER for r in records]
-        if block.ids != ids:
-            return f"index rows of {_name(name)} are not the catalog's entries"
-        if not np.array_equal(block.seqs[:n], [r.seq for r in records]) or not np.array_equal(block.cleared[:n], cleared):
-            return f"index seqs or tombstones of {_name(name)} differ from the catalog's"
-        if block.hidden != int(np.count_nonzero(block.cleared[:n] != NEVER)):
-            return f"index of {_name(name)} counts {block.hidden} hidden rows"
-    last = max((r.seq for rs in expected.values() for r in rs), default=0)
-    if last > cursor:
-        return f"holds seq {last}, beyond its cursor {cursor}"
+def sample_problem(ledger: Ledger, catalog: Catalog, view: SnapshotView) -> tuple[str | None, list[Entry | Step]]:
+    """Why some of what the snapshot holds is not the fold of the log (or the reverse), or
+    None; and the entries and steps met, whose vectors ``vectors_problem`` checks before the
+    first search (it needs the model)."""
+    cursor = view.cursor
+    small = cursor <= CHECK_ALL_UP_TO
+    seqs = range(1, cursor + 1) if small else random.sample(range(1, cursor + 1), min(SAMPLE_ON_LOAD, cursor))
+    rows = range(view.rows_total) if small else random.sample(range(view.rows_total), min(SAMPLE_ON_LOAD, view.rows_total))
+    tables = _table_claims(catalog)
+    claims = [*(tables if small else random.sample(tables, min(TABLES_ON_LOAD, len(tables)))), *(_row_claim(view, r) for r in rows)]
+    events: dict[int, Event | None] = {}
+    for seq, kind, node, item_id in claims:
+        event = events.setdefault(seq, ledger.event_at(seq))
+        if event is None or event.type != kind or (node is not None and event.node != node) or (item_id and event.id != item_id):
+            return f"it holds a {kind} at seq {seq} that the log does not", []
+    for seq in seqs:
+        events.setdefault(seq, ledger.event_at(seq))
+    for event in events.values():
+        problem = event is not None and event_problem(catalog, event)
+        if problem:
+            return problem, []
+    items = [catalog.lookup(e.id) for e in events.values() if e is not None and e.type in ("memory_added", "react_step")]
+    return None, [i for i in items if i is not None]
+
+
+def _table_claims(catalog: Catalog) -> list[Claim]:
+    tables = catalog.tables()
+    return [
+        *((n.seq, "node_started", n.node_id, None) for n in tables.nodes),
+        *((s.seq, "core_seeded", None, None) for s in tables.seeds),
+        *((seq, "checkpoint_purged", None, None) for seq in tables.purges),
+        *((seq, "node_cleared", node, None) for node, seqs in tables.clears.items() for seq in seqs),
+    ]
+
+
+def _row_claim(view: SnapshotView, row: int) -> Claim:
+    name, i = view.row_at(row)
+    rows = view.rows(name)
+    if name == REACT:
+        return int(rows.seqs[i]), "react_step", None, rows.id(i)
+    return int(rows.seqs[i]), "memory_added", name, rows.id(i)
+
+
+def event_problem(catalog: Catalog, event: Event) -> str | None:
+    """Why the catalog does not hold what this event makes, or None."""
+    seq, mine = event.seq, _fold_one(event)
+    if event.type in ("memory_added", "react_step"):
+        item = catalog.lookup(event.id)
+        if item is None or _normalised(item) != mine:
+            return f"its record of seq {seq} is not the log's event seq {seq}"
+    elif event.type == "node_started":
+        info = catalog.nodes.get(event.node)
+        if info is None or info.seq > seq or (info.seq == seq and info != mine):
+            return f"its node {event.node!r} is not the one the log's seq {seq} started"
+    elif event.type == "core_seeded" and mine not in catalog.seeds:
+        return f"it lacks the core seed of seq {seq}"
+    elif event.type == "node_cleared" and seq not in catalog.clears.get(event.node, ()):
+        return f"it lacks the tombstone of seq {seq}"
+    elif event.type == "checkpoint_purged" and seq not in catalog.purges:
+        return f"it lacks the purge of seq {seq}"
     return None
 
 
-def sample_problem(ledger: Ledger, catalog: Catalog, blocks: dict[str, Block], embedder: Embedder) -> str | None:
-    """Why some records differ from the fold of their event in the log, or None: all of a
-    small catalog's records, else SAMPLE_ON_LOAD chosen at random (each costs a seek)."""
-    pool: list[Any] = [*catalog.entries.values(), *catalog.steps, *catalog.nodes.values(), *catalog.seeds]
-    picks = pool if len(pool) <= CHECK_ALL_UP_TO else random.sample(pool, SAMPLE_ON_LOAD)
-    for record in picks:
-        event = ledger.event_at(record.seq)
-        if event is None or _normalised(record) != _fold_one(event):
-            return f"its record of seq {record.seq} is not the log's event seq {record.seq}"
-    return vectors_problem(catalog, blocks, embedder, [r for r in picks if isinstance(r, (Entry, Step))])
-
-
-def catalog_problem(ledger: Ledger, state: CatalogState, cursor: int) -> str | None:
-    """Why the catalog is not the fold of the log's events 1..cursor, or None."""
-    fresh = Catalog()
+def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int) -> str | None:
+    """Why the catalog is not the fold of the log's events 1..cursor, or None. Rows are
+    compared in seq order as both are streamed; only the small tables are folded whole."""
+    tables = Catalog()
+    stored = {"memory_added": catalog.scan(False), "react_step": catalog.scan(True)}
     for event in ledger.events(as_of=cursor):
-        fresh.apply(event)
-    want = fresh.state()
-    for field in ("entries", "nodes", "steps", "seeds"):
-        have, should = getattr(state, field), getattr(want, field)
-        for mine, theirs in zip(have, should):
-            if mine != theirs:
-                return f"its {field[:-1]} at seq {mine.seq} differs from the log's fold (seq {theirs.seq})"
-        if len(have) != len(should):
-            return f"it holds {len(have)} {field}, the log's fold up to seq {cursor} has {len(should)}"
+        if event.type not in stored:
+            tables.apply(event)
+            continue
+        mine = next(stored[event.type], None)
+        if mine is None or _normalised(mine) != _fold_one(event):
+            return f"its {_what(event.type)} at seq {mine.seq if mine else '(none)'} differs from the log's fold (seq {event.seq})"
+    for kind, rest in stored.items():
+        extra = next(rest, None)
+        if extra is not None:
+            return f"it holds a {_what(kind)} of seq {extra.seq}, the log's fold up to seq {cursor} does not"
+    if tables.tables() != catalog.tables():
+        return f"its nodes, seeds or tombstones differ from the log's fold up to seq {cursor}"
     return None
 
 
-def vectors_problem(catalog: Catalog, blocks: dict[str, Block], embedder: Embedder, records: list[Entry | Step]) -> str | None:
-    """Why the stored vectors of ``records`` are not the embedding of their text, or None."""
-    if not records:
+def vectors_problem(index: SemanticIndex, embedder: Embedder, items: list[Entry | Step]) -> str | None:
+    """Why the stored vectors of ``items`` are not the embedding of their text, or None.
+
+    They are compared to float16 precision, the precision they are stored in: an embedding
+    is not bitwise the same in every batch (padding to the batch's longest text changes the
+    order BLAS sums in), and about 1 row in 15,000 then rounds to another float16 value.
+    """
+    if not items:
         return None
-    texts = [r.text if isinstance(r, Entry) else r.content for r in records]
-    fresh = embedder.embed(texts).astype(VECTOR_DTYPE)
-    for record, vector in zip(records, fresh):
-        block = blocks[record.node_id if isinstance(record, Entry) else REACT]
-        row = block.ids.index(record.entry_id if isinstance(record, Entry) else record.step_id)
-        if not np.array_equal(block.matrix[row], vector):
-            return f"its vector of seq {record.seq} is not the embedding of that entry's text"
+    fresh = embedder.embed([i.text if isinstance(i, Entry) else i.content for i in items])
+    for item, vector in zip(items, fresh):
+        name = item.node_id if isinstance(item, Entry) else REACT
+        stored = index.vector_of(name, item.entry_id if isinstance(item, Entry) else item.step_id)
+        if stored is None or not np.allclose(stored, vector, rtol=FLOAT16_PRECISION, atol=FLOAT16_TINY):
+            return f"its vector of seq {item.seq} is not the embedding of that entry's text"
     return None
 
 
-def random_rows(catalog: Catalog, count: int = VECTORS_ON_VERIFY) -> list[Entry | Step]:
-    pool: list[Entry | Step] = [*catalog.entries.values(), *catalog.steps]
-    return random.sample(pool, min(count, len(pool)))
+def random_items(view: SnapshotView, catalog: Catalog, count: int = VECTORS_ON_VERIFY) -> list[Entry | Step]:
+    """Up to ``count`` stored entries and steps chosen at random."""
+    picked = random.sample(range(view.rows_total), min(count, view.rows_total))
+    items = (catalog.lookup(view.rows(name).id(i)) for name, i in map(view.row_at, picked))
+    return [item for item in items if item is not None]
 
 
 def _fold_one(event: Event) -> Any:
     """The catalog record one event makes on its own (None when it makes none)."""
     fresh = Catalog()
     fresh.apply(event)
-    state = fresh.state()
-    return next(iter([*state.entries, *state.steps, *state.nodes, *state.seeds]), None)
+    if event.type in ("memory_added", "react_step"):
+        return fresh.lookup(event.id)
+    return next(iter([*fresh.nodes.values(), *fresh.seeds]), None)
 
 
-def _normalised(record: Any) -> Any:
+def _normalised(item: Entry | Step) -> Entry | Step:
     """A record as its event alone makes it: a later tombstone's stamp removed."""
-    return msgspec.structs.replace(record, cleared_at=NEVER) if isinstance(record, Entry) else record
+    return msgspec.structs.replace(item, cleared_at=NEVER)
 
 
-def _name(collection: str) -> str:
-    return "the ReAct trace" if collection == REACT else repr(collection)
+def _what(kind: str) -> str:
+    return "entry" if kind == "memory_added" else "ReAct step"

@@ -3,18 +3,28 @@
 Nothing is removed when folding: a ``node_cleared`` tombstone stamps the node's earlier
 entries with the seq that hid them, so a read "as of seq N" (R29) sees exactly what a
 node saw when it ran, and the current view hides them.
+
+Entries and steps are kept as rows of collections (one per node, one for the ReAct trace):
+the rows a snapshot holds are read from it on demand (``frozen``), the rows folded since
+are kept in memory with their records encoded, and an ``Entry`` is decoded only when a
+read returns it. So the catalog's memory follows the reads and the events folded since
+the last snapshot, not the size of the checkpoint.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Iterable
 
 import msgspec
+import numpy as np
 
 from ledger.events import Event
 from ledger.typed import kind_label, typed_kind
 
-NEVER = 2**62  # cleared_at of an entry no tombstone has hidden
+from projections.models.frozen import NEVER, REACT, Frozen, Rows, effective_cleared, heals, visible_rows
+
+__all__ = ["NEVER", "REACT", "Catalog", "CatalogState", "CatalogTables", "Entry", "NodeInfo", "Seed", "Step", "event_time"]
 
 
 def event_time(event: Event) -> float:
@@ -99,7 +109,7 @@ class Seed(msgspec.Struct, array_like=True, gc=False):
 
 
 class CatalogState(msgspec.Struct):
-    """Everything the catalog holds, as stored in the snapshot."""
+    """Everything the catalog holds, materialised (for comparisons in tests and checks)."""
 
     entries: list[Entry] = []
     nodes: list[NodeInfo] = []
@@ -108,39 +118,125 @@ class CatalogState(msgspec.Struct):
     purges: list[int] = []
 
 
+class CatalogTables(msgspec.Struct):
+    """What the catalog keeps besides rows (small: one item per node, seed and tombstone)."""
+
+    nodes: list[NodeInfo] = []
+    seeds: list[Seed] = []
+    purges: list[int] = []
+    clears: dict[str, list[int]] = {}  # node → seqs of its node_cleared tombstones
+
+
+class EntryRecord(msgspec.Struct, array_like=True, gc=False):
+    """An entry's stored record; its id, node, seq and tombstone are the row's columns."""
+
+    ts: float
+    body: dict[str, Any]
+    kind: str | None
+
+
+class StepRecord(msgspec.Struct, array_like=True, gc=False):
+    """A ReAct step's stored record (its node varies within the trace's collection)."""
+
+    node_id: str
+    ts: float
+    content: str
+    metadata: dict[str, Any]
+
+
+_ENCODE = msgspec.json.Encoder().encode
+_ENTRY = msgspec.json.Decoder(EntryRecord).decode
+_STEP = msgspec.json.Decoder(StepRecord).decode
+
+Item = Entry | Step
+HINTS = 1024
+
+
+def make_item(name: str, item_id: str, seq: int, cleared: int, record: bytes | memoryview) -> Item:
+    """Decode a row of collection ``name`` into an Entry (a node's) or a Step (the trace's)."""
+    if name == REACT:
+        s = _STEP(record)
+        return Step(item_id, s.node_id, seq, s.ts, s.content, s.metadata, cleared)
+    e = _ENTRY(record)
+    return Entry(item_id, name, seq, e.ts, e.body, e.kind, cleared)
+
+
+class Fresh:
+    """Rows of one collection folded after the stored ones: in memory, records encoded."""
+
+    __slots__ = ("ids", "seqs", "cleared", "records")
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.seqs: list[int] = []
+        self.cleared: list[int] = []
+        self.records: list[bytes] = []
+
+    def add(self, item_id: str, seq: int, record: bytes) -> None:
+        self.ids.append(item_id)
+        self.seqs.append(seq)
+        self.cleared.append(NEVER)
+        self.records.append(record)
+
+    def clear(self, seq: int) -> None:
+        self.cleared = [seq if c == NEVER else c for c in self.cleared]
+
+    def visible(self, i: int, as_of: int | None) -> bool:
+        if as_of is None:
+            return self.cleared[i] == NEVER
+        return self.seqs[i] <= as_of < self.cleared[i]
+
+
 class Catalog:
-    """Fold of the log into entries by node, the node tree, the ReAct trace and core seeds."""
+    """Fold of the log into entries by node, the node tree, the ReAct trace and core seeds.
 
-    def __init__(self, state: CatalogState | None = None) -> None:
-        state = state or CatalogState()
-        self.entries: dict[str, Entry] = {}
-        self.by_node: dict[str, list[Entry]] = {}
-        for entry in state.entries:
-            self._add(entry)
-        self.nodes: dict[str, NodeInfo] = {n.node_id: n for n in state.nodes}
-        self.steps: list[Step] = list(state.steps)
-        self.seeds: list[Seed] = list(state.seeds)
-        self.purges: list[int] = list(state.purges)
+    ``entries`` (id → Entry), ``by_node`` (node → its entries) and ``steps`` are read-only
+    views that decode on demand. ``on_damage`` (set by the projector) is called when stored
+    rows fail their check; it rebuilds the catalog from the log before the read is retried.
+    """
 
-    def state(self) -> CatalogState:
-        return CatalogState(list(self.entries.values()), list(self.nodes.values()), self.steps, self.seeds, self.purges)
+    def __init__(self, base: Frozen | None = None, tables: CatalogTables | None = None) -> None:
+        self.on_damage = None
+        self.reset(base, tables)
+        self.entries = EntryMap(self)
+        self.by_node = ByNode(self)
+        self.steps = StepList(self)
+
+    def reset(self, base: Frozen | None = None, tables: CatalogTables | None = None) -> None:
+        """Start over on ``base`` (None: empty) with these tables; the views stay valid."""
+        tables = tables or CatalogTables()
+        self.base = base
+        self.nodes: dict[str, NodeInfo] = {n.node_id: n for n in tables.nodes}
+        self.seeds: list[Seed] = list(tables.seeds)
+        self.purges: list[int] = list(tables.purges)
+        self.clears: dict[str, list[int]] = {node: list(seqs) for node, seqs in tables.clears.items()}
+        self._fresh: dict[str, Fresh] = {}
+        self._where: dict[str, tuple[str, int]] | None = None  # id of a fresh row → (collection, index), once looked up
+        self._hints: dict[str, tuple[str, int]] = {}  # id of a stored row a search just found → its row
+        self._after_clear: dict[str, int] = {}  # stored collection → first node_cleared after the base
+        self._after_purge = NEVER  # first checkpoint_purged after the base
+
+    def tables(self) -> CatalogTables:
+        return CatalogTables(list(self.nodes.values()), list(self.seeds), list(self.purges), {n: list(s) for n, s in self.clears.items()})
 
     # -- folding ---------------------------------------------------------------------
 
     def apply(self, event: Event) -> None:
         body = event.body
         if event.type == "memory_added":
-            entry = Entry(event.id, event.node, event.seq, event_time(event), body, typed_kind(body.get("metadata", {})))
-            self._add(entry)
+            record = EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {})))
+            self._add(event.node, event.id, event.seq, _ENCODE(record))
+        elif event.type == "react_step":
+            self._add(REACT, event.id, event.seq, _ENCODE(StepRecord(event.node, event_time(event), body["content"], body.get("metadata", {}))))
         elif event.type == "node_cleared":
-            for entry in self.by_node.get(event.node, ()):
-                if entry.cleared_at == NEVER:
-                    entry.cleared_at = event.seq
+            self.clears.setdefault(event.node, []).append(event.seq)
+            self._tombstone(event.node, event.seq)
         elif event.type == "checkpoint_purged":
-            for item in (*self.entries.values(), *self.steps):
-                if item.cleared_at == NEVER:
-                    item.cleared_at = event.seq
             self.purges.append(event.seq)
+            for fresh in self._fresh.values():
+                fresh.clear(event.seq)
+            if self.base is not None and self._after_purge == NEVER:
+                self._after_purge = event.seq
         elif event.type == "node_started":
             self.nodes.setdefault(
                 event.node,
@@ -154,21 +250,147 @@ class Catalog:
                     body.get("eval_summary"),
                 ),
             )
-        elif event.type == "react_step":
-            self.steps.append(Step(event.id, event.node, event.seq, event_time(event), body["content"], body.get("metadata", {})))
         elif event.type == "core_seeded":
             seed = Seed(event.seq, body.get("persona", ""), body.get("human", ""), body.get("context", {}), event_time(event))
             self.seeds.append(seed)
 
-    def _add(self, entry: Entry) -> None:
-        self.entries[entry.entry_id] = entry
-        self.by_node.setdefault(entry.node_id, []).append(entry)
+    def _add(self, name: str, item_id: str, seq: int, record: bytes) -> None:
+        fresh = self._fresh.get(name)
+        if fresh is None:
+            fresh = self._fresh[name] = Fresh()
+        if self._where is not None:
+            self._where[item_id] = (name, len(fresh.ids))
+        fresh.add(item_id, seq, record)
+
+    def _tombstone(self, name: str, seq: int) -> None:
+        """Hide the collection's live rows as of ``seq`` (stored ones through ``_after_clear``)."""
+        if name in self._fresh:
+            self._fresh[name].clear(seq)
+        if self.base is not None and self.base.count(name) and name != REACT:
+            self._after_clear.setdefault(name, seq)
+
+    # -- rows --------------------------------------------------------------------------
+
+    def collections(self) -> list[str]:
+        """Every collection with rows (nodes and the ReAct trace), in order of first appearance."""
+        if self.base is None:
+            return list(self._fresh)
+        return [*self.base.names, *(name for name in self._fresh if not self.base.count(name))]
+
+    def after(self, name: str) -> int:
+        """The first tombstone after the base that hides the collection's stored rows (or NEVER)."""
+        clear = NEVER if name == REACT else self._after_clear.get(name, NEVER)
+        return min(clear, self._after_purge)
+
+    def stored(self, name: str) -> Rows | None:
+        return self.base.rows(name) if self.base is not None else None
+
+    def fresh(self, name: str) -> Fresh | None:
+        return self._fresh.get(name)
+
+    def _items(self, name: str, as_of: int | None, every: bool = False) -> list[Item]:
+        """The collection's rows decoded, in log order: visible ones, or ``every`` one."""
+        out: list[Item] = []
+        rows = self.stored(name)
+        if rows is not None:
+            cleared = effective_cleared(rows, self.after(name))
+            picked = range(rows.n) if every else visible_rows(rows.seqs, cleared, as_of).tolist()
+            out.extend(make_item(name, rows.id(i), int(rows.seqs[i]), int(cleared[i]), rows.record(i)) for i in picked)
+        fresh = self._fresh.get(name)
+        if fresh is not None:
+            out.extend(
+                make_item(name, fresh.ids[i], fresh.seqs[i], fresh.cleared[i], fresh.records[i])
+                for i in range(len(fresh.ids))
+                if every or fresh.visible(i, as_of)
+            )
+        return out
+
+    def _fresh_where(self) -> dict[str, tuple[str, int]]:
+        """Where each fresh row is, by id: built on the first look-up, then kept up to date
+        (a cold fold of a million entries never looks one up, and saves the dict)."""
+        if self._where is None:
+            self._where = {item_id: (name, i) for name, fresh in self._fresh.items() for i, item_id in enumerate(fresh.ids)}
+        return self._where
+
+    def remember(self, item_id: str, name: str, row: int) -> None:
+        """Where a search found a stored row: the caller looks its entry up next, and this
+        spares the id index. Kept for the last HINTS searched rows."""
+        if len(self._hints) >= HINTS:
+            self._hints.clear()
+        self._hints[item_id] = (name, row)
+
+    @heals
+    def lookup(self, item_id: str) -> Item | None:
+        """The entry or step with this id, visible or not."""
+        where = self._fresh_where().get(item_id)
+        if where is not None:
+            name, i = where
+            fresh = self._fresh[name]
+            return make_item(name, item_id, fresh.seqs[i], fresh.cleared[i], fresh.records[i])
+        if self.base is None:
+            return None
+        found = self._hints.get(item_id) or self.base.locate(item_id)
+        if found is None:
+            return None
+        name, i = found
+        rows = self.base.rows(name)
+        cleared = effective_cleared(rows, self.after(name))
+        return make_item(name, item_id, int(rows.seqs[i]), int(cleared[i]), rows.record(i))
+
+    def count(self, name: str) -> int:
+        """Rows of a collection, stored and fresh, visible or not (no row is read)."""
+        fresh = self._fresh.get(name)
+        return (self.base.count(name) if self.base is not None else 0) + (len(fresh.ids) if fresh else 0)
+
+    @heals
+    def _any_visible(self, name: str, as_of: int | None) -> bool:
+        rows = self.stored(name)
+        if rows is not None:
+            after = self.after(name)
+            if as_of is None and after == NEVER:
+                if rows.hidden < rows.n:
+                    return True
+            elif visible_rows(rows.seqs, effective_cleared(rows, after), as_of).size:
+                return True
+        fresh = self._fresh.get(name)
+        return fresh is not None and any(fresh.visible(i, as_of) for i in range(len(fresh.ids)))
+
+    @heals
+    def scan(self, steps: bool) -> Iterator[Item]:
+        """Every entry (``steps`` False) or step (True) in seq order, visible or not.
+
+        Every stored collection is read (and so checked) before the first item is returned,
+        so a scan never stops half way on damage.
+        """
+        names = [n for n in self.collections() if (n == REACT) == steps]
+        stored = [(n, rows, effective_cleared(rows, self.after(n))) for n in names if (rows := self.stored(n)) is not None]
+        return self._scan(names, stored)
+
+    def _scan(self, names: list[str], stored: list[tuple[str, Rows, np.ndarray]]) -> Iterator[Item]:
+        if stored:
+            seqs = np.concatenate([rows.seqs for _, rows, _ in stored])
+            which = np.repeat(np.arange(len(stored)), [rows.n for _, rows, _ in stored])
+            starts = np.cumsum([0] + [rows.n for _, rows, _ in stored])
+            for k in np.argsort(seqs, kind="stable").tolist():
+                b = int(which[k])
+                name, rows, cleared = stored[b]
+                i = k - int(starts[b])
+                yield make_item(name, rows.id(i), int(rows.seqs[i]), int(cleared[i]), rows.record(i))
+        fresh = sorted((f.seqs[i], n, i) for n in names if (f := self._fresh.get(n)) for i in range(len(f.ids)))
+        for seq, name, i in fresh:
+            f = self._fresh[name]
+            yield make_item(name, f.ids[i], seq, f.cleared[i], f.records[i])
+
+    def state(self) -> CatalogState:
+        """Everything, materialised in log order (for tests and ``verify``; O(checkpoint))."""
+        return CatalogState(list(self.scan(False)), list(self.nodes.values()), list(self.scan(True)), list(self.seeds), list(self.purges))
 
     # -- queries ---------------------------------------------------------------------
 
+    @heals
     def node_entries(self, node_id: str, as_of: int | None = None) -> list[Entry]:
         """The node's visible entries in log order."""
-        return [e for e in self.by_node.get(node_id, ()) if e.visible(as_of)]
+        return self._items(node_id, as_of) if node_id != REACT else []  # type: ignore[return-value]
 
     def scope_entries(self, node_ids: Iterable[str], as_of: int | None = None) -> list[Entry]:
         """Visible entries of exactly these nodes (ids compared whole), in log order."""
@@ -176,16 +398,27 @@ class Catalog:
         return sorted(found, key=lambda e: e.seq)
 
     def get(self, entry_id: str, as_of: int | None = None) -> Entry | None:
-        entry = self.entries.get(entry_id)
-        return entry if entry is not None and entry.visible(as_of) else None
+        entry = self.lookup(entry_id)
+        return entry if isinstance(entry, Entry) and entry.visible(as_of) else None
 
     def node_ids(self, as_of: int | None = None) -> list[str]:
         """Every node that has a visible entry, in order of first appearance."""
-        return [nid for nid, entries in self.by_node.items() if any(e.visible(as_of) for e in entries)]
+        return [name for name in self.collections() if name != REACT and self._any_visible(name, as_of)]
 
+    @heals
+    def entries_of(self, node_id: str) -> list[Entry]:
+        """All of a node's entries, visible or not, in log order."""
+        return self._items(node_id, None, every=True) if node_id != REACT else []  # type: ignore[return-value]
+
+    @heals
+    def every_step(self) -> list[Step]:
+        """The whole ReAct trace, visible or not, in log order."""
+        return self._items(REACT, None, every=True)  # type: ignore[return-value]
+
+    @heals
     def steps_as_of(self, as_of: int | None = None) -> list[Step]:
         """The visible ReAct steps in log order."""
-        return [s for s in self.steps if s.visible(as_of)]
+        return self._items(REACT, as_of)  # type: ignore[return-value]
 
     def context(self, as_of: int | None = None) -> Seed | None:
         """The latest core seed at or before ``as_of`` that no purge hid since."""
@@ -198,3 +431,69 @@ class Catalog:
         """Root→node ids from the recorded tree (the node's scope is this minus itself)."""
         info = self.nodes.get(node_id)
         return [*info.ancestor_ids, node_id] if info else [node_id]
+
+
+class EntryMap(Mapping[str, Entry]):
+    """``catalog.entries``: id → Entry (visible or not), decoded on demand; iterates in seq order."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+
+    def __getitem__(self, entry_id: str) -> Entry:
+        entry = self._catalog.lookup(entry_id) if isinstance(entry_id, str) else None
+        if not isinstance(entry, Entry):
+            raise KeyError(entry_id)
+        return entry
+
+    def __contains__(self, entry_id: object) -> bool:
+        return isinstance(entry_id, str) and isinstance(self._catalog.lookup(entry_id), Entry)
+
+    def __iter__(self) -> Iterator[str]:
+        return (e.entry_id for e in self._catalog.scan(False))
+
+    def __len__(self) -> int:
+        return sum(self._catalog.count(n) for n in self._catalog.collections() if n != REACT)
+
+    def values(self) -> Iterator[Entry]:  # type: ignore[override]
+        return self._catalog.scan(False)  # type: ignore[return-value]
+
+    def items(self) -> Iterator[tuple[str, Entry]]:  # type: ignore[override]
+        return ((e.entry_id, e) for e in self._catalog.scan(False))
+
+
+class ByNode(Mapping[str, list[Entry]]):
+    """``catalog.by_node``: node → all its entries (visible or not), in order of first appearance."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+
+    def __getitem__(self, node_id: str) -> list[Entry]:
+        if node_id not in self:
+            raise KeyError(node_id)
+        return self._catalog.entries_of(node_id)
+
+    def __contains__(self, node_id: object) -> bool:
+        return isinstance(node_id, str) and node_id != REACT and self._catalog.count(node_id) > 0
+
+    def __iter__(self) -> Iterator[str]:
+        return (n for n in self._catalog.collections() if n != REACT)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class StepList(Sequence[Step]):
+    """``catalog.steps``: the whole ReAct trace (visible or not) in log order, decoded on demand."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+
+    def __len__(self) -> int:
+        return self._catalog.count(REACT)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self._catalog.every_step()[index]
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self._catalog.every_step())
+

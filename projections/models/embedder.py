@@ -8,11 +8,14 @@ and then falls back to Hugging Face.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
+import struct
 import threading
 from collections.abc import Iterator, Sequence
-from importlib import resources
+from importlib.util import find_spec
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,24 +55,38 @@ def _import_wordllama() -> type[WordLlamaInference]:
     return WordLlamaInference
 
 
+def _resource(parts: tuple[str, str]) -> Path:
+    """A file of the installed wordllama wheel, found without importing wordllama (its
+    ``__init__`` configures logging, see ``_import_wordllama``)."""
+    spec = find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise LedgerError("wordllama is not installed; install wordllama==0.4.0.post1")
+    resource = Path(next(iter(spec.submodule_search_locations))).joinpath(*parts)
+    if not resource.is_file():
+        raise LedgerError(f"wordllama wheel is missing {resource}; reinstall wordllama==0.4.0.post1")
+    return resource
+
+
+def _model_dim() -> int:
+    """The model's dimension, from the weights file's header (the weights are not read)."""
+    with open(_resource(_WEIGHTS), "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        return int(json.loads(f.read(size))[_TENSOR_KEY]["shape"][1])
+
+
 def _load_inference() -> WordLlamaInference:
     """Build the inference object from the files inside the installed wheel."""
     # Rayon's thread pool in `tokenizers` costs more than it gains on small batches and
     # keeps ~100 MB of per-thread heap after the first large fold; run it on the caller's thread.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    weights, tokenizer = _resource(_WEIGHTS), _resource(_TOKENIZER)
     inference_cls = _import_wordllama()
     from safetensors import safe_open
     from tokenizers import Tokenizer
 
-    package = resources.files("wordllama")
-    weights, tokenizer = package.joinpath(*_WEIGHTS), package.joinpath(*_TOKENIZER)
-    for resource in (weights, tokenizer):
-        if not resource.is_file():
-            raise LedgerError(f"wordllama wheel is missing {resource}; reinstall wordllama==0.4.0.post1")
-    with resources.as_file(weights) as path, safe_open(str(path), framework="np") as tensors:
+    with safe_open(str(weights), framework="np") as tensors:
         matrix = tensors.get_tensor(_TENSOR_KEY)
-    with resources.as_file(tokenizer) as path:
-        tok = Tokenizer.from_file(str(path))
+    tok = Tokenizer.from_file(str(tokenizer))
     # The BPE word cache fills with every distinct word (numbers, ids: research notes are full
     # of them) and held ~85 MB after 100k entries; 1,000 words keep the speed at ~13 MB.
     resize = getattr(tok.model, "_resize_cache", None)
@@ -92,13 +109,36 @@ def _batches(lengths: np.ndarray) -> Iterator[list[int]]:
 
 
 class StaticEmbedder:
-    """L2-normalised sentence vectors from the wheel's static WordLlama model."""
+    """L2-normalised sentence vectors from the wheel's static WordLlama model.
+
+    The model (~100 MB with its tokenizer) is loaded by the first embedding, not by the
+    constructor: a backend that only reads entries, the Letta engine's setup and ``status``
+    never pay for it. ``name`` and ``dim`` are known without it.
+    """
 
     name: str = MODEL_NAME
 
     def __init__(self) -> None:
-        self._inference = _load_inference()
-        self.dim: int = int(self._inference.embedding.shape[1])
+        self.dim: int = _model_dim()
+        self._loaded: WordLlamaInference | None = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded is not None
+
+    def load(self) -> None:
+        """Load the model now (a process that exists to embed, such as the HTTP endpoint,
+        wants it loaded before it says it is ready)."""
+        self._inference  # noqa: B018 - the property loads it
+
+    @property
+    def _inference(self) -> WordLlamaInference:
+        if self._loaded is None:
+            with self._load_lock:
+                if self._loaded is None:
+                    self._loaded = _load_inference()
+        return self._loaded
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` as float32 rows of unit length; blank texts give zero rows."""
@@ -115,6 +155,8 @@ class StaticEmbedder:
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidInput(f"texts[{i}]", f"expected str, got {type(text).__name__}")
+        if len(texts) == 1:
+            return self._embed_single(texts[0])
         lengths = np.fromiter((0 if t.isspace() else len(t) for t in texts), np.int64, len(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         tokens = 0
@@ -125,9 +167,17 @@ class StaticEmbedder:
             tokens += int(mask.sum())
             # Sum of the real (unpadded) token vectors; the mean's divisor cancels in the norm.
             out[rows] = np.matmul(mask[:, None, :], self._inference.embedding[ids])[:, 0, :]
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
-        return out, tokens
+        return _normalised(out), tokens
+
+    def _embed_single(self, text: str) -> tuple[np.ndarray, int]:
+        """One text (a query) with the batch path's arithmetic, without its machinery."""
+        if not text or text.isspace():
+            return np.zeros((1, self.dim), dtype=np.float32), 0
+        encoding = self._inference.tokenize([text])[0]
+        ids = np.array([encoding.ids], dtype=np.intp)
+        mask = np.array([encoding.attention_mask], dtype=np.float32)
+        out = np.matmul(mask[:, None, :], self._inference.embedding[ids])[:, 0, :]
+        return _normalised(out), len(encoding.ids)
 
     def embed_one(self, text: str) -> np.ndarray:
         """Embed a single text; shape ``(dim,)``."""
@@ -140,12 +190,20 @@ class StaticEmbedder:
         return self._inference.embed(texts)
 
 
+def _normalised(out: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length in place (zero rows stay zero)."""
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.divide(out, norms, out=out, where=norms > 0)
+    return out
+
+
 _instance: StaticEmbedder | None = None
 _instance_lock = threading.Lock()
 
 
 def get_embedder() -> StaticEmbedder:
-    """The process-wide embedder; the model (~32 MB in float32) is loaded once."""
+    """The process-wide embedder; the model (~32 MB in float32) is loaded once, when the
+    first text is embedded."""
     global _instance
     if _instance is None:
         with _instance_lock:

@@ -1,25 +1,32 @@
-"""The embedded semantic index: static embeddings per node, cosine over the scope only.
+"""The embedded semantic index: static embeddings per collection, cosine over the scope only.
 
-Vectors are kept per node in one growing matrix each, so a search touches only the
-ancestors' rows: its cost follows the scope, not the checkpoint. Like the catalog, rows
-are never removed; a tombstone stamps them with the seq that hid them, so searches as of
-any seq are exact.
+Vectors are kept per collection (a node's entries, or the ReAct trace), so a search touches
+only the ancestors' rows: its cost follows the scope, not the checkpoint. The rows a
+snapshot holds are float32 and read in place from it (``frozen``): a search multiplies them
+by the query without converting or copying them, and pages of nodes out of scope are never
+read. Rows folded since the snapshot are kept in memory as float16 (the same numbers: every
+vector is rounded to float16 once, when it is embedded). Like the catalog, rows are never
+removed; a tombstone stamps them with the seq that hid them, so searches as of any seq are
+exact.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol, Sequence
+from itertools import accumulate
+from typing import Callable, Iterable, NamedTuple, Protocol, Sequence
 
-import msgspec
 import numpy as np
 
 from ledger.events import Event
 
-from projections.models.catalog import NEVER
+from projections.models.frozen import NEVER, REACT, Frozen, Rows, effective_cleared, heals, visible_rows
 
-# Vectors are stored as float16: half the memory and snapshot size of float32, and the
-# same numbers whether folded incrementally, replayed or loaded from a snapshot (scores
-# are computed in float32 from them).
+__all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dots"]
+
+# Every vector is rounded to float16 when it is embedded: the same numbers whether folded
+# incrementally, replayed or loaded from a snapshot. Fresh rows are stored as float16 (half
+# the memory while folding), stored rows as the same values in float32 (no widening per search).
 VECTOR_DTYPE = np.float16
 
 
@@ -30,9 +37,26 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+def dots(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each row's dot product with the query, computed the same way whatever the row's
+    neighbours. (BLAS's matrix-vector product sums the last rows of a matrix in another
+    order than the others, so a row's score would depend on how many rows share its block,
+    and equal texts in two nodes could tie or not.)"""
+    return np.vecdot(matrix, query)
+
+
+class Hit(NamedTuple):
+    """A search result, and where its row is (``row`` None: a fresh row, in memory)."""
+
+    id: str
+    score: float
+    collection: str
+    row: int | None
+
+
 @dataclass
 class Block:
-    """The rows of one collection (a node's entries, or the ReAct trace)."""
+    """The fresh rows of one collection (folded since the snapshot), in memory."""
 
     dim: int
     ids: list[str] = field(default_factory=list)
@@ -62,42 +86,44 @@ class Block:
         self.cleared[n : n + extra] = NEVER
         self.ids.extend(ids)
 
+    def id(self, i: int) -> str:
+        return self.ids[i]
+
     def clear(self, seq: int) -> None:
         live = self.cleared[: self.n] == NEVER
         self.cleared[: self.n][live] = seq
         self.hidden = self.n
 
-    def scores(self, query: np.ndarray, as_of: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """(row indices, cosine) of the rows visible as of ``as_of``."""
-        n = self.n
-        cos = self.matrix[:n].astype(np.float32) @ query
-        if as_of is None and not self.hidden:
-            return np.arange(n), cos
-        if as_of is None:
-            mask = self.cleared[:n] == NEVER
-        else:
-            mask = (self.seqs[:n] <= as_of) & (self.cleared[:n] > as_of)
-        rows = np.flatnonzero(mask)
-        return rows, cos[rows]
-
-
-class BlockMeta(msgspec.Struct, array_like=True):
-    """A block's small fields, as stored in the snapshot header (its arrays follow it raw)."""
-
-    name: str
-    ids: list[str]
-    hidden: int
-
-
-REACT = "\x00react"  # the ReAct trace's block; never a node id (node ids refuse NUL)
+    def vectors(self) -> np.ndarray:
+        return self.matrix[: self.n].astype(np.float32)
 
 
 class SemanticIndex:
-    """Fold of node-scope entries and ReAct steps into per-collection vector blocks."""
+    """Fold of node-scope entries and ReAct steps into per-collection vectors.
 
-    def __init__(self, embedder: Embedder, blocks: dict[str, Block] | None = None) -> None:
+    ``on_damage`` (set by the projector) is called when stored rows fail their check; it
+    rebuilds the index from the log before the search is retried.
+    """
+
+    def __init__(self, embedder: Embedder, base: Frozen | None = None) -> None:
         self.embedder = embedder
-        self.blocks: dict[str, Block] = blocks or {}
+        self.on_damage = None
+        self.reset(base)
+
+    def reset(self, base: Frozen | None = None, check: Callable[[], None] | None = None) -> None:
+        """Start over on ``base`` (None: empty). ``check`` runs before the first search (it
+        compares some stored vectors with a fresh embedding, so it needs the model, which
+        reads that never search need not load); it raises DamagedCache."""
+        self.base = base
+        self.pending_check = check
+        self.blocks: dict[str, Block] = {}  # fresh rows per collection
+        self._after_clear: dict[str, int] = {}
+        self._after_purge = NEVER
+
+    def after(self, name: str) -> int:
+        """The first tombstone after the base that hides the collection's stored rows (or NEVER)."""
+        clear = NEVER if name == REACT else self._after_clear.get(name, NEVER)
+        return min(clear, self._after_purge)
 
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Embed new entries in batches; apply tombstones in order."""
@@ -122,13 +148,14 @@ class SemanticIndex:
                 target, text = REACT, event.body["content"]
             elif event.type == "node_cleared":
                 flush()
-                if event.node in self.blocks:
-                    self.blocks[event.node].clear(event.seq)
+                self._tombstone(event.node, event.seq)
                 continue
             elif event.type == "checkpoint_purged":
                 flush()
                 for block in self.blocks.values():
                     block.clear(event.seq)
+                if self.base is not None and self._after_purge == NEVER:
+                    self._after_purge = event.seq
                 continue
             else:
                 continue
@@ -138,40 +165,108 @@ class SemanticIndex:
             texts.append(text)
         flush()
 
+    def _tombstone(self, node: str, seq: int) -> None:
+        if node in self.blocks:
+            self.blocks[node].clear(seq)
+        if self.base is not None and self.base.count(node):
+            self._after_clear.setdefault(node, seq)
+
+    def ids(self, name: str) -> list[str]:
+        """Every row's id of a collection, stored then fresh."""
+        rows = self.base.rows(name) if self.base is not None else None
+        stored = [i.decode() for i in rows.ids] if rows is not None else []
+        return stored + (self.blocks[name].ids if name in self.blocks else [])
+
+    def vectors(self, name: str) -> np.ndarray:
+        """Every row's vector of a collection, stored then fresh, as float32."""
+        parts = []
+        rows = self.base.rows(name) if self.base is not None else None
+        if rows is not None:
+            parts.append(np.asarray(rows.vectors))
+        if name in self.blocks:
+            parts.append(self.blocks[name].vectors())
+        return np.concatenate(parts) if parts else np.empty((0, self.embedder.dim), np.float32)
+
+    def vector_of(self, name: str, item_id: str) -> np.ndarray | None:
+        """The vector of one row of a collection (for checks), or None."""
+        block = self.blocks.get(name)
+        if block is not None and item_id in block.ids:
+            return block.matrix[block.ids.index(item_id)].astype(np.float32)
+        found = self.base.locate(item_id) if self.base is not None else None
+        if found is None or found[0] != name:
+            return None
+        return np.asarray(self.base.rows(name).vectors[found[1]])
+
     def search(
         self, query: np.ndarray, collections: Iterable[str], limit: int, as_of: int | None = None
     ) -> list[tuple[str, float]]:
-        """Top ``limit`` (id, score in [0, 1]) over exactly these collections, best first.
+        """Top ``limit`` (id, score in [0, 1]) over exactly these collections, best first;
+        ties go to the older row (lower seq)."""
+        return [(hit.id, hit.score) for hit in self.search_rows(query, collections, limit, as_of)]
 
-        Only the winners are turned back into ids: the scope's rows stay numpy arrays.
-        """
-        found: list[tuple[Block, np.ndarray]] = []
-        seqs: list[np.ndarray] = []
+    @heals
+    def search_rows(
+        self, query: np.ndarray, collections: Iterable[str], limit: int, as_of: int | None = None
+    ) -> list[Hit]:
+        """``search`` with where each winner's row is. Only the winners are turned back
+        into ids: the scope's rows stay numpy arrays."""
+        if self.pending_check is not None:
+            check, self.pending_check = self.pending_check, None
+            check()
+        query = np.asarray(query, dtype=np.float32)
+        parts: list[tuple[str, Rows | Block, np.ndarray | None]] = []  # (collection, its rows, visible rows or None: all)
         cos: list[np.ndarray] = []
+        rows_of = self.base.rows if self.base is not None else _no_rows
+        untouched = self._after_purge == NEVER and not self._after_clear  # no tombstone since the base
         for name in dict.fromkeys(collections):
-            block = self.blocks.get(name)
-            if block is None or not block.n:
-                continue
-            rows, scores = block.scores(query, as_of)
-            found.append((block, rows))
-            seqs.append(block.seqs[rows])
-            cos.append(scores)
-        total = sum(len(rows) for _block, rows in found)
-        if not total or limit <= 0:
-            return []
-        all_cos = np.concatenate(cos)
-        all_seq = np.concatenate(seqs)
-        if limit < total:
-            keep = np.argpartition(-all_cos, limit - 1)[:limit]
-            # ties at the cut are resolved below by seq, so include every tied row
-            cut = all_cos[keep].min()
-            keep = np.flatnonzero(all_cos >= cut)
-        else:
-            keep = np.arange(total)
-        order = keep[np.lexsort((all_seq[keep], -all_cos[keep]))][:limit]
-        starts = np.cumsum([0] + [len(rows) for _block, rows in found])
-        which = np.searchsorted(starts, order, side="right") - 1
-        return [
-            (found[b][0].ids[found[b][1][i - starts[b]]], float(np.clip((all_cos[i] + 1.0) / 2.0, 0.0, 1.0)))
-            for i, b in zip(order.tolist(), which.tolist())
-        ]
+            rows = rows_of(name)
+            if rows is not None:
+                scores = dots(rows.vectors, query)
+                if as_of is None and not rows.hidden and (untouched or self.after(name) == NEVER):
+                    parts.append((name, rows, None))
+                else:
+                    picked = visible_rows(rows.seqs, effective_cleared(rows, self.after(name)), as_of)
+                    parts.append((name, rows, picked))
+                    scores = scores[picked]
+                cos.append(scores)
+            block = self.blocks.get(name) if self.blocks else None
+            if block is not None and block.n:
+                n = block.n
+                scores, picked = dots(block.matrix[:n].astype(np.float32), query), None
+                if as_of is not None or block.hidden:
+                    picked = visible_rows(block.seqs[:n], block.cleared[:n], as_of)
+                    scores = scores[picked]
+                parts.append((name, block, picked))
+                cos.append(scores)
+        return _top(parts, cos, limit)
+
+
+def _no_rows(name: str) -> None:
+    return None
+
+
+def _top(parts: list[tuple[str, Rows | Block, np.ndarray | None]], cos: list[np.ndarray], limit: int) -> list[Hit]:
+    """The best ``limit`` rows of all parts, ties by seq (older first)."""
+    sizes = [len(c) for c in cos]
+    total = sum(sizes)
+    if not total or limit <= 0:
+        return []
+    all_cos = np.concatenate(cos) if len(cos) > 1 else cos[0]
+    if limit < total:  # every row scoring at least the limit-th best (ties at the cut go by seq below)
+        keep = np.flatnonzero(all_cos >= np.partition(all_cos, total - limit)[total - limit])
+    else:
+        keep = np.arange(total)
+    starts = list(accumulate(sizes, initial=0))
+    found = []
+    for i, score in zip(keep.tolist(), all_cos[keep].tolist()):
+        b = bisect_right(starts, i) - 1
+        name, rows, picked = parts[b]
+        row = i - starts[b] if picked is None else int(picked[i - starts[b]])
+        found.append((-score, int(rows.seqs[row]), i, name, rows, row))
+    found.sort(key=lambda f: (f[0], f[1]))
+    best = found[:limit]
+    scores = np.clip((all_cos[[f[2] for f in best]] + 1.0) / 2.0, 0.0, 1.0).tolist()
+    return [
+        Hit(rows.id(row), score, name, row if isinstance(rows, Rows) else None)
+        for (_c, _s, _i, name, rows, row), score in zip(best, scores)
+    ]
