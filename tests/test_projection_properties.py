@@ -227,10 +227,10 @@ def test_stored_rows_plus_a_folded_tail_answer_as_a_fold_from_scratch(tree: dict
         backend.close()
         (ckpt / SNAPSHOT_NAME).unlink()
         scratch = MemoryBackend(ckpt)
-        assert not scratch.projector.loaded_from_snapshot
+        assert not scratch.session.projector.loaded_from_snapshot
         assert everything(scratch) == mixed
         scratch.close()
         again = MemoryBackend(ckpt)
-        assert again.projector.loaded_from_snapshot and again.projector.catalog.fresh("root") is None
+        assert again.session.projector.loaded_from_snapshot and again.session.projector.catalog.fresh("root") is None
         assert everything(again) == mixed
         again.close()

@@ -223,7 +223,7 @@ def test_a_large_snapshot_is_checked_a_collection_at_a_time_as_it_is_read(
     path.write_bytes(bytes(rotten))
 
     reader = MemoryBackend(ckpt)
-    projector = reader.projector
+    projector = reader.session.projector
     assert projector.loaded_from_snapshot
     assert [r["node_id"] for r in reader.search_memory("tiling halo", ["root", "node_A"], 5)["results"]]
     assert projector.rebuilt is None, "a page out of scope was read"
