@@ -54,8 +54,39 @@ def test_crowded_pool_still_returns_every_in_scope_entry(on_letta, tmp_path: Pat
     own = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5)]
     results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=5)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own)
-    assert backend.session.letta.projection.last_search["top_k"] > 200  # ARI's fixed over-fetch would have cut them off
+    # ARI's fixed over-fetch (top_k 200) would have cut them off; the plan asks for the window
+    # after the crowd, and no more rows than the scope's own
+    assert backend.session.letta.projection.last_search == {
+        "plan": "windows", "calls": 1, "top_k": [5], "targets": 5, "passages": 2005}
     assert backend.health()["backend"] == "letta"
+
+    spread = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5, 7)]
+    with backend.session.ledger.batch() as batch:  # the scope's newest entries, then a crowd after them too
+        for i in range(300):
+            batch.append("crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd")
+    results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=7)["results"]
+    assert sorted(r["entry_id"] for r in results) == sorted(own + spread)
+    assert backend.session.letta.projection.last_search["top_k"] == [7]
+
+
+def test_a_passage_the_fold_does_not_know_costs_a_wider_read_not_a_wrong_one(on_letta, tmp_path: Path) -> None:
+    """Someone wrote into the agent directly, inside the window the plan asks for: the planned
+    call comes back without one of its targets, and the widening search answers."""
+    from projections.engines.letta.plan import letta_time
+
+    backend = on_letta(tmp_path / "ckpt")
+    with backend.session.ledger.batch() as batch:
+        for i in range(300):
+            batch.append("crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd")
+    own = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5)]
+    assert backend.flush_projections()
+    letta = backend.session.letta.projection
+    entries = backend.session.projector.catalog.entries
+    letta.client.agents.passages.create(letta.agent_id, text="stencil GFlops roofline bandwidth result, unknown",
+                                        created_at=letta_time(entries[own[2]].ts))
+    results = backend.search_memory("stencil GFlops roofline bandwidth result", ["mine"], limit=5)["results"]
+    assert sorted(r["entry_id"] for r in results) == sorted(own)
+    assert letta.last_search["plan"] == "widened"
 
 
 def test_restore_after_the_agent_is_deleted_gives_the_same_answers(on_letta, tmp_path: Path) -> None:

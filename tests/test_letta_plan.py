@@ -14,8 +14,8 @@ def letta_answer(call: Call, at_us: np.ndarray, letta_cos: np.ndarray, rng: np.r
     """What Letta 0.16.7 does: rows created in the window, ranked by its cosine, cut at top_k
     (ties in an arbitrary order)."""
     rows = np.arange(len(at_us))
-    if call.start_us is not None:
-        rows = rows[(at_us >= call.start_us) & (at_us <= call.end_us)]
+    if call.window is not None:
+        rows = rows[(at_us >= call.window[0]) & (at_us <= call.window[1])]
     shuffled = rng.permutation(rows)
     ranked = shuffled[np.argsort(-letta_cos[shuffled], kind="stable")]
     return set(ranked[: call.top_k].tolist())
@@ -66,7 +66,7 @@ def test_a_crowd_of_better_siblings_costs_one_small_window():
     cosine = np.concatenate([np.full(crowd, 0.9), np.linspace(0.1, 0.2, own)])
     wanted = np.arange(crowd + own) >= crowd
     plan = plan_read(at_us, cosine, wanted, 5)
-    assert plan.calls == [Call(top_k=5, start_us=int(at_us[crowd + 1]), end_us=int(at_us[-1]))]
+    assert plan.calls == [Call(top_k=5, window=(int(at_us[crowd + 1]), int(at_us[-1])))]
 
 
 def test_letta_time_is_exact_to_the_microsecond_and_in_range():

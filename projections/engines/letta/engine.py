@@ -3,8 +3,13 @@
 The local index holds the same entries with the same embedder and answers in well under a
 millisecond, so searches run there unless Letta is chosen. Chosen, a search first brings the
 agent up to date (read-your-writes), and while Letta cannot answer the embedded engine does
-(``health()`` says so). Letta returns no score; the score reported is the same embedder's
-cosine, as on the embedded engine.
+(``health()`` says so).
+
+Each read is planned from the local index (``plan``): Letta cuts at ``top_k`` before it
+filters the scope, so the plan says which time windows and ``top_k`` return every in-scope
+row that can rank in the best ``limit`` — exact scope at about the cost of one plain call
+however many better-matching siblings crowd the agent. Letta returns no score; the score
+reported is the same embedder's cosine, as on the embedded engine.
 """
 from __future__ import annotations
 
@@ -15,9 +20,11 @@ import numpy as np
 
 from ledger.errors import EmbeddingMismatch
 
+from projections.engines.letta.plan import plan_read
+from projections.engines.letta.rows import AgentRows
 from projections.engines.letta.sync import LettaSync
 from projections.engines.local import Projector
-from projections.models.catalog import Catalog
+from projections.models.catalog import REACT, Catalog
 
 RETRY_AFTER_S = 2.0  # after a failure, reads use the embedded engine this long before retrying
 
@@ -31,6 +38,7 @@ class LettaEngine:
         self.sync = sync
         self.letta = sync.projection
         self._failed_at = 0.0
+        self._rows_cache: AgentRows | None = None
 
     @property
     def name(self) -> str:
@@ -74,6 +82,34 @@ class LettaEngine:
 
         return wanted
 
+    def _rows(self) -> AgentRows:
+        """The agent's passages as the local fold knows them, rebuilt when the fold moved."""
+        if self._rows_cache is None or self._rows_cache.cursor != self.projector.cursor:
+            self._rows_cache = AgentRows.of(self.projector)
+        return self._rows_cache
+
+    def _planned(self, query: str, wanted: np.ndarray, limit: int, tags: list[str],
+                 unplanned: Callable[[], list[str]]) -> list[tuple[str, float]]:
+        """Letta's answer through a plan: the calls return the targets, whose best ``limit``
+        are the answer; if a call came back without one of its targets (Letta ranked
+        differently than the slack allows, or holds rows the fold does not), the unplanned,
+        widening search answers instead."""
+        rows = self._rows()
+        cosine = rows.cosine(self.projector, self.projector.embedder.embed([query])[0])
+        plan = plan_read(rows.at_us, cosine, wanted, limit, windows=self.letta.dated)
+        returned: set[str] = set()
+        for call in plan.calls:
+            returned.update(self.letta.fetch(query, call, tags))
+        if not all(rows.ids[i] in returned for i in plan.targets.tolist()):
+            ids = unplanned()
+            return self._scored(query, ids, lambda i: rows.text(self.projector, i))
+        self.letta.last_search = {"plan": "windows" if plan.calls and plan.calls[0].window is not None else "whole",
+                                  "calls": len(plan.calls), "top_k": [c.top_k for c in plan.calls],
+                                  "targets": len(plan.targets), "passages": len(rows.ids)}
+        found = [i for i in np.flatnonzero(wanted).tolist() if rows.ids[i] in returned]
+        found.sort(key=lambda i: (-cosine[i], rows.seq[i]))
+        return [(rows.ids[i], float(np.clip((cosine[i] + 1.0) / 2.0, 0.0, 1.0))) for i in found[:limit]]
+
     def _scored(self, query: str, ids: list[str], text_of: Callable[[str], str]) -> list[tuple[str, float]]:
         if not ids:
             return []
@@ -83,17 +119,22 @@ class LettaEngine:
 
     def search(self, query: str, node_ids: list[str], limit: int, as_of: int | None) -> list[tuple[str, float]]:
         def on_letta() -> list[tuple[str, float]]:
+            rows = self._rows()
             tags = [f"n:{n}" for n in dict.fromkeys(node_ids)]
-            ids = self.letta.search(query, tags, self._visible(node_ids, as_of), limit)
-            return self._scored(query, ids, lambda eid: self.projector.catalog.entries[eid].text)
+            wanted = rows.in_scope(node_ids) & rows.visible(as_of)
+            return self._planned(query, wanted, limit, tags,
+                                 lambda: self.letta.search(query, tags, self._visible(node_ids, as_of), limit))
 
         return self._answer(on_letta, lambda: self.fallback.search(query, node_ids, limit, as_of), as_of)
 
     def react_search(self, query: str, limit: int, as_of: int | None) -> list[tuple[str, float]]:
         def on_letta() -> list[tuple[str, float]]:
-            steps = {s.step_id: s for s in self.projector.catalog.steps_as_of(as_of)}
-            ids = self.letta.search(query, [self.letta.react_tag], steps.__contains__, limit)
-            return self._scored(query, ids, lambda sid: steps[sid].content)
+            rows = self._rows()
+            visible = {s.step_id for s in self.projector.catalog.steps_as_of(as_of)}
+            wanted = rows.in_scope([REACT]) & rows.visible(as_of)
+            tags = [self.letta.react_tag]
+            return self._planned(query, wanted, limit, tags,
+                                 lambda: self.letta.search(query, tags, visible.__contains__, limit))
 
         return self._answer(on_letta, lambda: self.fallback.react_search(query, limit, as_of), as_of)
 

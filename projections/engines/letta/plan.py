@@ -34,20 +34,23 @@ def time_us(ts: float) -> int:
     return min(max(round(ts * 1_000_000), 0), _LAST_US)
 
 
-def letta_time(ts: float) -> str:
-    """The ``created_at`` a passage is written with, and the bound of a window, for ``ts``."""
-    us = time_us(ts)
+def iso_us(us: int) -> str:
+    """Microseconds since the epoch as the ISO time Letta parses (UTC, to the microsecond)."""
     return datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(microsecond=us % 1_000_000).isoformat()
+
+
+def letta_time(ts: float) -> str:
+    """The ``created_at`` a passage is written with, for an entry's ``ts``."""
+    return iso_us(time_us(ts))
 
 
 @dataclass(frozen=True)
 class Call:
-    """One Letta search: ``top_k`` over the passages created in [start, end] (µs, inclusive),
-    or over the whole agent when ``start`` is None."""
+    """One Letta search: ``top_k`` over the passages created in ``window`` (first and last
+    µs, inclusive), or over the whole agent."""
 
     top_k: int
-    start_us: int | None = None
-    end_us: int | None = None
+    window: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -60,14 +63,15 @@ class Plan:
         return sum(c.top_k for c in self.calls)
 
 
-def plan_read(at_us: np.ndarray, cosine: np.ndarray, wanted: np.ndarray, limit: int) -> Plan:
+def plan_read(at_us: np.ndarray, cosine: np.ndarray, wanted: np.ndarray, limit: int, *, windows: bool = True) -> Plan:
     """The cheapest calls that return every target, for rows created at ``at_us`` with these
     local ``cosine`` scores, of which ``wanted`` are in scope (and visible).
 
     One call over the whole agent needs a ``top_k`` as deep as the weakest target's rank. Time
     windows around groups of targets (consecutive in time) need only the rows of their window
     that rank near them; each window costs a call. The grouping that costs least is found by
-    dynamic programming over the targets in time order.
+    dynamic programming over the targets in time order. ``windows=False`` (an agent whose
+    passages do not carry their events' times) plans the one call.
     """
     idx = np.flatnonzero(wanted)
     if limit <= 0 or not len(idx):
@@ -77,7 +81,7 @@ def plan_read(at_us: np.ndarray, cosine: np.ndarray, wanted: np.ndarray, limit: 
     targets = idx[mine >= cut - SLACK]
     floor = cosine[targets].min() - SLACK
     whole = Call(top_k=int(np.count_nonzero(cosine >= floor)))
-    if len(targets) > MAX_TARGETS:
+    if not windows or len(targets) > MAX_TARGETS:
         return Plan([whole], targets)
     windowed = _windows(at_us, cosine, targets, floor)
     if sum(CALL_COST_IN_ROWS + c.top_k for c in windowed) < CALL_COST_IN_ROWS + whole.top_k:
@@ -114,6 +118,6 @@ def _windows(at_us: np.ndarray, cosine: np.ndarray, targets: np.ndarray, floor: 
     while j:
         i = cut_at[j]
         weakest = float(t_cos[i - 1:j].min())
-        calls.append(Call(rows_for(i - 1, j - 1, weakest), int(t_at[i - 1]), int(t_at[j - 1])))
+        calls.append(Call(rows_for(i - 1, j - 1, weakest), (int(t_at[i - 1]), int(t_at[j - 1]))))
         j = i - 1
     return calls[::-1]

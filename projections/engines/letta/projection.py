@@ -29,11 +29,12 @@ from projections.engines.letta.server import (
     configured_embedding,
     delete_agent,
 )
-from projections.engines.letta.plan import letta_time
+from projections.engines.letta.plan import Call, iso_us, letta_time
 from projections.engines.local import Projector
 from projections.models.catalog import event_time
 
 BATCH = 200
+EVERY_PASSAGE = 2**31 - 1  # a top_k no agent reaches: Letta ranks all its passages
 LIST_PAGE = 1000
 
 
@@ -258,29 +259,39 @@ class LettaProjection:
         catalog = self.projector.catalog
         return len(catalog.entries) + len(catalog.steps)
 
-    def search(self, query: str, collection_tags: list[str], wanted: Callable[[str], bool], limit: int) -> list[str]:
-        """Event ids of the best ``limit`` passages passing ``wanted``, in Letta's rank order.
+    def fetch(self, query: str, call: Call, tags: list[str]) -> list[str]:
+        """Event ids of one planned call (see ``plan``), in Letta's rank order; ``tags`` only
+        thin what comes back (Letta filters them after its cut)."""
+        window = {} if call.window is None else {"start_datetime": iso_us(call.window[0]), "end_datetime": iso_us(call.window[1])}
+        with self.guard:
+            found = self.client.agents.passages.search(
+                self.agent_id, query=query, top_k=call.top_k, tags=tags, tag_match_mode="any", **window
+            )
+        return [eid for eid in map(_event_id, found.results) if eid is not None]
 
-        ``top_k`` starts at ARI's over-fetch and widens until enough pass or every passage of
-        the agent was ranked, so the scope is exact at any pool size.
+    def search(self, query: str, collection_tags: list[str], wanted: Callable[[str], bool], limit: int) -> list[str]:
+        """Event ids of the best ``limit`` passages passing ``wanted``, in Letta's rank order,
+        without a plan: what a read falls back on when a planned one came back short.
+
+        ``top_k`` starts at ARI's over-fetch and widens ×4 until enough pass; the last round
+        ranks every passage of the agent (also any the log does not know), so the scope is
+        exact at any pool size.
         """
         with self.guard:
-            top_k = max(config.letta_overfetch(), limit * 40)
+            k = min(max(config.letta_overfetch(), limit * 40), max(self.passages, 1))
             rounds = 0
             while True:
-                k = min(top_k, max(self.passages, 1))
                 rounds += 1
                 found = self.client.agents.passages.search(
                     self.agent_id, query=query, top_k=k, tags=collection_tags, tag_match_mode="any"
                 )
-                hits = []
-                for result in found.results:
-                    eid = next((t[2:] for t in result.tags or () if t.startswith("e:")), None)
-                    if eid is not None and wanted(eid):
-                        hits.append(eid)
-                if len(hits) >= limit or k >= self.passages:
-                    self.last_search = {"rounds": rounds, "top_k": k, "passages": self.passages}
+                hits = [eid for eid in map(_event_id, found.results) if eid is not None and wanted(eid)]
+                if len(hits) >= limit or k == EVERY_PASSAGE:
+                    self.last_search = {"plan": "widened", "calls": rounds, "top_k": k, "passages": self.passages}
                     return hits[:limit]
-                top_k = k * 4
+                k = k * 4 if k * 4 < self.passages else EVERY_PASSAGE
 
 
+def _event_id(result: Any) -> str | None:
+    """The ledger event id a passage was pushed for (its ``e:`` tag)."""
+    return next((t[2:] for t in result.tags or () if t.startswith("e:")), None)
