@@ -18,6 +18,7 @@ import re
 import threading
 import time
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import Any, Callable, ClassVar
 
 import msgspec
@@ -54,8 +55,13 @@ _FORBIDDEN_IN_ID = re.compile(r"[/\\\x00-\x1f\x7f\ud800-\udfff]")  # no /, \, NU
 CHECKPOINT_NODE = "_checkpoint"
 
 
-class UnsignedEvent(msgspec.Struct, frozen=True):
-    """An event before its hash is known; its canonical encoding is what gets hashed."""
+class UnsignedEvent(msgspec.Struct, frozen=True, gc=False):
+    """An event before its hash is known; its canonical encoding is what gets hashed.
+
+    Events are not tracked by the garbage collector (``gc=False``): they hold strings, ints
+    and a JSON body, never a reference back to themselves, and a read keeps a member's worth
+    of them alive at once, which made the collector run once per member for nothing.
+    """
 
     v: int
     seq: int
@@ -68,7 +74,7 @@ class UnsignedEvent(msgspec.Struct, frozen=True):
     prev: str
 
 
-class Event(UnsignedEvent, frozen=True):
+class Event(UnsignedEvent, frozen=True, gc=False):
     """One stored event, exactly as it appears on a line of the log (``hash`` last)."""
 
     hash: str
@@ -433,6 +439,16 @@ def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+
+
+_version_of = attrgetter("v")
+
+
+def upcast_all(events: list[Event]) -> list[Event]:
+    """``events`` (read from disk, in order) at the current schema version."""
+    if set(map(_version_of, events)) <= {SCHEMA_VERSION}:
+        return events
+    return [upcast(event) for event in events]
 
 
 def upcast(event: Event, current: int | None = None) -> Event:

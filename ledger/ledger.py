@@ -26,7 +26,7 @@ from typing import Any, Iterable, Iterator
 
 from . import events as schema
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
-from .chain import ChainError, check_link, decode_line, sign
+from .chain import ChainError, check_link, decode_line, decode_lines, sign
 from .errors import LedgerNotFound, LedgerReadOnly, LogCorrupted, RollbackDetected
 from .events import (
     Event,
@@ -34,6 +34,7 @@ from .events import (
     check_node_id,
     new_event_id,
     upcast,
+    upcast_all,
     utc_now,
     validate_body,
 )
@@ -484,14 +485,12 @@ class Ledger:
             try:
                 for member, batch in self._walk(f, 0, seq=1, prev=""):
                     if batch:
-                        check.member(member.offset, batch[0].seq)
+                        first = batch[0].seq  # seqs run on without a gap inside a checked member
+                        check.member(member.offset, first)
                         ckpt = ckpt or batch[0].ckpt
-                    for event in batch:
-                        if event.seq in want_seq:
-                            at_seq[event.seq] = event.hash
-                        for h in heads:
-                            if event.hash.startswith(h):
-                                found[h] = event.seq
+                        at_seq.update((s, batch[s - first].hash) for s in want_seq if first <= s < first + len(batch))
+                    for h in heads:
+                        found.update((h, event.seq) for event in batch if event.hash.startswith(h))
                     events += len(batch)
                     end = member.end
             except LogCorrupted as exc:
@@ -602,26 +601,11 @@ class Ledger:
         """
         ckpt = self._ckpt
         for member in scan_members(f, start):
-            lines = member.data.split(b"\n")
-            if lines[-1]:
-                raise LogCorrupted(
-                    f"seq {seq} at byte offset {member.offset}: gzip member does not end with a newline",
-                    seq=seq,
-                    offset=member.offset,
-                )
-            events = []
-            for line in lines[:-1]:
-                try:
-                    event = decode_line(line)
-                    if seq is None:
-                        seq = event.seq
-                    check_link(event, seq, event.prev if prev is None else prev, ckpt)
-                except ChainError as exc:
-                    raise LogCorrupted(
-                        f"seq {seq} at byte offset {member.offset}: {exc}", seq=seq, offset=member.offset
-                    ) from None
-                ckpt, prev, seq = event.ckpt, event.hash, seq + 1
-                events.append(event if event.v == schema.SCHEMA_VERSION else upcast(event))
+            events = decode_lines(member.data, seq, prev, ckpt)
+            events = _check_line_by_line(member, seq, prev, ckpt) if events is None else upcast_all(events)
+            if events:
+                last = events[-1]
+                ckpt, prev, seq = last.ckpt, last.hash, last.seq + 1
             yield member, events
 
     def _advance(self, member: Member, events: list[Event], *, persist_index: bool) -> None:
@@ -767,6 +751,31 @@ def _record_rollback(log_path: Path, accepted: list[str], head: _Head | None) ->
         f.flush()
         os.fsync(f.fileno())
     fsync_dir(target.parent)
+
+
+def _check_line_by_line(member: Member, seq: int | None, prev: str | None, ckpt: str | None) -> list[Event]:
+    """Check a member one line at a time, to raise LogCorrupted naming the first bad seq
+    (what :func:`decode_lines` does in bulk, when that finds something wrong); events are
+    upcast in order, so a newer version before the damage is reported first, as it was."""
+    lines = member.data.split(b"\n")
+    if lines[-1]:
+        raise LogCorrupted(
+            f"seq {seq} at byte offset {member.offset}: gzip member does not end with a newline",
+            seq=seq,
+            offset=member.offset,
+        )
+    events = []
+    for line in lines[:-1]:
+        try:
+            event = decode_line(line)
+            if seq is None:
+                seq = event.seq
+            check_link(event, seq, event.prev if prev is None else prev, ckpt)
+        except ChainError as exc:
+            raise LogCorrupted(f"seq {seq} at byte offset {member.offset}: {exc}", seq=seq, offset=member.offset) from None
+        ckpt, prev, seq = event.ckpt, event.hash, seq + 1
+        events.append(upcast(event))
+    return events
 
 
 def _prepare(node_id: str, type: str, body: Any, current_node: str | None) -> tuple[str, str, dict[str, Any]]:
