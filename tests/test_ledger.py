@@ -65,6 +65,24 @@ def test_ids_are_unique_and_time_ordered(ledger: Ledger) -> None:
     assert all(ev.ts.endswith("Z") for ev in ledger.events())
 
 
+def test_a_forked_child_never_repeats_its_parents_random_bits() -> None:
+    """Ids draw random bits from a pool; a child must not inherit the parent's pool."""
+    from ledger.events import new_event_id
+
+    new_event_id()  # the parent's pool is filled
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.write(write, " ".join(new_event_id() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 4096).decode().split()
+    os.close(read)
+    parent = [new_event_id() for _ in range(3)]
+    assert {i[-12:] for i in child}.isdisjoint(i[-12:] for i in parent)
+
+
 def test_ckpt_is_stable_across_copy_and_reopen(ledger: Ledger, tmp_path: Path) -> None:
     ledger.append("root", "node_started", started())
     ckpt_id = ledger.ckpt
