@@ -24,6 +24,7 @@ import msgspec
 from .events import ARTIFACT_ROLES, KINDS, REPRO_STATUSES, Finding, is_sha256
 
 TYPED_KEYS = ("metric_ptr", "artifact_refs", "node_report_ref", "repro_target_id", "repro_status", "confidence")
+_TYPED_KEYS = frozenset(TYPED_KEYS)
 
 
 def kind_label(metadata: Mapping[str, Any]) -> str | None:
@@ -90,7 +91,7 @@ def inspect_metadata(metadata: Mapping[str, Any]) -> list[Finding]:
         found.append(Finding("metadata.mem_kind", f"unknown kind {mem_kind!r}; the entry is stored as free text"))
     if isinstance(mem_kind, str) and metadata.get("type") in KINDS and metadata["type"] != mem_kind:
         found.append(Finding("metadata.type", f"{metadata['type']!r} differs from mem_kind {mem_kind!r}; mem_kind wins"))
-    if label not in KINDS and not any(k in metadata for k in TYPED_KEYS):
+    if label not in KINDS and _TYPED_KEYS.isdisjoint(metadata):
         return found
     _inspect_refs(metadata.get("artifact_refs"), found)
     _inspect_report_ref(metadata.get("node_report_ref"), found)

@@ -138,3 +138,49 @@ def test_bulk_line_check_agrees_with_line_by_line(bodies, how, start) -> None:
     seq, prev, ckpt = start
     data = _mutate(_member(bodies, 7 if seq is None else seq, "ab" * 32 if prev is None else prev), how)
     assert decode_lines(data, seq, prev, ckpt) == _line_by_line(data, seq, prev, ckpt)
+
+
+# -- validation's JSON fast path (events._plain_json) changes no outcome -------------------------
+
+from unittest import mock  # noqa: E402
+
+from ledger import events as schema  # noqa: E402
+
+json_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8),
+    st.binary(max_size=4), st.sampled_from(["{[", "]}", "a{b"]),
+)
+json_key = st.one_of(st.text(max_size=6), st.integers(-3, 3), st.floats(allow_nan=False, width=16), st.booleans())
+json_like = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple), st.dictionaries(json_key, inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _nested(depth: int) -> dict:
+    value: object = 1
+    for _ in range(depth):
+        value = {"d": value}
+    return value  # type: ignore[return-value]
+
+
+def _outcome(body: dict) -> object:
+    try:
+        return schema.validate_body("memory_added", body)
+    except InvalidInput as exc:
+        return ("refused", exc.field, exc.reason)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.dictionaries(json_key, json_like, max_size=5), st.integers(30, 35).map(_nested)), json_like)
+def test_json_fast_path_changes_no_outcome(metadata, origin) -> None:
+    """Validation skips the per-value walk when a JSON object comes back unchanged through
+    JSON; with or without that shortcut, every body is stored, flagged or refused alike."""
+    body = {"text": "t", "metadata": metadata, "origin": origin}
+    fast = _outcome(body)
+    with mock.patch.object(schema, "_plain_json", return_value=False):
+        slow = _outcome(body)
+    assert repr(fast) == repr(slow)  # repr: NaN never equals itself
