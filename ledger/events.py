@@ -234,6 +234,7 @@ BODY_TYPES: dict[str, type[Body]] = {
 }
 EVENT_TYPES = tuple(BODY_TYPES)
 JSON_FIELDS = ("metadata", "origin", "context")  # bodies' caller-given JSON objects
+_JSON_FIELD_SET = frozenset(JSON_FIELDS)
 
 
 # ---------------------------------------------------------------------------- checks
@@ -259,16 +260,21 @@ def check_text(text: object, field: str, limit: int = MAX_TEXT_BYTES) -> None:
     """Text must be valid UTF-8 (no lone surrogates) and within the size limit."""
     if not isinstance(text, str):
         raise InvalidInput(field, f"must be a string, got {type(text).__name__}")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(field, f"is not valid UTF-8 (character at index {exc.start})") from None
+    if text.isascii():  # a flag CPython keeps: valid UTF-8 of len(text) bytes, nothing to encode
+        size = len(text)
+    else:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise InvalidInput(field, f"is not valid UTF-8 (character at index {exc.start})") from None
     if size > limit:
         raise InvalidInput(field, f"is {size} bytes; the limit is {limit}")
 
 
 def fit_text(text: str, field: str, findings: list[Finding], limit: int = MAX_TEXT_BYTES) -> str:
     """``text`` cut to ``limit`` UTF-8 bytes (marked ``…[truncated]``), with a finding when cut."""
+    if len(text) <= limit and text.isascii():
+        return text
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
@@ -373,7 +379,8 @@ def validate_body(event_type: str, body: object) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise InvalidInput("body", f"must be an object, got {type(body).__name__}")
     findings: list[Finding] = []
-    body = {k: clean_json(v, k, findings) if k in JSON_FIELDS else v for k, v in body.items()}
+    if not _JSON_FIELD_SET.isdisjoint(body):
+        body = {k: clean_json(v, k, findings) if k in _JSON_FIELD_SET else v for k, v in body.items()}
     try:
         typed = msgspec.convert(body, cls, strict=True)
     except msgspec.ValidationError as exc:

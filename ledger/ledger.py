@@ -117,9 +117,9 @@ class VerifyReport:
         return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Head:
-    """What the writer knows of the log's end."""
+    """What the writer knows of the log's end (a batch advances seq and hash as it queues)."""
 
     end: int = 0
     seq: int = 0
@@ -389,7 +389,8 @@ class Ledger:
         with self._thread_lock:
             if self._in_batch:
                 raise RuntimeError("append inside a batch: use the batch's append")
-            with self._locked():
+            self._lock()
+            try:
                 batch = Batch(self)
                 try:
                     event = batch._add(*prepared)
@@ -397,6 +398,8 @@ class Ledger:
                 finally:
                     if not batch._committed:
                         batch._rollback()
+            finally:
+                self._file.unlock()
         return event
 
     @contextmanager
@@ -520,15 +523,24 @@ class Ledger:
     @contextmanager
     def _locked(self, *, accept: bool = False) -> Iterator[None]:
         with self._thread_lock:
-            self._file.lock()
+            self._lock(accept=accept)
             try:
-                self._sync(recover=True, accept=accept)
-                if self._index_dirty:
-                    self._index_dirty = False
-                    self._persist_index()
                 yield
             finally:
                 self._file.unlock()
+
+    def _lock(self, *, accept: bool = False) -> None:
+        """Take the log's lock and bring the head up to date; the caller holds the thread lock
+        and unlocks the file when done (this unlocks it itself when it raises)."""
+        self._file.lock()
+        try:
+            self._sync(recover=True, accept=accept)
+            if self._index_dirty:
+                self._index_dirty = False
+                self._persist_index()
+        except BaseException:
+            self._file.unlock()
+            raise
 
     def _sync(self, *, recover: bool, accept: bool = False) -> None:
         """Bring the head up to the end of the file; recover a torn tail when holding the lock."""
@@ -547,7 +559,7 @@ class Ledger:
         with self._file.reader() as f:
             try:
                 for member, events in self._walk(f, self._head.end, seq=self._head.seq + 1, prev=self._head.hash):
-                    self._advance(member, events, persist_index=recover)
+                    self._advance(member.offset, member.end, events, persist_index=recover)
             except BadMember as bad:
                 why = self._why_not_torn(f, bad, self._head.seq, locked=recover)
                 if why == IN_FLIGHT:
@@ -608,18 +620,19 @@ class Ledger:
                 ckpt, prev, seq = last.ckpt, last.hash, last.seq + 1
             yield member, events
 
-    def _advance(self, member: Member, events: list[Event], *, persist_index: bool) -> None:
+    def _advance(self, offset: int, end: int, events: list[Event], *, persist_index: bool) -> None:
+        """Move the head past the member at ``offset``..``end`` holding ``events``."""
         if not events:
             return
         if self._ckpt is None:
             self._ckpt = events[0].ckpt
-        last_indexed = self._index[-1][0] if self._index else -IDX_STRIDE
-        if member.offset - last_indexed >= IDX_STRIDE or not self._index:
-            self._index.append((member.offset, events[0].seq))
+        first_seq = events[0].seq
+        if not self._index or offset - self._index[-1][0] >= IDX_STRIDE:
+            self._index.append((offset, first_seq))
             if persist_index:
-                self._persist_index(member.offset, events[0].seq)
-        self._head = _Head(member.end, events[-1].seq, events[-1].hash)
-        self._last_member = (member.offset, events[0].seq)
+                self._persist_index(offset, first_seq)
+        self._head = _Head(end, events[-1].seq, events[-1].hash)
+        self._last_member = (offset, first_seq)
 
     def _warn(self, message: str, *args: object) -> None:
         """A warning, unless this ledger was opened to inspect: its caller reports what it finds."""
@@ -791,7 +804,8 @@ class Batch:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-        self._start = ledger._head
+        head = ledger._head
+        self._start = _Head(head.end, head.seq, head.hash)  # the batch advances ledger._head in place
         self._lines: list[bytes] = []
         self._events: list[Event] = []
         self._committed = False
@@ -806,20 +820,12 @@ class Batch:
         if ledger._ckpt is None:
             ledger._ckpt = new_event_id()
         unsigned = UnsignedEvent(
-            v=schema.SCHEMA_VERSION,
-            seq=head.seq + 1,
-            id=new_event_id(),
-            ts=utc_now(),
-            ckpt=ledger._ckpt,
-            node=node_id,
-            type=type,
-            body=canonical_body,
-            prev=head.hash,
+            schema.SCHEMA_VERSION, head.seq + 1, new_event_id(), utc_now(), ledger._ckpt, node_id, type, canonical_body, head.hash
         )
         event, line = sign(unsigned)
         self._lines.append(line)
         self._events.append(event)
-        ledger._head = _Head(head.end, event.seq, event.hash)
+        head.seq, head.hash = event.seq, event.hash
         return event
 
     @property
@@ -829,10 +835,10 @@ class Batch:
     def _commit(self) -> None:
         ledger = self._ledger
         if self._lines:
+            start = self._start.end
             member = compress_member(b"".join(self._lines))
-            ledger._file.append(member, self._start.end)
-            end = self._start.end + len(member)
-            ledger._advance(Member(self._start.end, end, b""), self._events, persist_index=True)
+            ledger._file.append(member, start)
+            ledger._advance(start, start + len(member), self._events, persist_index=True)
             ledger._write_head()
         self._committed = True
 

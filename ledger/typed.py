@@ -84,6 +84,8 @@ def evidence_refs(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def inspect_metadata(metadata: Mapping[str, Any]) -> list[Finding]:
     """What is wrong with an entry's typed fields (nothing for free text)."""
+    if not metadata:
+        return []
     found: list[Finding] = []
     label = kind_label(metadata)
     mem_kind = metadata.get("mem_kind")
