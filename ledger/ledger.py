@@ -391,13 +391,14 @@ class Ledger:
                 raise RuntimeError("append inside a batch: use the batch's append")
             self._lock()
             try:
-                batch = Batch(self)
+                minted = self._ckpt is None
                 try:
-                    event = batch._add(*prepared)
-                    batch._commit()
-                finally:
-                    if not batch._committed:
-                        batch._rollback()
+                    event, line = self._sign(self._head.seq + 1, self._head.hash, *prepared)
+                    self._write_member(self._head.end, line, [event])
+                except BaseException:
+                    if minted:
+                        self._ckpt = None
+                    raise
             finally:
                 self._file.unlock()
         return event
@@ -422,6 +423,24 @@ class Ledger:
                     self._in_batch = False
                     if not batch._committed:
                         batch._rollback()
+
+    def _sign(self, seq: int, prev: str, node_id: str, type: str, canonical_body: dict[str, Any]) -> tuple[Event, bytes]:
+        """The event at ``seq`` after ``prev``, signed, and its log line (the first event
+        mints the checkpoint id)."""
+        if self._ckpt is None:
+            self._ckpt = new_event_id()
+        unsigned = UnsignedEvent(
+            schema.SCHEMA_VERSION, seq, new_event_id(), utc_now(), self._ckpt, node_id, type, canonical_body, prev
+        )
+        return sign(unsigned)
+
+    def _write_member(self, start: int, data: bytes, events: list[Event]) -> None:
+        """Write ``data`` (the events' lines) as one member at ``start``, durably, then move
+        the head and the head anchor past it."""
+        member = compress_member(data)
+        self._file.append(member, start)
+        self._advance(start, start + len(member), events, persist_index=True)
+        self._write_head()
 
     def _refuse_if_readonly(self) -> None:
         if self.readonly_reason is not None:
@@ -815,14 +834,8 @@ class Batch:
         return self._add(*_prepare(node_id, type, body, current_node))
 
     def _add(self, node_id: str, type: str, canonical_body: dict[str, Any]) -> Event:
-        ledger = self._ledger
-        head = ledger._head
-        if ledger._ckpt is None:
-            ledger._ckpt = new_event_id()
-        unsigned = UnsignedEvent(
-            schema.SCHEMA_VERSION, head.seq + 1, new_event_id(), utc_now(), ledger._ckpt, node_id, type, canonical_body, head.hash
-        )
-        event, line = sign(unsigned)
+        head = self._ledger._head
+        event, line = self._ledger._sign(head.seq + 1, head.hash, node_id, type, canonical_body)
         self._lines.append(line)
         self._events.append(event)
         head.seq, head.hash = event.seq, event.hash
@@ -833,13 +846,8 @@ class Batch:
         return list(self._events)
 
     def _commit(self) -> None:
-        ledger = self._ledger
         if self._lines:
-            start = self._start.end
-            member = compress_member(b"".join(self._lines))
-            ledger._file.append(member, start)
-            ledger._advance(start, start + len(member), self._events, persist_index=True)
-            ledger._write_head()
+            self._ledger._write_member(self._start.end, b"".join(self._lines), self._events)
         self._committed = True
 
     def _rollback(self) -> None:

@@ -59,8 +59,7 @@ _TRAILER_MISMATCH = ("incorrect data check", "incorrect length check")
 
 def compress_member(data: bytes) -> bytes:
     """One complete gzip member holding ``data``."""
-    c = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
+    return zlib.compress(data, COMPRESS_LEVEL, wbits=31)
 
 
 def scan_members(f, start: int = 0) -> Iterator[Member]:
