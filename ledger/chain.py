@@ -16,7 +16,8 @@ import msgspec
 from .events import Event, UnsignedEvent
 
 _encoder = msgspec.json.Encoder(order="deterministic")
-_decode = msgspec.json.Decoder(Event).decode
+_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+_decode = _decoder.decode
 _sha256 = hashlib.sha256
 _HASH_KEY = b',"hash":"'
 
@@ -71,7 +72,7 @@ def decode_lines(data: bytes, seq: int | None, prev: str | None, ckpt: str | Non
         events = list(map(_decode, lines))
     except msgspec.DecodeError:
         return None
-    digests = []
+    digests: list[str] = []
     add = digests.append
     for line in lines:
         digest = _EMPTY_SHA256.copy()

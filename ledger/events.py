@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from operator import attrgetter
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Literal, TypeGuard, get_args
 
 import msgspec
 
@@ -43,7 +43,8 @@ KINDS = (
     "reproducibility_event",
 )
 REPRO_STATUSES = ("unverified", "rerun_passed", "rerun_failed", "paper_only_reproduced")
-REPORT_ROLES = ("data_output", "log", "binary", "figure", "unknown")  # node_report.json's roles
+ReportRole = Literal["data_output", "log", "binary", "figure", "unknown"]  # node_report.json's roles
+REPORT_ROLES: tuple[str, ...] = get_args(ReportRole)
 ARTIFACT_ROLES = (*REPORT_ROLES, "source")  # plus the files a node added or modified
 NODE_LABELS = ("draft", "improve", "debug", "ablation", "validation", "other")
 
@@ -359,7 +360,7 @@ def _plain_json(value: dict[Any, Any]) -> bool:
     )
 
 
-def is_sha256(value: object) -> bool:
+def is_sha256(value: object) -> TypeGuard[str]:
     """True for a sha256 digest written as 64 lowercase hex characters."""
     return isinstance(value, str) and _SHA256.fullmatch(value) is not None
 
@@ -388,8 +389,10 @@ def validate_body(event_type: str, body: object) -> dict[str, Any]:
     typed.normalize(findings)
     typed.check()
     if findings:
+        # Only bodies with a findings field collect any (normalize, and JSON fields, which only they have).
         typed.findings = [*getattr(typed, "findings", []), *findings]  # type: ignore[attr-defined]
-    return msgspec.to_builtins(typed)
+    canonical: dict[str, Any] = msgspec.to_builtins(typed)
+    return canonical
 
 
 def _field_and_reason(message: str) -> tuple[str, str]:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from . import events as schema
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
@@ -354,12 +354,12 @@ class Ledger:
             problem = self.anchor_problem(anchor)
             if problem:
                 raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(anchor.seq or 0, self._head.seq + 1))
-        if adopt and self._ckpt is not None and (anchor is None or anchor.seq < self._head.seq or self._head_file.damaged_slot):
-            self._write_head(both=True)
+        if adopt and self._ckpt is not None and (anchor is None or (anchor.seq or 0) < self._head.seq or self._head_file.damaged_slot):
+            self._write_head(self._ckpt, both=True)
 
-    def _write_head(self, *, both: bool = False) -> None:
+    def _write_head(self, ckpt: str, *, both: bool = False) -> None:
         try:
-            self._head_file.write(self._ckpt, self._head.seq, self._head.hash, both=both)
+            self._head_file.write(ckpt, self._head.seq, self._head.hash, both=both)
             self._head_write_failed = False
         except OSError as exc:  # the log itself is durable; only rollback detection lags
             if not self._head_write_failed:
@@ -440,7 +440,7 @@ class Ledger:
         member = compress_member(data)
         self._file.append(member, start)
         self._advance(start, start + len(member), events, persist_index=True)
-        self._write_head()
+        self._write_head(events[-1].ckpt)
 
     def _refuse_if_readonly(self) -> None:
         if self.readonly_reason is not None:
@@ -476,7 +476,7 @@ class Ledger:
                     seen = events[-1].seq if events else seen
             except BadMember as bad:
                 why = self._why_not_torn(f, bad, seen, locked=False)
-                if why not in (None, IN_FLIGHT):
+                if why is not None and why != IN_FLIGHT:
                     raise self._damage(bad, why) from None
 
     def verify(self, anchors: Iterable[Anchor] = ()) -> VerifyReport:
@@ -492,7 +492,7 @@ class Ledger:
             problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
         if head is not None:
             anchors.insert(0, head)
-        if self._head_file.damaged_slot:
+        if head is not None and self._head_file.damaged_slot:
             problems.append(f"{self._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used")
         want_seq = {a.seq for a in anchors if a.seq is not None}
         heads = [a.hash for a in anchors if a.seq is None]
@@ -607,10 +607,11 @@ class Ledger:
             if not problem and len(index) > 1:
                 offset, first_seq = index[-1]
                 try:
-                    member, events = next(self._walk(f, offset))
-                except (BadMember, LogCorrupted, StopIteration):
-                    member, events = None, []
-                if events and events[0].seq == first_seq:
+                    found = next(self._walk(f, offset), None)
+                except (BadMember, LogCorrupted):
+                    found = None
+                if found is not None and found[1] and found[1][0].seq == first_seq:
+                    member, events = found
                     self._index = index
                     self._head = _Head(member.end, events[-1].seq, events[-1].hash)
                     self._last_member = (offset, first_seq)
@@ -623,7 +624,9 @@ class Ledger:
                 self._persist_index()
             self._head = _Head(first[0].end, first[1][-1].seq, first[1][-1].hash)
 
-    def _walk(self, f, start: int, *, seq: int | None = None, prev: str | None = None):
+    def _walk(
+        self, f: BinaryIO, start: int, *, seq: int | None = None, prev: str | None = None
+    ) -> Iterator[tuple[Member, list[Event]]]:
         """Decode and chain-check the members from ``start``: yield (member, events).
 
         ``seq``/``prev`` are the expected first link; None accepts whatever the first event
@@ -687,7 +690,7 @@ class Ledger:
                     break
         self._index_dirty = not self.readonly
 
-    def _why_not_torn(self, f, bad: BadMember, last_good_seq: int, *, locked: bool) -> str | None:
+    def _why_not_torn(self, f: BinaryIO, bad: BadMember, last_good_seq: int, *, locked: bool) -> str | None:
         """Why the bad member where a scan stopped is damage and not a torn write, or None
         (torn), or IN_FLIGHT (a writer was appending it while we read, without the lock).
 

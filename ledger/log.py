@@ -19,7 +19,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 LOG_NAME = "memory_ledger.jsonl.gz"
 GZIP_MAGIC = b"\x1f\x8b\x08"
@@ -62,7 +62,7 @@ def compress_member(data: bytes) -> bytes:
     return zlib.compress(data, COMPRESS_LEVEL, wbits=31)
 
 
-def scan_members(f, start: int = 0) -> Iterator[Member]:
+def scan_members(f: BinaryIO, start: int = 0) -> Iterator[Member]:
     """Yield the complete members from ``start`` to EOF; raise BadMember where they stop."""
     f.seek(start)
     pos = start
@@ -97,7 +97,7 @@ def scan_members(f, start: int = 0) -> Iterator[Member]:
             buf = b""
 
 
-def valid_member_after(f, offset: int) -> int | None:
+def valid_member_after(f: BinaryIO, offset: int) -> int | None:
     """Offset of a complete gzip member somewhere after ``offset``, if any.
 
     Used to tell a torn tail (nothing valid follows) from damage inside the log.
@@ -143,7 +143,7 @@ class LogFile:
     def size(self) -> int:
         return os.fstat(self.fd).st_size
 
-    def reader(self):
+    def reader(self) -> BinaryIO:
         """A fresh read handle, so concurrent scans never share a file position."""
         return open(self.path, "rb")
 

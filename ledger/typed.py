@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -56,7 +56,7 @@ def typed_metadata(
     kind: str,
     *,
     metric_ptr: object = None,
-    artifact_refs: list | tuple | None = None,
+    artifact_refs: Iterable[object] | None = None,
     node_report_ref: object = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -73,7 +73,7 @@ def typed_metadata(
     return metadata
 
 
-def evidence_refs(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+def evidence_refs(metadata: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The artifact refs of an entry that are objects (what the audit and evidence read)."""
     refs = metadata.get("artifact_refs")
     return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
