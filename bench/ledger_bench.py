@@ -24,6 +24,10 @@ BODY_TEXT_CHARS = 250  # with the envelope, each stored event is ~500 bytes
 SINGLE_APPENDS = 2000
 GROUP_EVENTS = 200_000
 GROUP_SIZE = 1000
+# Issue 12, item 5: the limits each figure is held to.
+SINGLE_RATIO = 0.85  # durable single appends / raw write+fdatasync of the same member bytes
+GROUP_RATE = 100_000  # events/s
+VERIFY_RATIO = 0.8  # open + verify / raw gunzip + msgspec decode of every line
 
 
 def _text(i: int) -> str:
@@ -60,8 +64,8 @@ def bench_single(work: Path, rounds: int = 10) -> list[Figure]:
             ours,
             "appends/s",
             raw,
-            ">= 0.7 x raw write+fdatasync of the same bytes",
-            ours >= 0.7 * raw,
+            f">= {SINGLE_RATIO} x raw write+fdatasync of the same bytes",
+            ours >= SINGLE_RATIO * raw,
         )
     ]
 
@@ -75,7 +79,9 @@ def bench_group(work: Path) -> list[Figure]:
                     for i in range(GROUP_SIZE):
                         batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
     rate = GROUP_EVENTS / t.seconds
-    return [Figure(f"group commit ({GROUP_SIZE} events/member)", rate, "events/s", None, ">= 50,000 events/s", rate >= 50_000)]
+    return [
+        Figure(f"group commit ({GROUP_SIZE} events/member)", rate, "events/s", None, f">= {GROUP_RATE:,} events/s", rate >= GROUP_RATE)
+    ]
 
 
 VERIFY_CHILD = """
@@ -93,7 +99,8 @@ RAW_CHILD = """
 import gzip, json, sys, time
 import msgspec
 from bench.common import own_peak_rss_mb
-decode = msgspec.json.Decoder().decode
+from ledger.events import Event
+decode = (msgspec.json.Decoder(Event) if sys.argv[2] == "typed" else msgspec.json.Decoder()).decode
 t = time.perf_counter()
 n = 0
 with gzip.open(sys.argv[1], "rb") as f:
@@ -114,8 +121,9 @@ def bench_verify(work: Path, events: int) -> list[Figure]:
                     batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
     size_mb = (ckpt / LOG_NAME).stat().st_size / 1e6
     ours = json.loads(run_child(VERIFY_CHILD, str(ckpt)))
-    raw = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME)))
-    assert ours["ok"] and ours["events"] == events == raw["events"]
+    raw = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME), "generic"))
+    typed = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME), "typed"))
+    assert ours["ok"] and ours["events"] == events == raw["events"] == typed["events"]
     verify_rate = events / ours["seconds"]
     raw_rate = events / raw["seconds"]
     return [
@@ -124,8 +132,16 @@ def bench_verify(work: Path, events: int) -> list[Figure]:
             verify_rate,
             "events/s",
             raw_rate,
-            ">= 0.5 x raw gunzip + msgspec decode",
-            verify_rate >= 0.5 * raw_rate,
+            f">= {VERIFY_RATIO} x raw gunzip + msgspec decode of every line",
+            verify_rate >= VERIFY_RATIO * raw_rate,
+        ),
+        Figure(
+            "  the same verify against raw gunzip + decode into the typed Event",
+            verify_rate,
+            "events/s",
+            events / typed["seconds"],
+            "reported",
+            True,
         ),
         Figure("peak RSS of that verify", ours["rss"], "MB", None, "<= 200 MB", ours["rss"] <= 200),
     ]
