@@ -408,6 +408,10 @@ def _field_and_reason(message: str) -> tuple[str, str]:
 # ---------------------------------------------------------------------------- ids, time
 
 
+_UUID7_VERSION_VARIANT = 0x7 << 76 | 0b10 << 62  # version 7, variant 10
+_UUID7_RAND_B = (1 << 62) - 1
+
+
 class _UUID7:
     """UUIDv7 ids: time-ordered (ms), unique, monotonic within a process.
 
@@ -437,11 +441,11 @@ class _UUID7:
             self._at = at + 10
             rand = int.from_bytes(self._pool[at : at + 10], "big")
             ms = time.time_ns() // 1_000_000
-            value = (ms << 80) | (0x7 << 76) | ((rand >> 64) & 0xFFF) << 64 | (0b10 << 62) | (rand & ((1 << 62) - 1))
+            value = ms << 80 | _UUID7_VERSION_VARIANT | (rand >> 64 & 0xFFF) << 64 | rand & _UUID7_RAND_B
             if value <= self._last:  # same millisecond: keep strictly increasing
                 value = self._last + 1
             self._last = value
-        h = f"{value:032x}"
+        h = value.to_bytes(16, "big").hex()
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
