@@ -1,6 +1,6 @@
-"""Ledger benchmark (issue 2): durable appends, group commit, streamed verify of 1M events.
+"""Ledger benchmark (issues 2 and 12): durable appends, group commit, streamed verify of 1M events.
 
-    python -m bench.ledger_bench [--events 1000000] [--dir DIR]
+    python -m bench.ledger_bench [--events 1000000] [--dir DIR] [--gaps]
 
 Every figure is printed beside the raw limit measured in the same run on the same disk.
 """
@@ -13,6 +13,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -80,6 +81,36 @@ def bench_single(work: Path, rounds: int = 10) -> list[Figure]:
             True,
         ),
     ]
+
+
+def bench_gaps(work: Path, gaps: tuple[int, ...] = (0, 10, 20, 30, 40), rounds: int = 4) -> list[Figure]:
+    """Raw write+fdatasync of a 270-byte member with N us of busy CPU before each write: what
+    the disk does to a writer that computes between syncs (on a VM, more than the N us)."""
+    member = os.urandom(270)
+    seconds = dict.fromkeys(gaps, 0.0)
+    fd = os.open(work / "gaps.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for _ in range(rounds):
+            for gap in gaps:
+                with Timer() as t:
+                    for _ in range(150):
+                        _spin(gap / 1e6)
+                        os.write(fd, member)
+                        os.fdatasync(fd)
+                seconds[gap] += t.seconds
+    finally:
+        os.close(fd)
+    n = 150 * rounds
+    return [
+        Figure(f"  raw write+fdatasync after {gap} us of CPU", n / seconds[gap], "syncs/s", n / seconds[gaps[0]], "reported", True)
+        for gap in gaps[1:]
+    ]
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 def bench_group(work: Path) -> list[Figure]:
@@ -163,10 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the verify benchmark")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir on the same disk)")
+    parser.add_argument("--gaps", action="store_true", help="also: raw syncs with busy CPU between them")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ari-ledger-bench-", dir=args.dir))
     try:
-        figures = bench_single(work) + bench_group(work) + bench_verify(work, args.events)
+        figures = bench_single(work) + (bench_gaps(work) if args.gaps else [])
+        figures += bench_group(work) + bench_verify(work, args.events)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report(figures)
