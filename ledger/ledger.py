@@ -437,7 +437,7 @@ class Ledger:
     def _write_member(self, start: int, data: bytes, events: list[Event]) -> None:
         """Write ``data`` (the events' lines) as one member at ``start``, durably, then move
         the head and the head anchor past it."""
-        member = compress_member(data)
+        member = compress_member(data, single_event=len(events) == 1)
         self._file.append(member, start)
         self._advance(start, start + len(member), events, persist_index=True)
         self._write_head(events[-1].ckpt)

@@ -24,7 +24,13 @@ from typing import BinaryIO, Iterator
 LOG_NAME = "memory_ledger.jsonl.gz"
 GZIP_MAGIC = b"\x1f\x8b\x08"
 READ_CHUNK = 1 << 20
-COMPRESS_LEVEL = 6
+# Deflate level of a member (figures in docs/performance.md). A group commit compresses at
+# level 1: 2-7 us per event, to 0.13-0.34 of the raw bytes (level 6 took 2-3x as long for a
+# member 3-13% smaller). A one-event member is stored (level 0): zlib spends 8-19 us on the
+# 0.6-1 KB of a single event at any level from 1 to 9, as much as the rest of an append, and
+# any CPU between two fdatasyncs costs a durable append about twice over on a VM's disk.
+GROUP_LEVEL = 1
+SINGLE_EVENT_LEVEL = 0
 IDX_STRIDE = 256 * 1024  # record a member in the side index at most every this many bytes
 _IDX_RECORD = struct.Struct("<QQ")
 
@@ -57,9 +63,9 @@ class BadMember(Exception):
 _TRAILER_MISMATCH = ("incorrect data check", "incorrect length check")
 
 
-def compress_member(data: bytes) -> bytes:
-    """One complete gzip member holding ``data``."""
-    return zlib.compress(data, COMPRESS_LEVEL, wbits=31)
+def compress_member(data: bytes, *, single_event: bool = False) -> bytes:
+    """One complete gzip member holding ``data`` (stored, not compressed, for one event)."""
+    return zlib.compress(data, SINGLE_EVENT_LEVEL if single_event else GROUP_LEVEL, wbits=31)
 
 
 def scan_members(f: BinaryIO, start: int = 0) -> Iterator[Member]:
