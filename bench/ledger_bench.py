@@ -43,7 +43,9 @@ def bench_single(work: Path, rounds: int = 10) -> list[Figure]:
     ratios = []  # per round: how the weather moved
     with Ledger.open(work / "single") as ledger:
         ledger.append("root", "memory_added", {"text": _text(0)}, current_node="root")
-        member = ledger.path.read_bytes()  # the log's one member: the bytes of a single append
+        first = ledger.path.stat().st_size
+        ledger.append("root", "memory_added", {"text": _text(1)}, current_node="root")
+        member = ledger.path.read_bytes()[first:]  # the bytes of a single append, as on disk
         fd = os.open(work / "raw.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             for _ in range(rounds):
