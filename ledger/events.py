@@ -348,7 +348,8 @@ def _plain_json(value: dict[Any, Any]) -> bool:
     """True when ``value`` comes back unchanged through JSON (str keys, finite numbers, lists
     not tuples, nothing else), nested at most MAX_JSON_DEPTH deep and within size: then
     :func:`clean_json` and :func:`check_metadata` have nothing to find, and their per-value
-    walk costs ten times this (30 us for an entry with two artifact refs)."""
+    walks cost several times this (18 of the 31 us of validating an entry with two artifact
+    refs, against 2.5 us for this)."""
     try:
         encoded = msgspec.json.encode(value)
     except (TypeError, ValueError, RecursionError):  # not JSON, a lone surrogate, a cycle

@@ -28,7 +28,7 @@ READ_CHUNK = 1 << 20
 # bytes (level 6 took 2-3x as long for a member 3-13% smaller). A one-event member is stored,
 # not compressed: zlib spends 8-19 us on the 0.6-1 KB of a single event at any level from 1 to
 # 9, as much as the rest of an append, and on this VM every microsecond of CPU between two
-# fdatasyncs costs a durable append about two (figures in docs/performance.md).
+# fdatasyncs costs a durable append two to four (figures in docs/performance.md).
 GROUP_LEVEL = 1
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x04\x03"  # as zlib writes it: no name, mtime 0, OS Unix
 _STORED_BLOCK = struct.Struct("<BHH")  # BFINAL|BTYPE=00, LEN, NLEN
