@@ -1,22 +1,23 @@
-"""Ledger benchmark (issue 2): durable appends, group commit, streamed verify of 1M events.
+"""Ledger benchmark (issues 2 and 12): durable appends, group commit, streamed verify of 1M events.
 
-    python -m bench.ledger_bench [--events 1000000] [--dir DIR]
+    python -m bench.ledger_bench [--events 1000000] [--dir DIR] [--gaps]
 
 Every figure is printed beside the raw limit measured in the same run on the same disk.
 """
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
+import statistics
 import tempfile
+import time
 from pathlib import Path
 
 
 from ledger import Ledger
-from ledger.log import LOG_NAME, compress_member
+from ledger.log import LOG_NAME
 
 from .common import Figure, Timer, report, run_child
 
@@ -24,6 +25,10 @@ BODY_TEXT_CHARS = 250  # with the envelope, each stored event is ~500 bytes
 SINGLE_APPENDS = 2000
 GROUP_EVENTS = 200_000
 GROUP_SIZE = 1000
+# Issue 12, item 5: the limits each figure is held to.
+SINGLE_RATIO = 0.85  # durable single appends / raw write+fdatasync of the same member bytes
+GROUP_RATE = 100_000  # events/s
+VERIFY_RATIO = 0.8  # open + verify / raw gunzip + msgspec decode of every line
 
 
 def _text(i: int) -> str:
@@ -35,10 +40,12 @@ def bench_single(work: Path, rounds: int = 10) -> list[Figure]:
     both see the same disk weather; compare the summed times."""
     per_round = SINGLE_APPENDS // rounds
     ours_s = raw_s = 0.0
+    ratios = []  # per round: how the weather moved
     with Ledger.open(work / "single") as ledger:
         ledger.append("root", "memory_added", {"text": _text(0)}, current_node="root")
-        line = gzip.decompress(ledger.path.read_bytes()).splitlines(keepends=True)[-1]
-        member = compress_member(line)
+        first = ledger.path.stat().st_size
+        ledger.append("root", "memory_added", {"text": _text(1)}, current_node="root")
+        member = ledger.path.read_bytes()[first:]  # the bytes of a single append, as on disk
         fd = os.open(work / "raw.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             for _ in range(rounds):
@@ -46,11 +53,13 @@ def bench_single(work: Path, rounds: int = 10) -> list[Figure]:
                     for i in range(per_round):
                         ledger.append("root", "memory_added", {"text": _text(i)}, current_node="root")
                 ours_s += t.seconds
+                ours_round = t.seconds
                 with Timer() as t:
                     for _ in range(per_round):
                         os.write(fd, member)
                         os.fdatasync(fd)
                 raw_s += t.seconds
+                ratios.append(t.seconds / ours_round)
         finally:
             os.close(fd)
     ours, raw = SINGLE_APPENDS / ours_s, SINGLE_APPENDS / raw_s
@@ -60,22 +69,110 @@ def bench_single(work: Path, rounds: int = 10) -> list[Figure]:
             ours,
             "appends/s",
             raw,
-            ">= 0.7 x raw write+fdatasync of the same bytes",
-            ours >= 0.7 * raw,
+            f">= {SINGLE_RATIO} x raw write+fdatasync of the same bytes",
+            ours >= SINGLE_RATIO * raw,
+        ),
+        Figure(
+            f"  per round of {per_round}: ratio {min(ratios):.2f}-{max(ratios):.2f}, median",
+            statistics.median(ratios),
+            "x",
+            None,
+            "reported",
+            True,
+        ),
+    ]
+
+
+def bench_gaps(work: Path, gaps: tuple[int, ...] = (0, 10, 20, 30, 40), rounds: int = 4) -> list[Figure]:
+    """Raw write+fdatasync of a 270-byte member with N us of busy CPU before each write: what
+    the disk does to a writer that computes between syncs (on a VM, more than the N us)."""
+    member = os.urandom(270)
+    seconds = dict.fromkeys(gaps, 0.0)
+    fd = os.open(work / "gaps.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for _ in range(rounds):
+            for gap in gaps:
+                with Timer() as t:
+                    for _ in range(150):
+                        _spin(gap / 1e6)
+                        os.write(fd, member)
+                        os.fdatasync(fd)
+                seconds[gap] += t.seconds
+    finally:
+        os.close(fd)
+    n = 150 * rounds
+    return [
+        Figure(f"  raw write+fdatasync after {gap} us of CPU", n / seconds[gap], "syncs/s", n / seconds[gaps[0]], "reported", True)
+        for gap in gaps[1:]
+    ]
+
+
+def bench_wake(work: Path, appends: int = 400) -> list[Figure]:
+    """The CPU of one append (on tmpfs, so no I/O) timed in a tight loop, and again right after
+    a write+fdatasync on the bench's disk: a VM's vCPU that slept through the sync comes back
+    to cold caches, and everything an append does takes longer than the tight loop says."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        return []
+    hot: list[float] = []
+    woken: list[float] = []
+    fd = os.open(work / "wake.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    ckpt = Path(tempfile.mkdtemp(prefix="ari-ledger-bench-", dir=shm))
+    try:
+        with Ledger.open(ckpt) as ledger:
+            for i in range(appends):
+                for times in (hot, woken):
+                    if times is woken:
+                        os.write(fd, b"x" * 270)
+                        os.fdatasync(fd)
+                    with Timer() as t:
+                        ledger.append("root", "memory_added", {"text": _text(i)}, current_node="root")
+                    times.append(t.seconds * 1e6)
+    finally:
+        os.close(fd)
+        shutil.rmtree(ckpt, ignore_errors=True)
+    return [
+        Figure(
+            "  one append's CPU (tmpfs) right after a sync on this disk, median",
+            statistics.median(woken),
+            "us",
+            statistics.median(hot),
+            "reported",
+            True,
         )
     ]
 
 
-def bench_group(work: Path) -> list[Figure]:
-    ckpt = work / "group"
-    with Ledger.open(ckpt) as ledger:
-        with Timer() as t:
-            for b in range(GROUP_EVENTS // GROUP_SIZE):
-                with ledger.batch() as batch:
-                    for i in range(GROUP_SIZE):
-                        batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
-    rate = GROUP_EVENTS / t.seconds
-    return [Figure(f"group commit ({GROUP_SIZE} events/member)", rate, "events/s", None, ">= 50,000 events/s", rate >= 50_000)]
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def bench_group(work: Path, runs: int = 5) -> list[Figure]:
+    """Group commit in ``runs`` runs of GROUP_EVENTS/runs events; the median run is the figure
+    (a burst of other work on the machine moves one run, not the result)."""
+    per_run = GROUP_EVENTS // runs
+    rates = []
+    with Ledger.open(work / "group") as ledger:
+        for _ in range(runs):
+            with Timer() as t:
+                for b in range(per_run // GROUP_SIZE):
+                    with ledger.batch() as batch:
+                        for i in range(GROUP_SIZE):
+                            batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
+            rates.append(per_run / t.seconds)
+    rate = statistics.median(rates)
+    return [
+        Figure(
+            f"group commit ({GROUP_SIZE} events/member), median of {runs} runs ({min(rates):,.0f}-{max(rates):,.0f})",
+            rate,
+            "events/s",
+            None,
+            f">= {GROUP_RATE:,} events/s",
+            rate >= GROUP_RATE,
+        )
+    ]
 
 
 VERIFY_CHILD = """
@@ -93,7 +190,8 @@ RAW_CHILD = """
 import gzip, json, sys, time
 import msgspec
 from bench.common import own_peak_rss_mb
-decode = msgspec.json.Decoder().decode
+from ledger.events import Event
+decode = (msgspec.json.Decoder(Event) if sys.argv[2] == "typed" else msgspec.json.Decoder()).decode
 t = time.perf_counter()
 n = 0
 with gzip.open(sys.argv[1], "rb") as f:
@@ -105,7 +203,7 @@ print(json.dumps({"events": n, "seconds": dt, "rss": own_peak_rss_mb()}))
 """
 
 
-def bench_verify(work: Path, events: int) -> list[Figure]:
+def bench_verify(work: Path, events: int, rounds: int = 3) -> list[Figure]:
     ckpt = work / "big"
     with Ledger.open(ckpt) as ledger:
         for b in range(events // GROUP_SIZE):
@@ -113,21 +211,46 @@ def bench_verify(work: Path, events: int) -> list[Figure]:
                 for i in range(GROUP_SIZE):
                     batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
     size_mb = (ckpt / LOG_NAME).stat().st_size / 1e6
-    ours = json.loads(run_child(VERIFY_CHILD, str(ckpt)))
-    raw = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME)))
-    assert ours["ok"] and ours["events"] == events == raw["events"]
-    verify_rate = events / ours["seconds"]
-    raw_rate = events / raw["seconds"]
+    seconds = {"ours": 0.0, "generic": 0.0, "typed": 0.0}
+    ratios, rss = [], 0.0
+    for _ in range(rounds):  # alternated, so both sides see the same weather
+        ours = json.loads(run_child(VERIFY_CHILD, str(ckpt)))
+        raw = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME), "generic"))
+        typed = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME), "typed"))
+        assert ours["ok"] and ours["events"] == events == raw["events"] == typed["events"]
+        seconds["ours"] += ours["seconds"]
+        seconds["generic"] += raw["seconds"]
+        seconds["typed"] += typed["seconds"]
+        ratios.append(raw["seconds"] / ours["seconds"])
+        rss = max(rss, ours["rss"])
+    verify_rate = rounds * events / seconds["ours"]
+    raw_rate = rounds * events / seconds["generic"]
     return [
         Figure(
             f"open + verify + decode, {events:,} events ({size_mb:,.0f} MB log)",
             verify_rate,
             "events/s",
             raw_rate,
-            ">= 0.5 x raw gunzip + msgspec decode",
-            verify_rate >= 0.5 * raw_rate,
+            f">= {VERIFY_RATIO} x raw gunzip + msgspec decode of every line",
+            verify_rate >= VERIFY_RATIO * raw_rate,
         ),
-        Figure("peak RSS of that verify", ours["rss"], "MB", None, "<= 200 MB", ours["rss"] <= 200),
+        Figure(
+            f"  per round: ratio {min(ratios):.2f}-{max(ratios):.2f}, median",
+            statistics.median(ratios),
+            "x",
+            None,
+            "reported",
+            True,
+        ),
+        Figure(
+            "  the same verify against raw gunzip + decode into the typed Event",
+            verify_rate,
+            "events/s",
+            rounds * events / seconds["typed"],
+            "reported",
+            True,
+        ),
+        Figure("peak RSS of that verify", rss, "MB", None, "<= 200 MB", rss <= 200),
     ]
 
 
@@ -135,10 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the verify benchmark")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir on the same disk)")
+    parser.add_argument("--gaps", action="store_true", help="also: what the platform charges for CPU between syncs")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ari-ledger-bench-", dir=args.dir))
     try:
-        figures = bench_single(work) + bench_group(work) + bench_verify(work, args.events)
+        figures = bench_single(work) + (bench_gaps(work) + bench_wake(work) if args.gaps else [])
+        figures += bench_group(work) + bench_verify(work, args.events)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report(figures)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def _encode(ckpt: str, seq: int, hash: str) -> bytes:
 
 def _decode(raw: bytes) -> _Slot | None:
     try:
-        slot = msgspec.json.decode(raw.strip(), type=_Slot)
+        slot: _Slot = msgspec.json.decode(raw.strip(), type=_Slot)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     return slot if slot.check == _check(slot.ckpt, slot.seq, slot.hash) else None
@@ -118,7 +119,7 @@ class HeadFile:
             self._fd = -1
 
 
-def anchor_problem(anchor: Anchor, ckpt: str | None, last_seq: int, hash_at) -> str | None:
+def anchor_problem(anchor: Anchor, ckpt: str | None, last_seq: int, hash_at: Callable[[int], str | None]) -> str | None:
     """Why the log (checkpoint ``ckpt``, ending at ``last_seq``) does not hold ``anchor``.
 
     ``hash_at(seq)`` gives the hash of the log's event at a seq <= ``last_seq``. Only for

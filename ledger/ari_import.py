@@ -162,8 +162,7 @@ def _stored(type: str, body: dict[str, Any], where: str, fields: Mapping[str, st
 
 
 def _node_scope(entry: Mapping[str, Any], where: str, source: str) -> Planned:
-    node = entry.get("node_id")
-    check_node_id(node, f"{where}.node_id")
+    node = check_node_id(entry.get("node_id"), f"{where}.node_id")
     _, text = _text(entry, where, "text")
     findings: list[Finding] = []
     origin = _origin(entry, source, "ts", findings, where)

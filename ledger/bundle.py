@@ -19,13 +19,16 @@ from typing import Any
 
 from .anchor import HeadFile
 from .errors import InvalidInput, LogCorrupted
-from .ledger import Ledger
+from .events import Event
+from .ledger import Ledger, VerifyReport
 from .log import LOG_NAME
 from .provenance import sha256_file
 
 MANIFEST = "manifest.json"
 FORMAT = "ari-memory-ledger-bundle/1"
-_FIELDS = {"format": str, "ckpt": (str, type(None)), "events": int, "last_hash": str, "log_sha256": str}
+_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "format": str, "ckpt": (str, type(None)), "events": int, "last_hash": str, "log_sha256": str
+}
 
 
 def export_bundle(checkpoint_dir: Path, out: Path) -> dict[str, Any]:
@@ -102,9 +105,13 @@ def check_output_path(out: Path, field: str) -> None:
 def _manifest(bundle: Path, tar: tarfile.TarFile) -> dict[str, Any]:
     """The manifest, every field present with its type (else InvalidInput naming it)."""
     try:
-        manifest = json.load(tar.extractfile(MANIFEST))
-    except (KeyError, TypeError):
-        raise InvalidInput("bundle", f"{bundle} has no {MANIFEST}; it is not an {FORMAT} bundle") from None
+        member = tar.extractfile(MANIFEST)
+    except KeyError:
+        member = None
+    if member is None:  # missing, or not a regular file
+        raise InvalidInput("bundle", f"{bundle} has no {MANIFEST}; it is not an {FORMAT} bundle")
+    try:
+        manifest = json.load(member)
     except ValueError as exc:
         raise InvalidInput("bundle", f"{bundle}: {MANIFEST} is not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
@@ -119,7 +126,7 @@ def _manifest(bundle: Path, tar: tarfile.TarFile) -> dict[str, Any]:
     return manifest
 
 
-def _check_against_manifest(report, last, manifest: dict[str, Any]) -> None:
+def _check_against_manifest(report: VerifyReport, last: Event | None, manifest: dict[str, Any]) -> None:
     """Say exactly what differs between the staged log and its manifest."""
     if not report.ok:
         raise InvalidInput("bundle", f"the log does not verify: {report.summary()}")

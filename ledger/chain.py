@@ -9,17 +9,21 @@ brace, so anyone can check a line with plain bytes: drop the last 75 bytes of th
 from __future__ import annotations
 
 import hashlib
+from itertools import repeat
 
 import msgspec
 
 from .events import Event, UnsignedEvent
 
 _encoder = msgspec.json.Encoder(order="deterministic")
-_decode = msgspec.json.Decoder(Event).decode
+_decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+_decode = _decoder.decode
 _sha256 = hashlib.sha256
 _HASH_KEY = b',"hash":"'
 
 HASH_SUFFIX_LEN = len(b',"hash":""}') + 64  # 75 bytes at the end of every line
+_LINE_END = b'"}'
+_EMPTY_SHA256 = hashlib.sha256()  # copied for each line: cheaper than a new hash object
 
 
 def sign(unsigned: UnsignedEvent) -> tuple[Event, bytes]:
@@ -48,6 +52,48 @@ def decode_line(line: bytes) -> Event:
     if digest.hexdigest() != event.hash:
         raise ChainError("hash does not match the event's bytes (edited or damaged)")
     return event
+
+
+def decode_lines(data: bytes, seq: int | None, prev: str | None, ckpt: str | None) -> list[Event] | None:
+    """Every line of ``data`` (newline-terminated lines) decoded, with each line's own hash and
+    each link checked, in bulk; None when any check fails.
+
+    The checks are exactly those of :func:`decode_line` and :func:`check_link` applied line
+    after line (``seq``/``prev`` None: accept the first event's; ``ckpt`` None: the first
+    event's, then every event's must match), done a whole member at a time so that the only
+    per-line Python work is the hash. On None, run the per-line functions to name the line.
+    """
+    lines = data.split(b"\n")
+    if lines.pop():
+        return None  # the last line has no newline
+    if not lines:
+        return []
+    try:
+        events = list(map(_decode, lines))
+    except msgspec.DecodeError:
+        return None
+    digests: list[str] = []
+    add = digests.append
+    for line in lines:
+        digest = _EMPTY_SHA256.copy()
+        digest.update(line[:-HASH_SUFFIX_LEN])
+        digest.update(b"}")
+        add(digest.hexdigest())
+    n = len(lines)
+    first = events[0]
+    seq = first.seq if seq is None else seq
+    prev = first.prev if prev is None else prev
+    ckpt = first.ckpt if ckpt is None else ckpt
+    if (
+        [e.hash for e in events] != digests
+        or [e.prev for e in events] != [prev, *digests[:-1]]
+        or [e.seq for e in events] != list(range(seq, seq + n))
+        or {e.ckpt for e in events} != {ckpt}
+        or not all(map(bytes.endswith, lines, repeat(_LINE_END, n)))
+        or not all(map(bytes.startswith, lines, repeat(_HASH_KEY, n), repeat(-HASH_SUFFIX_LEN, n)))
+    ):
+        return None
+    return events
 
 
 def check_link(event: Event, expected_seq: int, prev_hash: str, ckpt: str | None) -> None:

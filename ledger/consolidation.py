@@ -64,8 +64,8 @@ def plan(report: Mapping[str, Any], work_dir: Path, run_id: str | None = None, p
     findings.extend(provenance.findings)
     ref = {"run_id": run_id or Path(work_dir).resolve().parent.name, "node_id": node_id}
     status = str(report.get("status") or "").strip().lower()
-    metrics = report.get("metrics") if isinstance(report.get("metrics"), Mapping) else {}
-    assessment = report.get("self_assessment") if isinstance(report.get("self_assessment"), Mapping) else {}
+    metrics = _mapping(report.get("metrics"))
+    assessment = _mapping(report.get("self_assessment"))
     text = summary_text(report)
     specs: list[Spec] = []
     if status in SUCCESS and metrics:
@@ -90,7 +90,7 @@ def plan(report: Mapping[str, Any], work_dir: Path, run_id: str | None = None, p
 
 def summary_text(report: Mapping[str, Any]) -> str:
     """ARI's summary: the self-assessment headline, else what was done, else the delta."""
-    assessment = report.get("self_assessment") if isinstance(report.get("self_assessment"), Mapping) else {}
+    assessment = _mapping(report.get("self_assessment"))
     for value in (assessment.get("headline"), report.get("what_was_done"), report.get("delta_vs_parent")):
         if isinstance(value, str) and value.strip():
             return value.strip()
@@ -147,3 +147,7 @@ def spec_dict(spec: Spec) -> dict[str, Any]:
 
 def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

@@ -26,7 +26,7 @@ class CopyOnWriteViolation(LedgerError):
         self.message = message
         super().__init__(message)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, bool | str]:
         """ARI's refusal shape: ``{"ok": False, "error": ...}``."""
         return {"ok": False, "error": self.message}
 

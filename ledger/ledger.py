@@ -22,11 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from . import events as schema
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
-from .chain import ChainError, check_link, decode_line, sign
+from .chain import ChainError, check_link, decode_line, decode_lines, sign
 from .errors import LedgerNotFound, LedgerReadOnly, LogCorrupted, RollbackDetected
 from .events import (
     Event,
@@ -34,6 +34,7 @@ from .events import (
     check_node_id,
     new_event_id,
     upcast,
+    upcast_all,
     utc_now,
     validate_body,
 )
@@ -116,9 +117,9 @@ class VerifyReport:
         return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
 
 
-@dataclass
+@dataclass(slots=True)
 class _Head:
-    """What the writer knows of the log's end."""
+    """What the writer knows of the log's end (a batch advances seq and hash as it queues)."""
 
     end: int = 0
     seq: int = 0
@@ -353,12 +354,12 @@ class Ledger:
             problem = self.anchor_problem(anchor)
             if problem:
                 raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(anchor.seq or 0, self._head.seq + 1))
-        if adopt and self._ckpt is not None and (anchor is None or anchor.seq < self._head.seq or self._head_file.damaged_slot):
-            self._write_head(both=True)
+        if adopt and self._ckpt is not None and (anchor is None or (anchor.seq or 0) < self._head.seq or self._head_file.damaged_slot):
+            self._write_head(self._ckpt, both=True)
 
-    def _write_head(self, *, both: bool = False) -> None:
+    def _write_head(self, ckpt: str, *, both: bool = False) -> None:
         try:
-            self._head_file.write(self._ckpt, self._head.seq, self._head.hash, both=both)
+            self._head_file.write(ckpt, self._head.seq, self._head.hash, both=both)
             self._head_write_failed = False
         except OSError as exc:  # the log itself is durable; only rollback detection lags
             if not self._head_write_failed:
@@ -388,14 +389,18 @@ class Ledger:
         with self._thread_lock:
             if self._in_batch:
                 raise RuntimeError("append inside a batch: use the batch's append")
-            with self._locked():
-                batch = Batch(self)
+            self._lock()
+            try:
+                minted = self._ckpt is None
                 try:
-                    event = batch._add(*prepared)
-                    batch._commit()
-                finally:
-                    if not batch._committed:
-                        batch._rollback()
+                    event, line = self._sign(self._head.seq + 1, self._head.hash, *prepared)
+                    self._write_member(self._head.end, line, [event])
+                except BaseException:
+                    if minted:
+                        self._ckpt = None
+                    raise
+            finally:
+                self._file.unlock()
         return event
 
     @contextmanager
@@ -418,6 +423,24 @@ class Ledger:
                     self._in_batch = False
                     if not batch._committed:
                         batch._rollback()
+
+    def _sign(self, seq: int, prev: str, node_id: str, type: str, canonical_body: dict[str, Any]) -> tuple[Event, bytes]:
+        """The event at ``seq`` after ``prev``, signed, and its log line (the first event
+        mints the checkpoint id)."""
+        if self._ckpt is None:
+            self._ckpt = new_event_id()
+        unsigned = UnsignedEvent(
+            schema.SCHEMA_VERSION, seq, new_event_id(), utc_now(), self._ckpt, node_id, type, canonical_body, prev
+        )
+        return sign(unsigned)
+
+    def _write_member(self, start: int, data: bytes, events: list[Event]) -> None:
+        """Write ``data`` (the events' lines) as one member at ``start``, durably, then move
+        the head and the head anchor past it."""
+        member = compress_member(data, single_event=len(events) == 1)
+        self._file.append(member, start)
+        self._advance(start, start + len(member), events, persist_index=True)
+        self._write_head(events[-1].ckpt)
 
     def _refuse_if_readonly(self) -> None:
         if self.readonly_reason is not None:
@@ -453,7 +476,7 @@ class Ledger:
                     seen = events[-1].seq if events else seen
             except BadMember as bad:
                 why = self._why_not_torn(f, bad, seen, locked=False)
-                if why not in (None, IN_FLIGHT):
+                if why is not None and why != IN_FLIGHT:
                     raise self._damage(bad, why) from None
 
     def verify(self, anchors: Iterable[Anchor] = ()) -> VerifyReport:
@@ -469,7 +492,7 @@ class Ledger:
             problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
         if head is not None:
             anchors.insert(0, head)
-        if self._head_file.damaged_slot:
+        if head is not None and self._head_file.damaged_slot:
             problems.append(f"{self._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used")
         want_seq = {a.seq for a in anchors if a.seq is not None}
         heads = [a.hash for a in anchors if a.seq is None]
@@ -484,14 +507,12 @@ class Ledger:
             try:
                 for member, batch in self._walk(f, 0, seq=1, prev=""):
                     if batch:
-                        check.member(member.offset, batch[0].seq)
+                        first = batch[0].seq  # seqs run on without a gap inside a checked member
+                        check.member(member.offset, first)
                         ckpt = ckpt or batch[0].ckpt
-                    for event in batch:
-                        if event.seq in want_seq:
-                            at_seq[event.seq] = event.hash
-                        for h in heads:
-                            if event.hash.startswith(h):
-                                found[h] = event.seq
+                        at_seq.update((s, batch[s - first].hash) for s in want_seq if first <= s < first + len(batch))
+                    for h in heads:
+                        found.update((h, event.seq) for event in batch if event.hash.startswith(h))
                     events += len(batch)
                     end = member.end
             except LogCorrupted as exc:
@@ -521,15 +542,24 @@ class Ledger:
     @contextmanager
     def _locked(self, *, accept: bool = False) -> Iterator[None]:
         with self._thread_lock:
-            self._file.lock()
+            self._lock(accept=accept)
             try:
-                self._sync(recover=True, accept=accept)
-                if self._index_dirty:
-                    self._index_dirty = False
-                    self._persist_index()
                 yield
             finally:
                 self._file.unlock()
+
+    def _lock(self, *, accept: bool = False) -> None:
+        """Take the log's lock and bring the head up to date; the caller holds the thread lock
+        and unlocks the file when done (this unlocks it itself when it raises)."""
+        self._file.lock()
+        try:
+            self._sync(recover=True, accept=accept)
+            if self._index_dirty:
+                self._index_dirty = False
+                self._persist_index()
+        except BaseException:
+            self._file.unlock()
+            raise
 
     def _sync(self, *, recover: bool, accept: bool = False) -> None:
         """Bring the head up to the end of the file; recover a torn tail when holding the lock."""
@@ -548,7 +578,7 @@ class Ledger:
         with self._file.reader() as f:
             try:
                 for member, events in self._walk(f, self._head.end, seq=self._head.seq + 1, prev=self._head.hash):
-                    self._advance(member, events, persist_index=recover)
+                    self._advance(member.offset, member.end, events, persist_index=recover)
             except BadMember as bad:
                 why = self._why_not_torn(f, bad, self._head.seq, locked=recover)
                 if why == IN_FLIGHT:
@@ -577,10 +607,11 @@ class Ledger:
             if not problem and len(index) > 1:
                 offset, first_seq = index[-1]
                 try:
-                    member, events = next(self._walk(f, offset))
-                except (BadMember, LogCorrupted, StopIteration):
-                    member, events = None, []
-                if events and events[0].seq == first_seq:
+                    found = next(self._walk(f, offset), None)
+                except (BadMember, LogCorrupted):
+                    found = None
+                if found is not None and found[1] and found[1][0].seq == first_seq:
+                    member, events = found
                     self._index = index
                     self._head = _Head(member.end, events[-1].seq, events[-1].hash)
                     self._last_member = (offset, first_seq)
@@ -593,7 +624,9 @@ class Ledger:
                 self._persist_index()
             self._head = _Head(first[0].end, first[1][-1].seq, first[1][-1].hash)
 
-    def _walk(self, f, start: int, *, seq: int | None = None, prev: str | None = None):
+    def _walk(
+        self, f: BinaryIO, start: int, *, seq: int | None = None, prev: str | None = None
+    ) -> Iterator[tuple[Member, list[Event]]]:
         """Decode and chain-check the members from ``start``: yield (member, events).
 
         ``seq``/``prev`` are the expected first link; None accepts whatever the first event
@@ -602,40 +635,26 @@ class Ledger:
         """
         ckpt = self._ckpt
         for member in scan_members(f, start):
-            lines = member.data.split(b"\n")
-            if lines[-1]:
-                raise LogCorrupted(
-                    f"seq {seq} at byte offset {member.offset}: gzip member does not end with a newline",
-                    seq=seq,
-                    offset=member.offset,
-                )
-            events = []
-            for line in lines[:-1]:
-                try:
-                    event = decode_line(line)
-                    if seq is None:
-                        seq = event.seq
-                    check_link(event, seq, event.prev if prev is None else prev, ckpt)
-                except ChainError as exc:
-                    raise LogCorrupted(
-                        f"seq {seq} at byte offset {member.offset}: {exc}", seq=seq, offset=member.offset
-                    ) from None
-                ckpt, prev, seq = event.ckpt, event.hash, seq + 1
-                events.append(event if event.v == schema.SCHEMA_VERSION else upcast(event))
+            events = decode_lines(member.data, seq, prev, ckpt)
+            events = _check_line_by_line(member, seq, prev, ckpt) if events is None else upcast_all(events)
+            if events:
+                last = events[-1]
+                ckpt, prev, seq = last.ckpt, last.hash, last.seq + 1
             yield member, events
 
-    def _advance(self, member: Member, events: list[Event], *, persist_index: bool) -> None:
+    def _advance(self, offset: int, end: int, events: list[Event], *, persist_index: bool) -> None:
+        """Move the head past the member at ``offset``..``end`` holding ``events``."""
         if not events:
             return
         if self._ckpt is None:
             self._ckpt = events[0].ckpt
-        last_indexed = self._index[-1][0] if self._index else -IDX_STRIDE
-        if member.offset - last_indexed >= IDX_STRIDE or not self._index:
-            self._index.append((member.offset, events[0].seq))
+        first_seq = events[0].seq
+        if not self._index or offset - self._index[-1][0] >= IDX_STRIDE:
+            self._index.append((offset, first_seq))
             if persist_index:
-                self._persist_index(member.offset, events[0].seq)
-        self._head = _Head(member.end, events[-1].seq, events[-1].hash)
-        self._last_member = (member.offset, events[0].seq)
+                self._persist_index(offset, first_seq)
+        self._head = _Head(end, events[-1].seq, events[-1].hash)
+        self._last_member = (offset, first_seq)
 
     def _warn(self, message: str, *args: object) -> None:
         """A warning, unless this ledger was opened to inspect: its caller reports what it finds."""
@@ -671,7 +690,7 @@ class Ledger:
                     break
         self._index_dirty = not self.readonly
 
-    def _why_not_torn(self, f, bad: BadMember, last_good_seq: int, *, locked: bool) -> str | None:
+    def _why_not_torn(self, f: BinaryIO, bad: BadMember, last_good_seq: int, *, locked: bool) -> str | None:
         """Why the bad member where a scan stopped is damage and not a torn write, or None
         (torn), or IN_FLIGHT (a writer was appending it while we read, without the lock).
 
@@ -769,6 +788,31 @@ def _record_rollback(log_path: Path, accepted: list[str], head: _Head | None) ->
     fsync_dir(target.parent)
 
 
+def _check_line_by_line(member: Member, seq: int | None, prev: str | None, ckpt: str | None) -> list[Event]:
+    """Check a member one line at a time, to raise LogCorrupted naming the first bad seq
+    (what :func:`decode_lines` does in bulk, when that finds something wrong); events are
+    upcast in order, so a newer version before the damage is reported first, as it was."""
+    lines = member.data.split(b"\n")
+    if lines[-1]:
+        raise LogCorrupted(
+            f"seq {seq} at byte offset {member.offset}: gzip member does not end with a newline",
+            seq=seq,
+            offset=member.offset,
+        )
+    events = []
+    for line in lines[:-1]:
+        try:
+            event = decode_line(line)
+            if seq is None:
+                seq = event.seq
+            check_link(event, seq, event.prev if prev is None else prev, ckpt)
+        except ChainError as exc:
+            raise LogCorrupted(f"seq {seq} at byte offset {member.offset}: {exc}", seq=seq, offset=member.offset) from None
+        ckpt, prev, seq = event.ckpt, event.hash, seq + 1
+        events.append(upcast(event))
+    return events
+
+
 def _prepare(node_id: str, type: str, body: Any, current_node: str | None) -> tuple[str, str, dict[str, Any]]:
     """Validate and guard one event (no lock needed): (node, type, canonical body)."""
     check_node_id(node_id, "node_id")
@@ -782,7 +826,8 @@ class Batch:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-        self._start = ledger._head
+        head = ledger._head
+        self._start = _Head(head.end, head.seq, head.hash)  # the batch advances ledger._head in place
         self._lines: list[bytes] = []
         self._events: list[Event] = []
         self._committed = False
@@ -792,25 +837,11 @@ class Batch:
         return self._add(*_prepare(node_id, type, body, current_node))
 
     def _add(self, node_id: str, type: str, canonical_body: dict[str, Any]) -> Event:
-        ledger = self._ledger
-        head = ledger._head
-        if ledger._ckpt is None:
-            ledger._ckpt = new_event_id()
-        unsigned = UnsignedEvent(
-            v=schema.SCHEMA_VERSION,
-            seq=head.seq + 1,
-            id=new_event_id(),
-            ts=utc_now(),
-            ckpt=ledger._ckpt,
-            node=node_id,
-            type=type,
-            body=canonical_body,
-            prev=head.hash,
-        )
-        event, line = sign(unsigned)
+        head = self._ledger._head
+        event, line = self._ledger._sign(head.seq + 1, head.hash, node_id, type, canonical_body)
         self._lines.append(line)
         self._events.append(event)
-        ledger._head = _Head(head.end, event.seq, event.hash)
+        head.seq, head.hash = event.seq, event.hash
         return event
 
     @property
@@ -818,13 +849,8 @@ class Batch:
         return list(self._events)
 
     def _commit(self) -> None:
-        ledger = self._ledger
         if self._lines:
-            member = compress_member(b"".join(self._lines))
-            ledger._file.append(member, self._start.end)
-            end = self._start.end + len(member)
-            ledger._advance(Member(self._start.end, end, b""), self._events, persist_index=True)
-            ledger._write_head()
+            self._ledger._write_member(self._start.end, b"".join(self._lines), self._events)
         self._committed = True
 
     def _rollback(self) -> None:

@@ -34,17 +34,17 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
-from ledger.events import REPORT_ROLES, Finding, is_sha256
+from ledger.events import Finding, ReportRole, is_sha256
 
 Label = Literal["draft", "improve", "debug", "ablation", "validation", "other"]
-ArtifactRole = Literal[REPORT_ROLES]  # one list of roles, defined with the events
+ArtifactRole = ReportRole  # one list of roles, defined with the events
 ARTIFACT_ROLES: tuple[str, ...] = get_args(ArtifactRole)
 
 
 def _sha256(value: object) -> str:
     if not is_sha256(value):
         raise PydanticCustomError("sha256", "expected 64 lowercase hex characters")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def _metric(value: object) -> int | float:
@@ -58,7 +58,7 @@ def _metric(value: object) -> int | float:
 
 def _sha256_or_empty(value: object) -> str:
     # ARI's builder writes "" when the parent's copy of a modified file could not be read.
-    return value if value == "" else _sha256(value)  # type: ignore[return-value]
+    return "" if value == "" else _sha256(value)
 
 
 def _schema_version(value: object) -> int:
@@ -169,7 +169,7 @@ def _tree_error(field: str, reason: str) -> None:
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 
 
-def load_node_report(source: str | Path | Mapping) -> NodeReport:
+def load_node_report(source: str | Path | Mapping[str, Any]) -> NodeReport:
     """Parse and validate a report from a ``node_report.json`` path or an already-decoded dict."""
     data = source if isinstance(source, Mapping) else read_report_file(Path(source))
     if not isinstance(data, Mapping):
@@ -194,7 +194,7 @@ def report_findings(data: Mapping[str, Any]) -> list[Finding]:
     return []
 
 
-def report_hash(report: NodeReport | Mapping) -> str:
+def report_hash(report: NodeReport | Mapping[str, Any]) -> str:
     """sha256 of the report's canonical JSON, so re-consolidating the same report is a no-op.
 
     A model hashes the fields it was given (defaults it filled in are left out), so a

@@ -64,8 +64,10 @@ def artifact_refs(report: Mapping[str, Any], work_dir: Path) -> Provenance:
 
 def _candidates(report: Mapping[str, Any], findings: list[Finding]) -> list[tuple[str, str, str | None, str]]:
     """(where, path, recorded sha256, role) for every file the report names as its own."""
-    out = []
-    changed = report.get("files_changed") if isinstance(report.get("files_changed"), Mapping) else {}
+    out: list[tuple[str, str, str | None, str]] = []
+    changed = report.get("files_changed")
+    if not isinstance(changed, Mapping):
+        changed = {}
     for key, sha_keys in (("added", ("sha256",)), ("modified", ("sha256_after", "sha256"))):
         for i, item in enumerate(_list(changed.get(key))):
             if isinstance(item, Mapping) and isinstance(item.get("path"), str) and item["path"]:
@@ -77,12 +79,14 @@ def _candidates(report: Mapping[str, Any], findings: list[Finding]) -> list[tupl
         name = item.get("path") or item.get("filename")
         if isinstance(name, str) and name:
             sha = item.get("sha256")
-            role = item.get("role") if isinstance(item.get("role"), str) and item.get("role") else "unknown"
+            role = item.get("role")
+            if not isinstance(role, str) or not role:
+                role = "unknown"
             out.append((f"artifacts[{i}]", name, sha if is_sha256(sha) else None, role))
     return out
 
 
-def _list(value: object) -> list:
+def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 

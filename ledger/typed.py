@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -24,6 +24,7 @@ import msgspec
 from .events import ARTIFACT_ROLES, KINDS, REPRO_STATUSES, Finding, is_sha256
 
 TYPED_KEYS = ("metric_ptr", "artifact_refs", "node_report_ref", "repro_target_id", "repro_status", "confidence")
+_TYPED_KEYS = frozenset(TYPED_KEYS)
 
 
 def kind_label(metadata: Mapping[str, Any]) -> str | None:
@@ -55,7 +56,7 @@ def typed_metadata(
     kind: str,
     *,
     metric_ptr: object = None,
-    artifact_refs: list | tuple | None = None,
+    artifact_refs: Iterable[object] | None = None,
     node_report_ref: object = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def typed_metadata(
     return metadata
 
 
-def evidence_refs(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+def evidence_refs(metadata: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The artifact refs of an entry that are objects (what the audit and evidence read)."""
     refs = metadata.get("artifact_refs")
     return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
@@ -83,6 +84,8 @@ def evidence_refs(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def inspect_metadata(metadata: Mapping[str, Any]) -> list[Finding]:
     """What is wrong with an entry's typed fields (nothing for free text)."""
+    if not metadata:
+        return []
     found: list[Finding] = []
     label = kind_label(metadata)
     mem_kind = metadata.get("mem_kind")
@@ -90,7 +93,7 @@ def inspect_metadata(metadata: Mapping[str, Any]) -> list[Finding]:
         found.append(Finding("metadata.mem_kind", f"unknown kind {mem_kind!r}; the entry is stored as free text"))
     if isinstance(mem_kind, str) and metadata.get("type") in KINDS and metadata["type"] != mem_kind:
         found.append(Finding("metadata.type", f"{metadata['type']!r} differs from mem_kind {mem_kind!r}; mem_kind wins"))
-    if label not in KINDS and not any(k in metadata for k in TYPED_KEYS):
+    if label not in KINDS and _TYPED_KEYS.isdisjoint(metadata):
         return found
     _inspect_refs(metadata.get("artifact_refs"), found)
     _inspect_report_ref(metadata.get("node_report_ref"), found)

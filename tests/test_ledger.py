@@ -65,6 +65,39 @@ def test_ids_are_unique_and_time_ordered(ledger: Ledger) -> None:
     assert all(ev.ts.endswith("Z") for ev in ledger.events())
 
 
+def test_a_forked_child_never_repeats_its_parents_random_bits() -> None:
+    """Ids draw random bits from a pool; a child must not inherit the parent's pool."""
+    from ledger.events import new_event_id
+
+    new_event_id()  # the parent's pool is filled
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.write(write, " ".join(new_event_id() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    child = os.read(read, 4096).decode().split()
+    os.close(read)
+    parent = [new_event_id() for _ in range(3)]
+    assert {i[-12:] for i in child}.isdisjoint(i[-12:] for i in parent)
+
+
+@pytest.mark.parametrize("size", [0, 1, 600, 65534, 65535, 65536, 131071, 300_000])
+def test_a_stored_member_is_one_gzip_member_holding_its_bytes(size: int) -> None:
+    """Single appends are written as stored gzip members built by hand: zlib, gzip and the
+    scan all read one complete member with exactly the bytes (blocks cut at 65,535 bytes)."""
+    from ledger.log import stored_member
+
+    data = os.urandom(size)
+    member = stored_member(data)
+    decomp = zlib.decompressobj(31)
+    assert decomp.decompress(member) == data and decomp.eof and not decomp.unused_data
+    assert gzip.decompress(member) == data
+    if size < 16_000:
+        assert member == zlib.compress(data, 0, wbits=31)
+
+
 def test_ckpt_is_stable_across_copy_and_reopen(ledger: Ledger, tmp_path: Path) -> None:
     ledger.append("root", "node_started", started())
     ckpt_id = ledger.ckpt
