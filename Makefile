@@ -18,7 +18,7 @@ format:          ## ruff: fix what can be fixed, format everything
 	$(BIN)ruff check --fix .
 	$(BIN)ruff format .
 
-typecheck:       ## mypy (strict on ledger/)
+typecheck:       ## mypy: strict on ledger/, checked on projections/
 	$(BIN)mypy
 
 layers:          ## import-linter: the write side imports nothing above it; the read side's layers point one way

@@ -40,7 +40,7 @@ import struct
 import time
 import weakref
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import msgspec
 import numpy as np
@@ -201,8 +201,8 @@ class SnapshotView:
         row = int(self._id_rows[j])
         if not 0 <= row < self.rows_total:
             raise disagrees(f"its id index points at row {row} of {self.rows_total}")
-        name, i = self.row_at(row)
-        if self.rows(name).ids[i] != key:
+        name, rows, i = self.rows_at(row)
+        if rows.ids[i] != key:
             raise disagrees(f"its id index does not match the rows of {_label(name)}")
         return name, i
 
@@ -210,6 +210,13 @@ class SnapshotView:
         """(collection, index in it) of a row of the file."""
         b = bisect.bisect_right(self._starts, row) - 1
         return self.names[b], row - self._starts[b]
+
+    def rows_at(self, row: int) -> tuple[str, Rows, int]:
+        """(collection, its rows, index in them) of a row of the file."""
+        name, i = self.row_at(row)
+        rows = self.rows(name)
+        assert rows is not None, "row_at names only collections that hold rows"
+        return name, rows, i
 
     def span(self, name: str, section: str) -> tuple[int, int]:
         """The file's bytes [lo, hi) holding a collection's part of a section."""
@@ -412,7 +419,7 @@ class _Out:
         self._hash = hashlib.sha256()
 
     def write(self, data: Any) -> None:
-        view = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(_as_bytes(data))
+        view = memoryview(data).cast("B") if not isinstance(data, np.ndarray) else memoryview(_as_bytes(data))  # type: ignore[arg-type]
         while len(view):
             piece = view[: CHUNK - self.pos % CHUNK]
             self._hash.update(piece)
@@ -442,14 +449,14 @@ class _Collection:
 
     def __init__(self, name: str, catalog: Catalog, index: SemanticIndex) -> None:
         self.name = name
-        self.view = catalog.base
+        self.view = cast(SnapshotView, catalog.base)  # the writer copies stored rows only from a snapshot view
         self.stored = catalog.stored(name)
         self.after = catalog.after(name)
         self.fresh = catalog.fresh(name)
         self.block = index.blocks.get(name)
         fresh_rows = len(self.fresh.ids) if self.fresh else 0
         block_rows = self.block.n if self.block else 0
-        if fresh_rows != block_rows or (self.fresh and self.block.ids != self.fresh.ids):
+        if fresh_rows != block_rows or (self.fresh and self.block and self.block.ids != self.fresh.ids):
             raise ValueError(f"the index of {_label(name)} holds {block_rows} fresh rows, the catalog {fresh_rows}")
         self.n = (self.stored.n if self.stored is not None else 0) + fresh_rows
 

@@ -73,8 +73,7 @@ def _table_claims(catalog: Catalog) -> list[Claim]:
 
 
 def _row_claim(view: SnapshotView, row: int) -> Claim:
-    name, i = view.row_at(row)
-    rows = view.rows(name)
+    name, rows, i = view.rows_at(row)
     if name == REACT:
         return int(rows.seqs[i]), "react_step", None, rows.id(i)
     return int(rows.seqs[i]), "memory_added", name, rows.id(i)
@@ -142,7 +141,7 @@ def vectors_problem(index: SemanticIndex, embedder: Embedder, items: list[Entry 
 def random_items(view: SnapshotView, catalog: Catalog, count: int = VECTORS_ON_VERIFY) -> list[Entry | Step]:
     """Up to ``count`` stored entries and steps chosen at random."""
     picked = random.sample(range(view.rows_total), min(count, view.rows_total))
-    items = (catalog.lookup(view.rows(name).id(i)) for name, i in map(view.row_at, picked))
+    items = (catalog.lookup(rows.id(i)) for _name, rows, i in map(view.rows_at, picked))
     return [item for item in items if item is not None]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import msgspec
 import numpy as np
@@ -22,7 +22,7 @@ import numpy as np
 from ledger.events import Event
 from ledger.typed import kind_label, typed_kind
 
-from projections.models.frozen import NEVER, REACT, Frozen, Rows, effective_cleared, heals, visible_rows
+from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
 __all__ = ["NEVER", "REACT", "Catalog", "CatalogState", "CatalogTables", "Entry", "NodeInfo", "Seed", "Step", "event_time"]
 
@@ -196,7 +196,7 @@ class Catalog:
     """
 
     def __init__(self, base: Frozen | None = None, tables: CatalogTables | None = None) -> None:
-        self.on_damage = None
+        self.on_damage: OnDamage | None = None
         self.reset(base, tables)
         self.entries = EntryMap(self)
         self.by_node = ByNode(self)
@@ -334,6 +334,8 @@ class Catalog:
             return None
         name, i = found
         rows = self.base.rows(name)
+        if rows is None:
+            return None
         cleared = effective_cleared(rows, self.after(name))
         return make_item(name, item_id, int(rows.seqs[i]), int(cleared[i]), rows.record(i))
 
@@ -366,6 +368,12 @@ class Catalog:
         stored = [(n, rows, effective_cleared(rows, self.after(n))) for n in names if (rows := self.stored(n)) is not None]
         return self._scan(names, stored)
 
+    def scan_entries(self) -> Iterator[Entry]:
+        return cast(Iterator[Entry], self.scan(False))
+
+    def scan_steps(self) -> Iterator[Step]:
+        return cast(Iterator[Step], self.scan(True))
+
     def _scan(self, names: list[str], stored: list[tuple[str, Rows, np.ndarray]]) -> Iterator[Item]:
         if stored:
             seqs = np.concatenate([rows.seqs for _, rows, _ in stored])
@@ -383,7 +391,7 @@ class Catalog:
 
     def state(self) -> CatalogState:
         """Everything, materialised in log order (for tests and ``verify``; O(checkpoint))."""
-        return CatalogState(list(self.scan(False)), list(self.nodes.values()), list(self.scan(True)), list(self.seeds), list(self.purges))
+        return CatalogState(list(self.scan_entries()), list(self.nodes.values()), list(self.scan_steps()), list(self.seeds), list(self.purges))
 
     # -- queries ---------------------------------------------------------------------
 
@@ -449,16 +457,16 @@ class EntryMap(Mapping[str, Entry]):
         return isinstance(entry_id, str) and isinstance(self._catalog.lookup(entry_id), Entry)
 
     def __iter__(self) -> Iterator[str]:
-        return (e.entry_id for e in self._catalog.scan(False))
+        return (e.entry_id for e in self._catalog.scan_entries())
 
     def __len__(self) -> int:
         return sum(self._catalog.count(n) for n in self._catalog.collections() if n != REACT)
 
     def values(self) -> Iterator[Entry]:  # type: ignore[override]
-        return self._catalog.scan(False)  # type: ignore[return-value]
+        return self._catalog.scan_entries()
 
     def items(self) -> Iterator[tuple[str, Entry]]:  # type: ignore[override]
-        return ((e.entry_id, e) for e in self._catalog.scan(False))
+        return ((e.entry_id, e) for e in self._catalog.scan_entries())
 
 
 class ByNode(Mapping[str, list[Entry]]):
@@ -491,7 +499,7 @@ class StepList(Sequence[Step]):
     def __len__(self) -> int:
         return self._catalog.count(REACT)
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         return self._catalog.every_step()[index]
 
     def __iter__(self) -> Iterator[Step]:

@@ -19,6 +19,9 @@ NEVER = 2**62  # cleared_at of a row no tombstone has hidden
 REACT = "\x00react"  # the ReAct trace's collection; never a node id (node ids refuse NUL)
 
 
+OnDamage = Callable[["DamagedCache"], None]  # what a fold does when its stored rows turn out damaged
+
+
 class DamagedCache(Exception):
     """Stored rows failed their check when first read (a flipped byte, impossible content)."""
 

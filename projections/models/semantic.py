@@ -20,7 +20,7 @@ import numpy as np
 
 from ledger.events import Event
 
-from projections.models.frozen import NEVER, REACT, Frozen, Rows, effective_cleared, heals, visible_rows
+from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
 __all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dots"]
 
@@ -62,12 +62,11 @@ class Block:
     ids: list[str] = field(default_factory=list)
     seqs: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     cleared: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
-    matrix: np.ndarray | None = None
+    matrix: np.ndarray = field(init=False)
     hidden: int = 0  # rows with a tombstone: when 0 the visibility mask is skipped
 
     def __post_init__(self) -> None:
-        if self.matrix is None:
-            self.matrix = np.empty((0, self.dim), VECTOR_DTYPE)
+        self.matrix = np.empty((0, self.dim), VECTOR_DTYPE)
 
     @property
     def n(self) -> int:
@@ -107,7 +106,7 @@ class SemanticIndex:
 
     def __init__(self, embedder: Embedder, base: Frozen | None = None) -> None:
         self.embedder = embedder
-        self.on_damage = None
+        self.on_damage: OnDamage | None = None
         self.reset(base)
 
     def reset(self, base: Frozen | None = None, check: Callable[[], None] | None = None) -> None:
@@ -193,9 +192,8 @@ class SemanticIndex:
         if block is not None and item_id in block.ids:
             return block.matrix[block.ids.index(item_id)].astype(np.float32)
         found = self.base.locate(item_id) if self.base is not None else None
-        if found is None or found[0] != name:
-            return None
-        return np.asarray(self.base.rows(name).vectors[found[1]])
+        rows = self.base.rows(name) if self.base is not None and found is not None and found[0] == name else None
+        return None if rows is None or found is None else np.asarray(rows.vectors[found[1]])
 
     def search(
         self, query: np.ndarray, collections: Iterable[str], limit: int, as_of: int | None = None
@@ -232,11 +230,12 @@ class SemanticIndex:
             block = self.blocks.get(name) if self.blocks else None
             if block is not None and block.n:
                 n = block.n
-                scores, picked = dots(block.matrix[:n].astype(np.float32), query), None
+                scores = dots(block.matrix[:n].astype(np.float32), query)
+                shown = None
                 if as_of is not None or block.hidden:
-                    picked = visible_rows(block.seqs[:n], block.cleared[:n], as_of)
-                    scores = scores[picked]
-                parts.append((name, block, picked))
+                    shown = visible_rows(block.seqs[:n], block.cleared[:n], as_of)
+                    scores = scores[shown]
+                parts.append((name, block, shown))
                 cos.append(scores)
         return _top(parts, cos, limit)
 
