@@ -1,4 +1,5 @@
 """Small helpers shared by the benchmark scripts."""
+
 from __future__ import annotations
 
 import resource
@@ -20,7 +21,11 @@ class Figure:
     ok: bool
 
     def line(self) -> str:
-        base = f"  baseline {self.baseline:,.1f} {self.unit}  ratio {self.value / self.baseline:.2f}" if self.baseline else ""
+        base = (
+            f"  baseline {self.baseline:,.1f} {self.unit}  ratio {self.value / self.baseline:.2f}"
+            if self.baseline
+            else ""
+        )
         verdict = "PASS" if self.ok else "FAIL"
         return f"{verdict}  {self.name}: {self.value:,.2f} {self.unit}{base}  (target {self.target})"
 
@@ -32,7 +37,7 @@ def report(figures: list[Figure]) -> int:
 
 
 class Timer:
-    def __enter__(self) -> "Timer":
+    def __enter__(self) -> Timer:
         self.start = time.perf_counter()
         return self
 

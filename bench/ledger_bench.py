@@ -4,6 +4,7 @@
 
 Every figure is printed beside the raw limit measured in the same run on the same disk.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,6 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-
 
 from ledger import Ledger
 from ledger.log import LOG_NAME
@@ -102,7 +102,14 @@ def bench_gaps(work: Path, gaps: tuple[int, ...] = (0, 10, 20, 30, 40), rounds: 
         os.close(fd)
     n = 150 * rounds
     return [
-        Figure(f"  raw write+fdatasync after {gap} us of CPU", n / seconds[gap], "syncs/s", n / seconds[gaps[0]], "reported", True)
+        Figure(
+            f"  raw write+fdatasync after {gap} us of CPU",
+            n / seconds[gap],
+            "syncs/s",
+            n / seconds[gaps[0]],
+            "reported",
+            True,
+        )
         for gap in gaps[1:]
     ]
 
@@ -160,7 +167,9 @@ def bench_group(work: Path, runs: int = 5) -> list[Figure]:
                 for b in range(per_run // GROUP_SIZE):
                     with ledger.batch() as batch:
                         for i in range(GROUP_SIZE):
-                            batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
+                            batch.append(
+                                "root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root"
+                            )
             rates.append(per_run / t.seconds)
     rate = statistics.median(rates)
     return [

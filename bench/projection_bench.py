@@ -9,6 +9,7 @@ interpreter so its peak RSS is its own. Searches in the two checkpoints alternat
 (``--repeats`` times each), so both see the same machine; every figure is printed beside
 its limit, with the range over the repeats.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,12 +25,59 @@ from ledger import Ledger
 from .common import Figure, report, run_child
 
 DEPTH = 20
-VOCAB = (
-    "stencil tiling cache blocking openmp threads vectorisation avx2 avx512 roofline loopline bandwidth "
-    "latency halo exchange numa first-touch prefetch unroll fusion gflops speedup regression baseline "
-    "ablation validation build failed linker error compiler flags O3 march native memory bound compute "
-    "bound kernel sweep grid 256 512 repetitions variance verified mismatch reference solution residual"
-).split()
+VOCAB = [
+    "stencil",
+    "tiling",
+    "cache",
+    "blocking",
+    "openmp",
+    "threads",
+    "vectorisation",
+    "avx2",
+    "avx512",
+    "roofline",
+    "loopline",
+    "bandwidth",
+    "latency",
+    "halo",
+    "exchange",
+    "numa",
+    "first-touch",
+    "prefetch",
+    "unroll",
+    "fusion",
+    "gflops",
+    "speedup",
+    "regression",
+    "baseline",
+    "ablation",
+    "validation",
+    "build",
+    "failed",
+    "linker",
+    "error",
+    "compiler",
+    "flags",
+    "O3",
+    "march",
+    "native",
+    "memory",
+    "bound",
+    "compute",
+    "bound",
+    "kernel",
+    "sweep",
+    "grid",
+    "256",
+    "512",
+    "repetitions",
+    "variance",
+    "verified",
+    "mismatch",
+    "reference",
+    "solution",
+    "residual",
+]
 
 
 def build_tree(nodes: int, rng: random.Random) -> dict[str, list[str]]:
@@ -61,7 +109,11 @@ def write_checkpoint(ckpt: Path, nodes: int, per_node: int, seed: int) -> None:
     with Ledger.open(ckpt) as ledger:
         with ledger.batch() as batch:
             for node, ancestors in tree.items():
-                body = {"parent_id": ancestors[-1] if ancestors else None, "ancestor_ids": ancestors, "depth": len(ancestors)}
+                body = {
+                    "parent_id": ancestors[-1] if ancestors else None,
+                    "ancestor_ids": ancestors,
+                    "depth": len(ancestors),
+                }
                 batch.append(node, "node_started", body, current_node=node)
         for node in tree:
             with ledger.batch() as batch:
@@ -189,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
     return report(figures(args, empty, cold, big_cold, runs))
 
 
-def figures(args: argparse.Namespace, empty: dict, cold: dict, big_cold: dict, runs: dict[str, list[dict]]) -> list[Figure]:
+def figures(
+    args: argparse.Namespace, empty: dict, cold: dict, big_cold: dict, runs: dict[str, list[dict]]
+) -> list[Figure]:
     n, big = cold["entries"], big_cold["entries"]
     small, large = runs["small"], runs["large"]
     p50, p50_small = statistics.median(r["p50"] for r in large), statistics.median(r["p50"] for r in small)
@@ -198,27 +252,103 @@ def figures(args: argparse.Namespace, empty: dict, cold: dict, big_cold: dict, r
     rss = max(r["rss"] for r in large)
     cold_rate, raw_rate = n / cold["cold_s"], n / cold["raw_s"]
     return [
-        Figure(f"search_memory p50, limit 5, depth-20 node ({large[0]['scope_entries']:,} entries in scope of {big:,}), "
-               f"query embedding included{_spread([r['p50'] for r in large], 'ms')}", p50, "ms", None, "<= 0.3 ms", p50 <= 0.3),
-        Figure(f"search_memory p99, same{_spread([r['p99'] for r in large], 'ms')}", statistics.median(r["p99"] for r in large), "ms", None, "reported", True),
-        Figure(f"search_memory p50 in CPU time, same{_spread([r['cpu_p50'] for r in large], 'ms')}",
-               statistics.median(r["cpu_p50"] for r in large), "ms", None, "reported", True),
-        Figure(f"same scope, {big:,} entries, p50 (baseline: the same scope in {n:,}; ratio run by run{_spread(ratios, 'x')})",
-               p50, "ms", p50_small, "ratio <= 1.2", p50 <= 1.2 * p50_small),
-        Figure(f"first search after that reopen (checks and maps the scope's rows){_spread([r['first_ms'] for r in large], 'ms')}",
-               statistics.median(r["first_ms"] for r in large), "ms", None, "reported", True),
-        Figure(f"reopen with an up-to-date snapshot, {big:,} entries (slowest run)", reopen, "s", None, "<= 1 s",
-               all(r["loaded"] for r in large) and reopen <= 1.0),
-        Figure(f"peak RSS, reopen + 1,200 searches at {big:,} entries (largest run)", rss, "MB", None, "<= 600 MB", rss <= 600),
-        Figure(f"peak RSS, reopen + 1,200 searches at {n:,} entries (largest run)", max(r["rss"] for r in small), "MB", None, "<= 400 MB",
-               max(r["rss"] for r in small) <= 400),
-        Figure("peak RSS, an empty backend opened and read (model not loaded)", empty["rss"], "MB", empty["rss_model"],
-               "model not loaded; baseline: the same process after its first search", not empty["loaded"]),
-        Figure(f"cold rebuild (decode + fold + embed; in CPU time the ratio is {cold['raw_cpu'] / cold['cold_cpu']:.2f})", cold_rate, "entries/s",
-               raw_rate, ">= 0.7 x raw WordLlama embed", cold_rate >= 0.7 * raw_rate),
-        Figure(f"peak RSS, cold rebuild of {n:,} entries (incl. writing the snapshot)", cold["rss"], "MB", None, "<= 400 MB", cold["rss"] <= 400),
-        Figure(f"cold first open of {big:,} entries: rebuild ({big / big_cold['cold_s']:,.0f} entries/s) + save ({big_cold['save_s']:.1f} s)",
-               big_cold["cold_s"] + big_cold["save_s"], "s", None, "reported", True),
+        Figure(
+            f"search_memory p50, limit 5, depth-20 node ({large[0]['scope_entries']:,} entries in scope of {big:,}), "
+            f"query embedding included{_spread([r['p50'] for r in large], 'ms')}",
+            p50,
+            "ms",
+            None,
+            "<= 0.3 ms",
+            p50 <= 0.3,
+        ),
+        Figure(
+            f"search_memory p99, same{_spread([r['p99'] for r in large], 'ms')}",
+            statistics.median(r["p99"] for r in large),
+            "ms",
+            None,
+            "reported",
+            True,
+        ),
+        Figure(
+            f"search_memory p50 in CPU time, same{_spread([r['cpu_p50'] for r in large], 'ms')}",
+            statistics.median(r["cpu_p50"] for r in large),
+            "ms",
+            None,
+            "reported",
+            True,
+        ),
+        Figure(
+            f"same scope, {big:,} entries, p50 (baseline: the same scope in {n:,}; ratio run by run{_spread(ratios, 'x')})",
+            p50,
+            "ms",
+            p50_small,
+            "ratio <= 1.2",
+            p50 <= 1.2 * p50_small,
+        ),
+        Figure(
+            f"first search after that reopen (checks and maps the scope's rows){_spread([r['first_ms'] for r in large], 'ms')}",
+            statistics.median(r["first_ms"] for r in large),
+            "ms",
+            None,
+            "reported",
+            True,
+        ),
+        Figure(
+            f"reopen with an up-to-date snapshot, {big:,} entries (slowest run)",
+            reopen,
+            "s",
+            None,
+            "<= 1 s",
+            all(r["loaded"] for r in large) and reopen <= 1.0,
+        ),
+        Figure(
+            f"peak RSS, reopen + 1,200 searches at {big:,} entries (largest run)",
+            rss,
+            "MB",
+            None,
+            "<= 600 MB",
+            rss <= 600,
+        ),
+        Figure(
+            f"peak RSS, reopen + 1,200 searches at {n:,} entries (largest run)",
+            max(r["rss"] for r in small),
+            "MB",
+            None,
+            "<= 400 MB",
+            max(r["rss"] for r in small) <= 400,
+        ),
+        Figure(
+            "peak RSS, an empty backend opened and read (model not loaded)",
+            empty["rss"],
+            "MB",
+            empty["rss_model"],
+            "model not loaded; baseline: the same process after its first search",
+            not empty["loaded"],
+        ),
+        Figure(
+            f"cold rebuild (decode + fold + embed; in CPU time the ratio is {cold['raw_cpu'] / cold['cold_cpu']:.2f})",
+            cold_rate,
+            "entries/s",
+            raw_rate,
+            ">= 0.7 x raw WordLlama embed",
+            cold_rate >= 0.7 * raw_rate,
+        ),
+        Figure(
+            f"peak RSS, cold rebuild of {n:,} entries (incl. writing the snapshot)",
+            cold["rss"],
+            "MB",
+            None,
+            "<= 400 MB",
+            cold["rss"] <= 400,
+        ),
+        Figure(
+            f"cold first open of {big:,} entries: rebuild ({big / big_cold['cold_s']:,.0f} entries/s) + save ({big_cold['save_s']:.1f} s)",
+            big_cold["cold_s"] + big_cold["save_s"],
+            "s",
+            None,
+            "reported",
+            True,
+        ),
         Figure(f"peak RSS, cold first open of {big:,} entries", big_cold["rss"], "MB", None, "reported", True),
         Figure(f"snapshot on disk, {big:,} entries", big_cold["snapshot_mb"], "MB", None, "reported", True),
     ]

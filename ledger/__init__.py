@@ -4,6 +4,7 @@ The write side lives here (events, log, chain, guard, provenance); the read side
 ``projections``. ``from ledger import Ledger`` is the log; ``get_backend`` is ARI's front door
 to the memory API, resolved through an entry point so this package never imports upward.
 """
+
 from .errors import (
     ConfigurationError,
     CopyOnWriteViolation,

@@ -13,6 +13,7 @@ of a JSON line with a check value. It is written after the log's ``fdatasync`` a
 synced itself: after a power loss it may lag the log, never lead it. A torn slot fails its
 check and the other slot (one append older) is used.
 """
+
 from __future__ import annotations
 
 import os
@@ -128,7 +129,9 @@ def anchor_problem(anchor: Anchor, ckpt: str | None, last_seq: int, hash_at: Cal
     if anchor.seq is None or anchor.seq < 1:
         return None
     if anchor.ckpt is not None and ckpt is not None and anchor.ckpt != ckpt:
-        return f"{anchor.source} anchors checkpoint {anchor.ckpt}, but this log is checkpoint {ckpt}: the log was replaced"
+        return (
+            f"{anchor.source} anchors checkpoint {anchor.ckpt}, but this log is checkpoint {ckpt}: the log was replaced"
+        )
     if anchor.seq > last_seq:
         return (
             f"the log ends at seq {last_seq}, but {anchor.source} records seq {anchor.seq} "

@@ -19,6 +19,7 @@ and an event whose key is already visible in the checkpoint is not written again
 it was imported before or written there in the first place (a backup of this very
 checkpoint imports nothing).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -26,11 +27,11 @@ import hashlib
 import json
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
@@ -84,7 +85,7 @@ def seconds(value: object) -> float | None:
             when = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return None
-        return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).timestamp()
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
     return None
 
 
@@ -113,7 +114,9 @@ def _check_kind(kind: object, field: str) -> None:
         raise InvalidInput(field, f"unknown kind {kind!r}; expected one of {', '.join(ARI_KINDS)}")
 
 
-def _origin(entry: Mapping[str, Any], source: str, ts_field: str, findings: list[Finding], where: str) -> dict[str, Any]:
+def _origin(
+    entry: Mapping[str, Any], source: str, ts_field: str, findings: list[Finding], where: str
+) -> dict[str, Any]:
     origin: dict[str, Any] = {"source": source}
     if isinstance(entry.get("id"), str):
         origin["id"] = entry["id"]
@@ -168,7 +171,9 @@ def _node_scope(entry: Mapping[str, Any], where: str, source: str) -> Planned:
     origin = _origin(entry, source, "ts", findings, where)
     body = {"text": text, "metadata": _metadata(entry, where), "origin": origin, **_flagged(findings)}
     stored = _stored("memory_added", body, where, {})
-    return Planned(node, "memory_added", body, entry_key(node, stored["text"], stored.get("metadata", {}), origin.get("ts")))
+    return Planned(
+        node, "memory_added", body, entry_key(node, stored["text"], stored.get("metadata", {}), origin.get("ts"))
+    )
 
 
 def _react_step(entry: Mapping[str, Any], where: str, source: str) -> Planned:
@@ -187,7 +192,13 @@ def _core_seed(entry: Mapping[str, Any], where: str, source: str) -> Planned:
     _, human = _text(entry, where, "human")
     findings: list[Finding] = []
     origin = _origin(entry, source, "seeded_at", findings, where)
-    body = {"persona": persona, "human": human, "context": _metadata(entry, where, "context"), "origin": origin, **_flagged(findings)}
+    body = {
+        "persona": persona,
+        "human": human,
+        "context": _metadata(entry, where, "context"),
+        "origin": origin,
+        **_flagged(findings),
+    }
     stored = _stored("core_seeded", body, where, {})
     key = seed_key(stored.get("persona", ""), stored.get("human", ""), stored.get("context", {}))
     return Planned(CHECKPOINT_NODE, "core_seeded", body, key)
@@ -209,7 +220,9 @@ def _flagged(findings: list[Finding]) -> dict[str, Any]:
 
 
 _PLANNERS: dict[str, Callable[[Mapping[str, Any], str, str], Planned]] = {
-    "node_scope": _node_scope, "react_step": _react_step, "core_seed": _core_seed,
+    "node_scope": _node_scope,
+    "react_step": _react_step,
+    "core_seed": _core_seed,
 }
 
 
@@ -333,7 +346,9 @@ def _json_array(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
             pos += 1
         line = text.count("\n", 0, pos) + 1
         if not isinstance(item, dict):
-            raise InvalidInput(f"{name}:{line}", f"item {i} of the array must be a JSON object, got {type(item).__name__}")
+            raise InvalidInput(
+                f"{name}:{line}", f"item {i} of the array must be a JSON object, got {type(item).__name__}"
+            )
         _, pos = decoder.raw_decode(text, pos)
         out.append((line, item))
     return out

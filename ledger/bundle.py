@@ -7,6 +7,7 @@ proves the log still holds that event. ``import_bundle`` checks all of it before
 placed into an empty checkpoint (anchored at the manifest's last event); projections
 rebuild on first open.
 """
+
 from __future__ import annotations
 
 import io
@@ -27,7 +28,11 @@ from .provenance import sha256_file
 MANIFEST = "manifest.json"
 FORMAT = "ari-memory-ledger-bundle/1"
 _FIELDS: dict[str, type | tuple[type, ...]] = {
-    "format": str, "ckpt": (str, type(None)), "events": int, "last_hash": str, "log_sha256": str
+    "format": str,
+    "ckpt": (str, type(None)),
+    "events": int,
+    "last_hash": str,
+    "log_sha256": str,
 }
 
 
@@ -37,7 +42,9 @@ def export_bundle(checkpoint_dir: Path, out: Path) -> dict[str, Any]:
     with Ledger.open_readonly(checkpoint_dir) as ledger:
         report = ledger.verify()
         if not report.ok:
-            raise LogCorrupted(f"refusing to export: {report.summary()}", seq=report.first_bad_seq, offset=report.offset)
+            raise LogCorrupted(
+                f"refusing to export: {report.summary()}", seq=report.first_bad_seq, offset=report.offset
+            )
         last = ledger.event_at(report.last_seq)
         manifest = {
             "format": FORMAT,
@@ -69,7 +76,8 @@ def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
     head = HeadFile(target)
     if head.path.exists():
         raise InvalidInput(
-            "checkpoint", f"{checkpoint_dir} holds {head.source} but no log (its log was removed); import into an empty checkpoint"
+            "checkpoint",
+            f"{checkpoint_dir} holds {head.source} but no log (its log was removed); import into an empty checkpoint",
         )
     try:
         with tarfile.open(bundle) as tar:
@@ -133,6 +141,9 @@ def _check_against_manifest(report: VerifyReport, last: Event | None, manifest: 
     if report.events != manifest["events"]:
         raise InvalidInput("bundle", f"the manifest says {manifest['events']} events, the log has {report.events}")
     if last is not None and last.hash != manifest["last_hash"]:
-        raise InvalidInput("bundle", f"the log's last event (seq {last.seq}) has hash {last.hash[:12]}…, the manifest says {manifest['last_hash'][:12]}…")
+        raise InvalidInput(
+            "bundle",
+            f"the log's last event (seq {last.seq}) has hash {last.hash[:12]}…, the manifest says {manifest['last_hash'][:12]}…",
+        )
     if last is not None and last.ckpt != manifest["ckpt"]:
         raise InvalidInput("bundle", f"the log is checkpoint {last.ckpt}, the manifest says {manifest['ckpt']}")

@@ -6,6 +6,7 @@ line is that encoding with ``,"hash":"<sha256 hex>"`` spliced in before the clos
 brace, so anyone can check a line with plain bytes: drop the last 75 bytes of the line
 (``,"hash":"`` + 64 hex + ``"}``), put back ``}``, and sha256 it.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -5,6 +5,7 @@ hooks configure this library exactly as they configure ARI's own memory skill. W
 accepts a value this library also accepts it; where this library reads a variable ARI does
 not know, the docstring says so.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -91,7 +92,9 @@ def search_engine() -> str:
     if value not in ("embedded", "letta"):
         raise ConfigurationError(f"ARI_MEMORY_SEARCH_ENGINE={value!r} is not supported; expected embedded or letta")
     if value == "letta" and letta_base_url() is None:
-        raise ConfigurationError("ARI_MEMORY_SEARCH_ENGINE=letta needs LETTA_BASE_URL (and ARI_MEMORY_BACKEND not in_memory)")
+        raise ConfigurationError(
+            "ARI_MEMORY_SEARCH_ENGINE=letta needs LETTA_BASE_URL (and ARI_MEMORY_BACKEND not in_memory)"
+        )
     return value
 
 

@@ -11,6 +11,7 @@ What this library knows more goes into findings on the entries, never into a ref
 report fails ARI's schema, an artifact path leaves the work dir, a success whose own
 self-assessment says it failed. ARI's builder output and its fallback stubs both consolidate.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,8 @@ from typing import Any
 
 import msgspec
 
-from .events import NODE_LABELS, Finding, check_node_id
 from .errors import InvalidInput
+from .events import NODE_LABELS, Finding, check_node_id
 from .node_report import report_findings, report_hash
 from .provenance import artifact_refs
 from .typed import typed_metadata
@@ -54,7 +55,9 @@ class Consolidation:
     findings: list[Finding]
 
 
-def plan(report: Mapping[str, Any], work_dir: Path, run_id: str | None = None, primary_metric: str | None = None) -> Consolidation:
+def plan(
+    report: Mapping[str, Any], work_dir: Path, run_id: str | None = None, primary_metric: str | None = None
+) -> Consolidation:
     """The typed entries ``report`` grounds, with provenance refs hashed in ``work_dir``."""
     node_id = report.get("node_id")
     if not isinstance(node_id, str) or not node_id:
@@ -71,9 +74,15 @@ def plan(report: Mapping[str, Any], work_dir: Path, run_id: str | None = None, p
     if status in SUCCESS and metrics:
         result_findings = list(findings)
         if assessment.get("succeeded") is False:
-            result_findings.append(Finding("node_report.self_assessment.succeeded", "false: the node judged its own result unsuccessful"))
-        metadata = typed_metadata("experiment_result", metric_ptr=headline_metric(metrics, primary_metric),
-                                  artifact_refs=provenance.refs, node_report_ref=ref)
+            result_findings.append(
+                Finding("node_report.self_assessment.succeeded", "false: the node judged its own result unsuccessful")
+            )
+        metadata = typed_metadata(
+            "experiment_result",
+            metric_ptr=headline_metric(metrics, primary_metric),
+            artifact_refs=provenance.refs,
+            node_report_ref=ref,
+        )
         specs.append(Spec("experiment_result", text[:TEXT_CHARS], metadata, result_findings))
     elif status and status not in SUCCESS:
         concerns = "; ".join(str(c) for c in assessment.get("concerns") or [] if c)
@@ -126,7 +135,11 @@ def lineage_of(report: Mapping[str, Any]) -> dict[str, Any] | None:
             check_node_id(aid, f"ancestor_ids[{i}]")
     except InvalidInput:
         return None
-    if (ancestors and ancestors[-1] != parent) or len(set(ancestors)) != len(ancestors) or report.get("node_id") in ancestors:
+    if (
+        (ancestors and ancestors[-1] != parent)
+        or len(set(ancestors)) != len(ancestors)
+        or report.get("node_id") in ancestors
+    ):
         return None
     label = report.get("label") if report.get("label") in NODE_LABELS else "other"
     return {"parent_id": parent, "ancestor_ids": list(ancestors), "label": label, "depth": len(ancestors)}
@@ -135,7 +148,12 @@ def lineage_of(report: Mapping[str, Any]) -> dict[str, Any] | None:
 def spec_dict(spec: Spec) -> dict[str, Any]:
     """ARI's spec shape (``kind``, ``text``, ``metric_ptr``, ``artifact_refs``, ``node_report_ref``)."""
     md = spec.metadata
-    out = {"kind": spec.kind, "text": spec.text, "artifact_refs": md.get("artifact_refs", []), "node_report_ref": md.get("node_report_ref")}
+    out = {
+        "kind": spec.kind,
+        "text": spec.text,
+        "artifact_refs": md.get("artifact_refs", []),
+        "node_report_ref": md.get("node_report_ref"),
+    }
     if "metric_ptr" in md and spec.kind == "experiment_result":
         out["metric_ptr"] = md["metric_ptr"]
     if "confidence" in md:

@@ -3,6 +3,7 @@
 Messages are written for the person who has to act on them: they name the field,
 the seq or the byte offset, and the reason.
 """
+
 from __future__ import annotations
 
 

@@ -10,6 +10,7 @@ that any tool (``zcat | jq``) can read the log without this library:
 Bodies are validated against msgspec Structs before anything is written; a bad body
 raises :class:`~ledger.errors.InvalidInput` naming the field.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,9 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, Callable, ClassVar, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, Literal, TypeGuard, get_args
 
 import msgspec
 
@@ -79,7 +81,7 @@ class Event(UnsignedEvent, frozen=True, gc=False):
 
     hash: str
 
-    def typed_body(self) -> "Body":
+    def typed_body(self) -> Body:
         """The body decoded into its typed Struct (it was validated when written)."""
         return msgspec.convert(self.body, BODY_TYPES[self.type])
 
@@ -253,7 +255,9 @@ def check_node_id(node_id: object, field: str = "node_id") -> str:
         raise InvalidInput(field, f"{node_id!r} is not a node id")
     bad = _FORBIDDEN_IN_ID.search(node_id)
     if bad:
-        raise InvalidInput(field, f"contains a forbidden character {bad.group()!r} (no /, \\, NUL or control characters)")
+        raise InvalidInput(
+            field, f"contains a forbidden character {bad.group()!r} (no /, \\, NUL or control characters)"
+        )
     return node_id
 
 
@@ -485,8 +489,13 @@ def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
     ptr = typed.get("metric_ptr")
     if ptr is not None:
         metadata["metric_ptr"] = {"name": ptr.removeprefix("metrics.")}
-    for old, new in (("artifact_refs", "artifact_refs"), ("node_report_ref", "node_report_ref"),
-                     ("confidence", "confidence"), ("target_id", "repro_target_id"), ("status", "repro_status")):
+    for old, new in (
+        ("artifact_refs", "artifact_refs"),
+        ("node_report_ref", "node_report_ref"),
+        ("confidence", "confidence"),
+        ("target_id", "repro_target_id"),
+        ("status", "repro_status"),
+    ):
         if old in typed:
             metadata[new] = typed[old]
     body["metadata"] = metadata

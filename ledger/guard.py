@@ -2,6 +2,7 @@
 
 The refusal texts are ARI's, word for word, so hooks that match on them keep working.
 """
+
 from __future__ import annotations
 
 from . import config

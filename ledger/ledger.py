@@ -9,6 +9,7 @@ that held acknowledged events are never taken for a torn tail. The newest acknow
 event is anchored outside the log (``ledger.anchor``), so a log cut back is refused, not
 silently continued.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -18,11 +19,12 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO
 
 from . import events as schema
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
@@ -158,7 +160,7 @@ class Ledger:
         create: bool = True,
         readonly: bool = False,
         readonly_fallback: bool = False,
-    ) -> "Ledger":
+    ) -> Ledger:
         """Open the checkpoint's log to use it: recover a torn tail, refuse damage and rollback.
 
         ``create``: make the log when there is none. ``readonly``: no lock, no recovery, no
@@ -205,7 +207,7 @@ class Ledger:
         return ledger
 
     @classmethod
-    def open_readonly(cls, checkpoint_dir: str | Path) -> "Ledger":
+    def open_readonly(cls, checkpoint_dir: str | Path) -> Ledger:
         """Open an existing log only to inspect it (verify, status, log, export).
 
         No lock, no recovery, no writes, and no refusal: damage (``damage``), a torn tail
@@ -223,7 +225,9 @@ class Ledger:
         return ledger
 
     @classmethod
-    def accept_rollback(cls, checkpoint_dir: str | Path, anchored_files: Iterable[tuple[Path, Anchor]] = ()) -> list[str]:
+    def accept_rollback(
+        cls, checkpoint_dir: str | Path, anchored_files: Iterable[tuple[Path, Anchor]] = ()
+    ) -> list[str]:
         """Accept the log as it is, after a person has looked: the only way to clear an alarm.
 
         A damaged tail (bytes that held acknowledged events) is moved aside to a ``.torn-*``
@@ -260,7 +264,9 @@ class Ledger:
                         if head.path.exists():
                             accepted.append(f"{head.source} moved to {_set_aside(head.path).name}")
                     else:
-                        ledger._head_file.write(ledger._ckpt, ledger._head.seq, ledger._head.hash, both=True, durable=True)
+                        ledger._head_file.write(
+                            ledger._ckpt, ledger._head.seq, ledger._head.hash, both=True, durable=True
+                        )
                     _record_rollback(path, accepted, ledger._head if ledger._ckpt else None)
         finally:
             ledger.close()
@@ -274,7 +280,7 @@ class Ledger:
     def closed(self) -> bool:
         return self._file.fd < 0
 
-    def __enter__(self) -> "Ledger":
+    def __enter__(self) -> Ledger:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -354,7 +360,11 @@ class Ledger:
             problem = self.anchor_problem(anchor)
             if problem:
                 raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(anchor.seq or 0, self._head.seq + 1))
-        if adopt and self._ckpt is not None and (anchor is None or (anchor.seq or 0) < self._head.seq or self._head_file.damaged_slot):
+        if (
+            adopt
+            and self._ckpt is not None
+            and (anchor is None or (anchor.seq or 0) < self._head.seq or self._head_file.damaged_slot)
+        ):
             self._write_head(self._ckpt, both=True)
 
     def _write_head(self, ckpt: str, *, both: bool = False) -> None:
@@ -363,7 +373,11 @@ class Ledger:
             self._head_write_failed = False
         except OSError as exc:  # the log itself is durable; only rollback detection lags
             if not self._head_write_failed:
-                log.warning("could not update %s (%s); rollback detection lags until it can be written", self._head_file.path, exc)
+                log.warning(
+                    "could not update %s (%s); rollback detection lags until it can be written",
+                    self._head_file.path,
+                    exc,
+                )
             self._head_write_failed = True
 
     def _acknowledged(self) -> int:
@@ -404,7 +418,7 @@ class Ledger:
         return event
 
     @contextmanager
-    def batch(self) -> Iterator["Batch"]:
+    def batch(self) -> Iterator[Batch]:
         """Group commit: every append inside lands in one gzip member with one fsync.
 
         The lock is held for the whole block; an exception inside discards the batch.
@@ -424,7 +438,9 @@ class Ledger:
                     if not batch._committed:
                         batch._rollback()
 
-    def _sign(self, seq: int, prev: str, node_id: str, type: str, canonical_body: dict[str, Any]) -> tuple[Event, bytes]:
+    def _sign(
+        self, seq: int, prev: str, node_id: str, type: str, canonical_body: dict[str, Any]
+    ) -> tuple[Event, bytes]:
         """The event at ``seq`` after ``prev``, signed, and its log line (the first event
         mints the checkpoint id)."""
         if self._ckpt is None:
@@ -493,7 +509,9 @@ class Ledger:
         if head is not None:
             anchors.insert(0, head)
         if head is not None and self._head_file.damaged_slot:
-            problems.append(f"{self._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used")
+            problems.append(
+                f"{self._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
+            )
         want_seq = {a.seq for a in anchors if a.seq is not None}
         heads = [a.hash for a in anchors if a.seq is None]
         at_seq: dict[int, str] = {}
@@ -521,7 +539,9 @@ class Ledger:
                 why = self._why_not_torn(f, bad, events, locked=False)
                 if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
                     reason = bad.reason if why is None else f"{bad.reason}; {why}"
-                    return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
+                    return VerifyReport(
+                        False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None
+                    )
         index_problem = shape or check.finish(end)
         if index_problem:
             problems.append(
@@ -535,7 +555,9 @@ class Ledger:
             for h in heads
             if h not in found
         ]
-        return VerifyReport(not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found)
+        return VerifyReport(
+            not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
+        )
 
     # -- internals -------------------------------------------------------------------
 
@@ -589,7 +611,12 @@ class Ledger:
                     self._recover(bad)
                 else:
                     self.torn_tail = bad
-                    self._warn("%s: torn tail at byte offset %d left in place (%s)", self.path, bad.offset, self.readonly_reason)
+                    self._warn(
+                        "%s: torn tail at byte offset %d left in place (%s)",
+                        self.path,
+                        bad.offset,
+                        self.readonly_reason,
+                    )
 
     def _load_start(self, *, persist: bool) -> None:
         """First sync: read the checkpoint id and start the head at the last indexed member."""
@@ -670,14 +697,19 @@ class Ledger:
             else:
                 self._file.write_index(self._index)
         except OSError as exc:
-            log.warning("could not write the side index %s (%s); it is rebuilt when found wrong", self._file.idx_path.name, exc)
+            log.warning(
+                "could not write the side index %s (%s); it is rebuilt when found wrong", self._file.idx_path.name, exc
+            )
 
     def _distrust_index(self, offset: int, first_seq: int, exc: Exception) -> None:
         """A read seeked to ``offset`` (seq ``first_seq``) and did not find that member:
         rebuild the index from the log now, and write it at the next locked section."""
         self._warn(
             "side index %s: (%d, seq %d) is not the start of a member with that seq (%s); rebuilding it from the log",
-            self._file.idx_path.name, offset, first_seq, exc,
+            self._file.idx_path.name,
+            offset,
+            first_seq,
+            exc,
         )
         self._index, self._last_member = [], (0, 1)
         with self._file.reader() as f:
@@ -737,7 +769,7 @@ class Ledger:
         return seq
 
     def _recover(self, bad: BadMember) -> None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         saved = self.path.with_name(f"{self.path.name}.torn-{stamp}")
         size = self._file.cut(bad.offset, saved)
         self._index = [rec for rec in self._index if rec[0] < bad.offset]
@@ -771,7 +803,7 @@ def _refuse_missing_log(path: Path) -> None:
 
 
 def _set_aside(path: Path) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target = path.with_name(f"{path.name}.rolled-back-{stamp}")
     os.replace(path, target)
     return target
@@ -779,7 +811,11 @@ def _set_aside(path: Path) -> Path:
 
 def _record_rollback(log_path: Path, accepted: list[str], head: _Head | None) -> None:
     """Append what a person accepted to ``memory_ledger.jsonl.gz.rollbacks`` (fsynced)."""
-    record = {"ts": utc_now(), "accepted": accepted, "anchored_at": {"seq": head.seq, "hash": head.hash} if head else None}
+    record = {
+        "ts": utc_now(),
+        "accepted": accepted,
+        "anchored_at": {"seq": head.seq, "hash": head.hash} if head else None,
+    }
     target = log_path.with_name(log_path.name + ROLLBACKS_SUFFIX)
     with open(target, "a", encoding="utf-8") as f:
         f.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -807,7 +843,9 @@ def _check_line_by_line(member: Member, seq: int | None, prev: str | None, ckpt:
                 seq = event.seq
             check_link(event, seq, event.prev if prev is None else prev, ckpt)
         except ChainError as exc:
-            raise LogCorrupted(f"seq {seq} at byte offset {member.offset}: {exc}", seq=seq, offset=member.offset) from None
+            raise LogCorrupted(
+                f"seq {seq} at byte offset {member.offset}: {exc}", seq=seq, offset=member.offset
+            ) from None
         ckpt, prev, seq = event.ckpt, event.hash, seq + 1
         events.append(upcast(event))
     return events

@@ -11,15 +11,17 @@ read start near the end instead of at byte 0. It is derived data: its shape is c
 whenever it is read, each record is checked when a read seeks to it, and missing or wrong,
 it is rebuilt from the log.
 """
+
 from __future__ import annotations
 
 import fcntl
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 LOG_NAME = "memory_ledger.jsonl.gz"
 GZIP_MAGIC = b"\x1f\x8b\x08"
@@ -263,7 +265,9 @@ class IndexCheck:
             if rec_offset < offset:
                 self.problem = f"record ({rec_offset}, seq {rec_seq}) does not point at the start of a member"
             elif rec_seq != first_seq:
-                self.problem = f"record ({rec_offset}, seq {rec_seq}) points at a member that starts with seq {first_seq}"
+                self.problem = (
+                    f"record ({rec_offset}, seq {rec_seq}) points at a member that starts with seq {first_seq}"
+                )
             self._i += 1
 
     def finish(self, end: int) -> str | None:

@@ -6,6 +6,7 @@ an extension point — the entry-point group ``ari_memory_ledger.memory`` — an
 read side registers its factory there (``pyproject.toml``). The dependency points up only in
 package metadata, never in an import.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

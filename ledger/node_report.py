@@ -10,6 +10,7 @@ would make the index disagree with the evidence — so it is used two ways:
 every problem so consolidation can store what ARI would store and flag the rest.
 Fields ARI may add later are kept (``extra="allow"``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -63,7 +64,9 @@ def _sha256_or_empty(value: object) -> str:
 
 def _schema_version(value: object) -> int:
     if type(value) is not int or value != 1:
-        raise PydanticCustomError("schema_version", "{reason}", {"reason": f"unsupported schema_version {value!r}, expected 1"})
+        raise PydanticCustomError(
+            "schema_version", "{reason}", {"reason": f"unsupported schema_version {value!r}, expected 1"}
+        )
     return 1
 
 
@@ -79,7 +82,9 @@ def _metrics(value: dict[str, Any]) -> dict[str, Any]:
             try:
                 _metric(item)
             except PydanticCustomError as exc:
-                raise PydanticCustomError("metric_value", "{reason}", {"field": f"metrics.{name}", "reason": exc.message()}) from None
+                raise PydanticCustomError(
+                    "metric_value", "{reason}", {"field": f"metrics.{name}", "reason": exc.message()}
+                ) from None
     return value
 
 
@@ -241,7 +246,9 @@ def read_report_file(path: Path, inside: Path | None = None) -> Any:
     except UnicodeDecodeError:
         raise InvalidInput("node_report", f"{path} is not UTF-8") from None
     except json.JSONDecodeError as exc:
-        raise InvalidInput("node_report", f"invalid JSON in {path} at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise InvalidInput(
+            "node_report", f"invalid JSON in {path} at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
 
 
 _encoder = msgspec.json.Encoder(order="deterministic")

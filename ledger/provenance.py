@@ -9,6 +9,7 @@ kept by its name); where ARI would read a file outside the work dir (a ``..`` pa
 leading out) or a file that is not regular, this library stores the ref unread and records
 a finding instead.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -72,7 +73,9 @@ def _candidates(report: Mapping[str, Any], findings: list[Finding]) -> list[tupl
         for i, item in enumerate(_list(changed.get(key))):
             if isinstance(item, Mapping) and isinstance(item.get("path"), str) and item["path"]:
                 sha = next((item[k] for k in sha_keys if item.get(k)), None)
-                out.append((f"files_changed.{key}[{i}]", item["path"], sha if isinstance(sha, str) else None, SOURCE_ROLE))
+                out.append(
+                    (f"files_changed.{key}[{i}]", item["path"], sha if isinstance(sha, str) else None, SOURCE_ROLE)
+                )
     for i, item in enumerate(_list(report.get("artifacts"))):
         if not isinstance(item, Mapping):
             continue
@@ -94,7 +97,9 @@ def _place(work: Path, base: Path, raw: str, where: str, findings: list[Finding]
     """(path stored in the ref, file that may be read — None when it must not be)."""
     if os.path.isabs(raw) and "\x00" not in raw and _relative_to_any(os.path.normpath(raw), _roots(work, base)) is None:
         # ARI keeps an absolute path from elsewhere by its name, inside the work dir
-        findings.append(Finding(f"{where}.path", f"absolute path outside the work dir ({raw}); kept by its name, as ARI does"))
+        findings.append(
+            Finding(f"{where}.path", f"absolute path outside the work dir ({raw}); kept by its name, as ARI does")
+        )
         raw = PurePosixPath(raw).name
     rel, target, problem = _locate(work, base, raw)
     if problem:

@@ -11,6 +11,7 @@ What ARI accepts is stored. What this library knows is wrong with it — a sha25
 64 hex, an unknown role, an absolute or escaping path (never read), an unknown kind or
 status, a missing pointer — becomes a :class:`~ledger.events.Finding` on the entry.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -92,7 +93,9 @@ def inspect_metadata(metadata: Mapping[str, Any]) -> list[Finding]:
     if mem_kind is not None and mem_kind not in KINDS:
         found.append(Finding("metadata.mem_kind", f"unknown kind {mem_kind!r}; the entry is stored as free text"))
     if isinstance(mem_kind, str) and metadata.get("type") in KINDS and metadata["type"] != mem_kind:
-        found.append(Finding("metadata.type", f"{metadata['type']!r} differs from mem_kind {mem_kind!r}; mem_kind wins"))
+        found.append(
+            Finding("metadata.type", f"{metadata['type']!r} differs from mem_kind {mem_kind!r}; mem_kind wins")
+        )
     if label not in KINDS and _TYPED_KEYS.isdisjoint(metadata):
         return found
     _inspect_refs(metadata.get("artifact_refs"), found)
@@ -104,9 +107,15 @@ def inspect_metadata(metadata: Mapping[str, Any]) -> list[Finding]:
     if label == "reproducibility_event":
         target, status = metadata.get("repro_target_id"), metadata.get("repro_status")
         if not isinstance(target, str) or not target:
-            found.append(Finding("metadata.repro_target_id", "missing: the event is about no memory and changes no status"))
+            found.append(
+                Finding("metadata.repro_target_id", "missing: the event is about no memory and changes no status")
+            )
         if status not in REPRO_STATUSES:
-            found.append(Finding("metadata.repro_status", f"unknown status {status!r}; expected one of {', '.join(REPRO_STATUSES)}"))
+            found.append(
+                Finding(
+                    "metadata.repro_status", f"unknown status {status!r}; expected one of {', '.join(REPRO_STATUSES)}"
+                )
+            )
     return found
 
 
@@ -126,10 +135,14 @@ def _inspect_refs(refs: object, found: list[Finding]) -> None:
             found.append(Finding(f"{where}.path", problem))
         sha = ref.get("sha256")
         if sha is not None and not is_sha256(sha):
-            found.append(Finding(f"{where}.sha256", "not a sha256 digest (64 lowercase hex); nothing can be verified against it"))
+            found.append(
+                Finding(f"{where}.sha256", "not a sha256 digest (64 lowercase hex); nothing can be verified against it")
+            )
         role = ref.get("role", "unknown")
         if role not in ARTIFACT_ROLES:
-            found.append(Finding(f"{where}.role", f"unknown role {role!r}; expected one of {', '.join(ARTIFACT_ROLES)}"))
+            found.append(
+                Finding(f"{where}.role", f"unknown role {role!r}; expected one of {', '.join(ARTIFACT_ROLES)}")
+            )
 
 
 def path_problem(path: object) -> str | None:
@@ -152,7 +165,9 @@ def _inspect_report_ref(ref: object, found: list[Finding]) -> None:
     if ref is None:
         return
     if not isinstance(ref, Mapping):
-        found.append(Finding("metadata.node_report_ref", f"expected an object with run_id and node_id, got {type(ref).__name__}"))
+        found.append(
+            Finding("metadata.node_report_ref", f"expected an object with run_id and node_id, got {type(ref).__name__}")
+        )
         return
     for key in ("run_id", "node_id"):
         if not isinstance(ref.get(key), str) or not ref.get(key):

@@ -11,6 +11,7 @@ The layers point one way (``CONTRIBUTING.md``; checked by import-linter):
 
 The front door is ``get_backend`` (also ``from ledger import get_backend``).
 """
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,12 +1,13 @@
 """Fixtures only (helpers live in ``support``): a clean ARI environment for every test, a
 checkpoint directory, backends on every engine, and the real Letta server."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from letta_support import letta_server  # noqa: F401 - the session fixture, for every test module
+
 from support.engines import ENGINES, backends_on
 from support.env import ARI_VARS
 

@@ -10,6 +10,7 @@ own venv, about 2 minutes -- and stops it again at the end of the session (set
 It never skips under CI (env ``CI`` set): there a server that does not come up is a test error.
 Elsewhere it skips only when the one-time install of Letta fails for lack of network.
 """
+
 from __future__ import annotations
 
 import os

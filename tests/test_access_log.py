@@ -18,6 +18,7 @@ tests hold the log to:
   ``compact-access`` collects ``glob("memory_access.*.jsonl")``; ``ARI_MEMORY_ACCESS_LOG=off``
   turns the log off (this library also takes 0/false/no).
 """
+
 from __future__ import annotations
 
 import errno
@@ -37,8 +38,8 @@ from typing import Any
 import pytest
 
 import projections.api.access_log as access_log
-from support.env import subprocess_env
 from projections.api.access_log import ACCESS_LOG_NAME, KEEP_PROBLEMS, ROTATED_GLOB, AccessLog
+from support.env import subprocess_env
 
 ARI_WRITE_KEYS = ["ts", "node_id", "op", "collection", "entry_id", "text_preview", "metadata"]
 ARI_READ_KEYS = ["ts", "node_id", "op", "collection", "query", "ancestor_ids", "limit", "results"]
@@ -95,16 +96,32 @@ def test_write_line_has_aris_fields_first_then_ours(ckpt: Path, monkeypatch: pyt
     assert "測定 naïve".encode() in raw and b"\\u" not in raw  # ensure_ascii=False, as ARI writes
 
 
-def test_read_lines_have_aris_fields_for_search_react_and_inheritance(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_lines_have_aris_fields_for_search_react_and_inheritance(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "child")
     log = AccessLog(ckpt)
     hits = [{"entry_id": "e1", "src_node_id": "root", "score": 0.87}]
     log.read("node_scope", "loopline", ["root", "child"], 5, hits, tool="search_memory")
-    log.read("react_step", "compile", None, 10, [{"entry_id": "r1", "src_node_id": "", "score": 1.0}], tool="react_search")
-    log.read("node_scope", "inherit:get_node_memory", ["root"], 1,
-             [{"src_node_id": "root", "entry_id": "e1", "type": "result_summary"}], tool="get_node_memory")
-    log.read("node_scope", "inherit:bulk_get_node_memory", ["root"], 1,
-             [{"src_node_id": "root", "count": 1}], tool="bulk_get_node_memory")
+    log.read(
+        "react_step", "compile", None, 10, [{"entry_id": "r1", "src_node_id": "", "score": 1.0}], tool="react_search"
+    )
+    log.read(
+        "node_scope",
+        "inherit:get_node_memory",
+        ["root"],
+        1,
+        [{"src_node_id": "root", "entry_id": "e1", "type": "result_summary"}],
+        tool="get_node_memory",
+    )
+    log.read(
+        "node_scope",
+        "inherit:bulk_get_node_memory",
+        ["root"],
+        1,
+        [{"src_node_id": "root", "count": 1}],
+        tool="bulk_get_node_memory",
+    )
     search, react, inherit, bulk = ari_lines(ckpt / ACCESS_LOG_NAME)
     for line in (search, react, inherit, bulk):
         assert list(line)[:8] == ARI_READ_KEYS and line["op"] == "read" and line["node_id"] == "child"
@@ -115,7 +132,9 @@ def test_read_lines_have_aris_fields_for_search_react_and_inheritance(ckpt: Path
     assert bulk["query"] == "inherit:bulk_get_node_memory" and bulk["results"] == [{"src_node_id": "root", "count": 1}]
 
 
-def test_node_id_is_the_node_argument_else_the_current_node_else_empty(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_node_id_is_the_node_argument_else_the_current_node_else_empty(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = AccessLog(ckpt)
     log.write("node_scope", "e1", "t", {}, tool="add_memory")
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "node_B")
@@ -126,7 +145,9 @@ def test_node_id_is_the_node_argument_else_the_current_node_else_empty(ckpt: Pat
 
 
 @pytest.mark.parametrize(("setting", "kept"), [(None, 200), ("7", 7), ("0", 0), ("not a number", 200)])
-def test_preview_length_comes_from_the_variable(ckpt: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None, kept: int) -> None:
+def test_preview_length_comes_from_the_variable(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None, kept: int
+) -> None:
     if setting is not None:
         monkeypatch.setenv("ARI_MEMORY_ACCESS_PREVIEW_CHARS", setting)
     text = "é" * 150 + "x" * 350  # characters, not bytes
@@ -145,7 +166,9 @@ def test_every_line_break_splitlines_knows_stays_inside_one_line(ckpt: Path) -> 
     assert write["text_preview"] == text and write["metadata"] == {"why": text} and read["query"] == text
 
 
-def test_other_operations_are_lines_the_viz_counts_as_neither_read_nor_write(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_operations_are_lines_the_viz_counts_as_neither_read_nor_write(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "node_A")
     log = AccessLog(ckpt)
     log.record("audit", "audit_memory", findings={"missing": 1, "verified": 3})
@@ -207,7 +230,9 @@ def test_flush_and_close_leaves_the_log_usable(ckpt: Path) -> None:
 # rotation ---------------------------------------------------------------------------------
 
 
-def test_rotation_uses_aris_names_at_the_size_limit_and_loses_nothing(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rotation_uses_aris_names_at_the_size_limit_and_loses_nothing(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ARI_MEMORY_ACCESS_LOG_MAX_MB", TINY_MB)
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "node_A")
     log = AccessLog(ckpt)
@@ -281,7 +306,9 @@ def test_eight_processes_rotating_at_once_lose_no_line_and_none_dies(ckpt: Path)
         subprocess.Popen(
             [sys.executable, "-c", CHILD, str(ckpt), w, str(n), str(go)],
             env=subprocess_env(ARI_CURRENT_NODE_ID=w, ARI_MEMORY_ACCESS_LOG_MAX_MB=TINY_MB),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for w in writers
     ]
@@ -296,7 +323,9 @@ def test_eight_processes_rotating_at_once_lose_no_line_and_none_dies(ckpt: Path)
     for w in writers:  # what the viz shows for each node, across every file
         mine = [x for x in lines if x["node_id"] == w]
         assert Counter(x["op"] for x in mine) == {"write": n // 2, "read": n // 2}
-        assert {r["entry_id"] for x in mine if x["op"] == "read" for r in x["results"]} == {f"{w}-{i}" for i in range(0, n, 2)}
+        assert {r["entry_id"] for x in mine if x["op"] == "read" for r in x["results"]} == {
+            f"{w}-{i}" for i in range(0, n, 2)
+        }
 
 
 def test_threads_of_one_process_share_the_log_safely(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -338,8 +367,11 @@ def test_a_missing_checkpoint_directory_is_a_problem_not_an_exception(tmp_path: 
     assert not (tmp_path / "gone").exists()
 
 
-def test_without_flock_lines_are_still_written_unlocked_and_never_rotated(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_flock_lines_are_still_written_unlocked_and_never_rotated(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Lustre mounted without ``-o flock`` answers ENOSYS; losing the whole log would be worse."""
+
     def no_flock(fd: int, operation: int) -> None:
         raise OSError(errno.ENOSYS, "Function not implemented")
 
@@ -399,8 +431,13 @@ def test_a_full_or_read_only_file_system_is_a_problem_not_an_exception(ckpt: Pat
     unshare = shutil.which("unshare")
     if unshare is None or subprocess.run([unshare, "-rm", "true"], capture_output=True).returncode != 0:
         pytest.skip("needs unprivileged user namespaces (unshare -rm) to mount a small tmpfs")
-    done = subprocess.run([unshare, "-rm", sys.executable, "-c", FS_CHILD, str(ckpt)],
-                          env=subprocess_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [unshare, "-rm", sys.executable, "-c", FS_CHILD, str(ckpt)],
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     full = report["full"]

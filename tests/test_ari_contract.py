@@ -6,6 +6,7 @@ Each fact below is read off ARI's source (kotama7/ARI: ``ari-skill-memory`` 0.6.
 ``cli/run.py`` resume, ``memory/letta_client.py``, ``agent/loop.py``). A test names the ARI
 code whose behaviour it pins.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -92,7 +93,11 @@ def test_metadata_none_is_empty_and_a_non_object_is_refused(backend) -> None:
 
 
 def test_search_memory_shape_scope_and_score(backend, monkeypatch) -> None:
-    for node, text in (("root", "MFLOPS baseline 12000"), ("node_child1", "MFLOPS improved 280000"), ("node_sibling", "MFLOPS sibling 100")):
+    for node, text in (
+        ("root", "MFLOPS baseline 12000"),
+        ("node_child1", "MFLOPS improved 280000"),
+        ("node_sibling", "MFLOPS sibling 100"),
+    ):
         as_node(monkeypatch, node)
         backend.add_memory(node, text, {})
     results = backend.search_memory("MFLOPS", ancestor_ids=["root", "node_child1"], limit=10)["results"]
@@ -137,8 +142,14 @@ def test_list_all_nodes_and_bulk_get_shapes(backend, monkeypatch) -> None:
 
 def test_experiment_context_is_empty_then_exactly_what_was_seeded(backend) -> None:
     assert backend.get_experiment_context() == {}
-    context = {"experiment_goal": "fast stencil", "primary_metric": "GFlops_per_s", "higher_is_better": True,
-               "metric_rationale": "memory bound", "hardware_spec": "Xeon", "selected_idea": "blocking"}
+    context = {
+        "experiment_goal": "fast stencil",
+        "primary_metric": "GFlops_per_s",
+        "higher_is_better": True,
+        "metric_rationale": "memory bound",
+        "hardware_spec": "Xeon",
+        "selected_idea": "blocking",
+    }
     seeded = backend.seed_core_memory("", "", context)
     assert seeded["ok"] is True and isinstance(seeded["seeded_at"], float)
     assert backend.get_experiment_context() == context
@@ -156,8 +167,15 @@ def test_react_calls_return_lists_like_ari(backend) -> None:
     for e in found:
         assert {"content", "metadata", "ts", "id", "score"} <= set(e)
     everything = backend.react_get_all()
-    assert isinstance(everything, list) and [e["content"] for e in everything] == ["kernel A ran", "kernel B failed", "kernel A optimized"]
-    assert {e["metadata"]["node_id"] for e in backend.react_search("kernel", limit=10)} == {"n1", "n2"}  # flat, not scoped
+    assert isinstance(everything, list) and [e["content"] for e in everything] == [
+        "kernel A ran",
+        "kernel B failed",
+        "kernel A optimized",
+    ]
+    assert {e["metadata"]["node_id"] for e in backend.react_search("kernel", limit=10)} == {
+        "n1",
+        "n2",
+    }  # flat, not scoped
     assert [e["content"] for e in backend.list_react_entries(limit=2)] == ["kernel B failed", "kernel A optimized"]
     assert [e["content"] for e in backend.list_react_entries()] == [e["content"] for e in everything]
 
@@ -189,8 +207,10 @@ def test_purge_hides_everything_and_reports_counts(backend, monkeypatch) -> None
 
 
 def test_bulk_import_keeps_aris_ts_and_is_idempotent(backend) -> None:
-    nodes = [{"node_id": "root", "text": "alpha", "metadata": {"k": "v"}, "ts": 1764400000.25},
-             {"node_id": "child", "text": "beta", "metadata": {"q": 1}, "ts": 1764400001.5}]
+    nodes = [
+        {"node_id": "root", "text": "alpha", "metadata": {"k": "v"}, "ts": 1764400000.25},
+        {"node_id": "child", "text": "beta", "metadata": {"q": 1}, "ts": 1764400001.5},
+    ]
     steps = [{"text": "ran kernel", "metadata": {"node_id": "root", "step": 1}, "ts": 1764400002.0}]
     seed = [{"persona": "", "human": "", "context": {"primary_metric": "GB_per_s"}, "seeded_at": 1764400003.0}]
     assert backend.bulk_import(nodes, kind="node_scope") == {"imported": 2, "kind": "node_scope", "skipped": 0}
@@ -198,11 +218,13 @@ def test_bulk_import_keeps_aris_ts_and_is_idempotent(backend) -> None:
     assert backend.bulk_import(seed, kind="core_seed")["imported"] == 1
     by_node = backend.list_all_nodes()["by_node"]
     assert [(e["text"], e["metadata"], e["ts"]) for e in by_node["root"]] == [("alpha", {"k": "v"}, 1764400000.25)]
-    assert [(e["content"], e["metadata"]["node_id"], e["ts"]) for e in backend.list_react_entries()] == [("ran kernel", "root", 1764400002.0)]
+    assert [(e["content"], e["metadata"]["node_id"], e["ts"]) for e in backend.list_react_entries()] == [
+        ("ran kernel", "root", 1764400002.0)
+    ]
     assert backend.get_experiment_context() == {"primary_metric": "GB_per_s"}
     for kind, entries in (("node_scope", nodes), ("react_step", steps), ("core_seed", seed)):
         assert backend.bulk_import(entries, kind=kind)["imported"] == 0
-    with pytest.raises(ValueError, match="kind: unknown kind .global."):
+    with pytest.raises(ValueError, match=r"kind: unknown kind .global."):
         backend.bulk_import(nodes, kind="global")
     untimed = [{"node_id": "root", "text": "no time given", "metadata": {}}, {"text": "untimed step", "metadata": {}}]
     assert backend.bulk_import(untimed[:1], kind="node_scope")["imported"] == 1
@@ -213,12 +235,20 @@ def test_bulk_import_keeps_aris_ts_and_is_idempotent(backend) -> None:
 
 def _backup_lines(b) -> list[dict]:
     """The lines ari-core's ``_do_backup`` writes, built from the same calls it makes."""
-    lines = [{"kind": "node_scope", "node_id": nid, "text": e["text"], "metadata": e["metadata"], "ts": e["ts"]}
-             for nid, entries in b.list_all_nodes()["by_node"].items() for e in entries]
-    lines += [{"kind": "react_step", "text": e["content"], "metadata": e["metadata"], "ts": e["ts"]} for e in b.list_react_entries()]
+    lines = [
+        {"kind": "node_scope", "node_id": nid, "text": e["text"], "metadata": e["metadata"], "ts": e["ts"]}
+        for nid, entries in b.list_all_nodes()["by_node"].items()
+        for e in entries
+    ]
+    lines += [
+        {"kind": "react_step", "text": e["content"], "metadata": e["metadata"], "ts": e["ts"]}
+        for e in b.list_react_entries()
+    ]
     ctx = b.get_experiment_context()
     if ctx:
-        lines.append({"kind": "core_seed", "persona": "", "human": "", "context": ctx, "seeded_at": ctx.get("seeded_at", 0.0)})
+        lines.append(
+            {"kind": "core_seed", "persona": "", "human": "", "context": ctx, "seeded_at": ctx.get("seeded_at", 0.0)}
+        )
     return lines
 
 
@@ -241,7 +271,9 @@ def _restore(b, lines: list[dict], overwrite: bool) -> int:
     return total
 
 
-def test_backup_purge_restore_round_trip_and_a_second_restore_adds_nothing(backend, monkeypatch, tmp_path: Path) -> None:
+def test_backup_purge_restore_round_trip_and_a_second_restore_adds_nothing(
+    backend, monkeypatch, tmp_path: Path
+) -> None:
     as_node(monkeypatch, "root")
     backend.add_memory("root", "alpha", {"k": "v"})
     as_node(monkeypatch, "child")
@@ -256,10 +288,16 @@ def test_backup_purge_restore_round_trip_and_a_second_restore_adds_nothing(backe
     with gzip.open(path, "rt", encoding="utf-8") as f:
         lines = [json.loads(line) for line in f]
     assert _restore(backend, lines, overwrite=True) >= 3
+
     def strip(entries):
         return [{k: e[k] for k in ("text", "metadata", "ts")} for e in entries]
-    assert {n: strip(es) for n, es in backend.list_all_nodes()["by_node"].items()} == {n: strip(es) for n, es in answers[0]["by_node"].items()}
-    assert [(e["content"], e["ts"]) for e in backend.list_react_entries()] == [(e["content"], e["ts"]) for e in answers[1]]
+
+    assert {n: strip(es) for n, es in backend.list_all_nodes()["by_node"].items()} == {
+        n: strip(es) for n, es in answers[0]["by_node"].items()
+    }
+    assert [(e["content"], e["ts"]) for e in backend.list_react_entries()] == [
+        (e["content"], e["ts"]) for e in answers[1]
+    ]
     assert backend.get_experiment_context() == answers[2]
     seq = backend.session.ledger.last_seq
     assert _restore(backend, lines, overwrite=False) == 0  # resume's auto-restore twice: nothing duplicated
@@ -287,8 +325,12 @@ def test_access_log_lines_are_aris_and_inheritance_reads_are_logged(backend, mon
     lines = [json.loads(x) for x in (backend.checkpoint_dir / ACCESS_LOG_NAME).read_text().splitlines()]
     write = next(x for x in lines if x["op"] == "write")
     assert {k: write[k] for k in ("node_id", "collection", "entry_id", "text_preview", "metadata")} == {
-        "node_id": "root", "collection": "node_scope", "entry_id": written["id"], "text_preview": "RESULT SUMMARY root",
-        "metadata": {"type": "result_summary"}}
+        "node_id": "root",
+        "collection": "node_scope",
+        "entry_id": written["id"],
+        "text_preview": "RESULT SUMMARY root",
+        "metadata": {"type": "result_summary"},
+    }
     reads = {x["query"]: x for x in lines if x["op"] == "read"}
     inherit = reads["inherit:get_node_memory"]
     assert inherit["node_id"] == "child" and inherit["ancestor_ids"] == ["root"]
@@ -302,23 +344,38 @@ def test_access_log_lines_are_aris_and_inheritance_reads_are_logged(backend, mon
 
 def aris_writer(b, node: str, kind: str, text: str, **kw) -> dict:
     """Exactly what ``ari_skill_memory.writer.add_typed_memory`` hands to ``add_memory``."""
-    metadata = {"type": kind, "mem_kind": kind, "metric_ptr": kw.get("metric_ptr"),
-                "artifact_refs": kw.get("artifact_refs", []), "node_report_ref": kw.get("node_report_ref")}
+    metadata = {
+        "type": kind,
+        "mem_kind": kind,
+        "metric_ptr": kw.get("metric_ptr"),
+        "artifact_refs": kw.get("artifact_refs", []),
+        "node_report_ref": kw.get("node_report_ref"),
+    }
     metadata.update(kw.get("extra") or {})
     return b.add_memory(node, text, metadata)
 
 
 def test_entries_from_aris_writer_are_typed_and_flagged_not_refused(backend) -> None:
-    result = aris_writer(backend, "nX", "experiment_result", "tile=32 -> 842 GB/s",
-                         metric_ptr={"name": "GB/s", "value": 842.1}, artifact_refs=[{"path": "out/bench.csv", "sha256": "ab", "role": "data_output"}])
+    result = aris_writer(
+        backend,
+        "nX",
+        "experiment_result",
+        "tile=32 -> 842 GB/s",
+        metric_ptr={"name": "GB/s", "value": 842.1},
+        artifact_refs=[{"path": "out/bench.csv", "sha256": "ab", "role": "data_output"}],
+    )
     assert result["ok"] and result["findings"][0]["field"] == "metadata.artifact_refs[0].sha256"
     [entry] = backend.get_node_memory("nX")["entries"]
     assert entry["kind"] == "experiment_result"
     assert entry["metadata"]["type"] == entry["metadata"]["mem_kind"] == "experiment_result"
     assert entry["metadata"]["metric_ptr"] == {"name": "GB/s", "value": 842.1}
     # this library's typed writer stores the same representation
-    mine = backend.add_experiment_result("nX", "mine", metric_ptr={"name": "GB/s", "value": 1.0},
-                                         artifact_refs=[{"path": "out/b.csv", "sha256": SHA, "role": "data_output"}])
+    mine = backend.add_experiment_result(
+        "nX",
+        "mine",
+        metric_ptr={"name": "GB/s", "value": 1.0},
+        artifact_refs=[{"path": "out/b.csv", "sha256": SHA, "role": "data_output"}],
+    )
     second = backend.get_node_memory("nX")["entries"][1]
     assert mine["ok"] and set(second["metadata"]) == set(entry["metadata"])
 
@@ -335,9 +392,15 @@ def test_typed_writer_refuses_only_what_ari_refuses(backend) -> None:
 
 def test_verified_context_follows_aris_rules_and_adds_evidence(backend, monkeypatch) -> None:
     as_node(monkeypatch, "root")
-    g = backend.add_experiment_result("root", "result G grounded", artifact_refs=[{"path": "g.csv", "sha256": "g", "role": "data_output"}])
-    p = backend.add_experiment_result("root", "result P reproduced", artifact_refs=[{"path": "p.csv", "sha256": SHA, "role": "data_output"}],
-                                      node_report_ref={"run_id": "r", "node_id": "root"})
+    g = backend.add_experiment_result(
+        "root", "result G grounded", artifact_refs=[{"path": "g.csv", "sha256": "g", "role": "data_output"}]
+    )
+    p = backend.add_experiment_result(
+        "root",
+        "result P reproduced",
+        artifact_refs=[{"path": "p.csv", "sha256": SHA, "role": "data_output"}],
+        node_report_ref={"run_id": "r", "node_id": "root"},
+    )
     backend.add_experiment_result("root", "ungrounded claim no file")
     backend.add_failure_case("root", "link error")
     as_node(monkeypatch, "sib")
@@ -346,10 +409,17 @@ def test_verified_context_follows_aris_rules_and_adds_evidence(backend, monkeypa
     texts = [c["text"] for c in ctx["claims"]]
     assert "sibling claim" not in texts and all("link error" not in t for t in texts)
     assert {c["text"]: c["repro_status"] for c in ctx["claims"]}["result G grounded"] is None  # no event yet
-    assert {c["text"] for c in ctx["usable_for_claims"]} == {"result G grounded", "result P reproduced"}  # grounded = cites files
+    assert {c["text"] for c in ctx["usable_for_claims"]} == {
+        "result G grounded",
+        "result P reproduced",
+    }  # grounded = cites files
     assert [lim["text"] for lim in ctx["limitations"]] == ["link error"]
     evidence = {c["text"]: c["evidence"] for c in ctx["claims"]}
-    assert evidence == {"result G grounded": "cited", "result P reproduced": "hashed", "ungrounded claim no file": "none"}
+    assert evidence == {
+        "result G grounded": "cited",
+        "result P reproduced": "hashed",
+        "ungrounded claim no file": "none",
+    }
     as_node(monkeypatch, "root")
     backend.add_reproducibility_event("root", p["id"], "rerun_passed")
     backend.add_reproducibility_event("root", g["id"], "rerun_failed")
@@ -357,14 +427,19 @@ def test_verified_context_follows_aris_rules_and_adds_evidence(backend, monkeypa
     assert ctx["claims"][0]["text"] == "result P reproduced" and ctx["claims"][0]["repro_status"] == "rerun_passed"
     assert ctx["claims"][0]["evidence"] == "rerun_passed"
     assert [c["text"] for c in ctx["usable_for_claims"]] == ["result P reproduced"]
-    assert backend.get_verified_context(["root"], min_evidence="verified")["usable_for_claims"][0]["text"] == "result P reproduced"
+    assert (
+        backend.get_verified_context(["root"], min_evidence="verified")["usable_for_claims"][0]["text"]
+        == "result P reproduced"
+    )
     with pytest.raises(InvalidInput, match="min_evidence"):
         backend.get_verified_context(["root"], min_evidence="solid")
 
 
 def test_aris_typed_read_helpers(backend, monkeypatch) -> None:
     as_node(monkeypatch, "root")
-    backend.add_experiment_result("root", "root baseline 100 GB/s on partA", artifact_refs=[{"path": "r.csv", "sha256": SHA}])
+    backend.add_experiment_result(
+        "root", "root baseline 100 GB/s on partA", artifact_refs=[{"path": "r.csv", "sha256": SHA}]
+    )
     as_node(monkeypatch, "p1")
     backend.add_failure_case("p1", "link failed on partA cublasLt missing")
     backend.add_experiment_result("p1", "p1 tiling 140 GB/s on partA")
@@ -373,7 +448,9 @@ def test_aris_typed_read_helpers(backend, monkeypatch) -> None:
     backend.add_reproducibility_event("p1", r, "rerun_passed")
     found = backend.search_research_memory("partA", ["root", "p1"], kinds=["failure_case"], limit=5)["results"]
     assert [x["text"] for x in found] == ["link failed on partA cublasLt missing"]
-    grounded = backend.search_research_memory("partA", ["root", "p1"], kinds=["experiment_result"], require_artifacts=True)["results"]
+    grounded = backend.search_research_memory(
+        "partA", ["root", "p1"], kinds=["experiment_result"], require_artifacts=True
+    )["results"]
     assert [x["text"] for x in grounded] == ["root baseline 100 GB/s on partA"]
     handed = backend.ancestor_typed_memory(["root", "p1"], kinds=["experiment_result"])
     assert [x["text"] for x in handed] == ["root baseline 100 GB/s on partA", "p1 tiling 140 GB/s on partA", "result A"]

@@ -4,6 +4,7 @@ the reason, and nothing written (issue 10). The same table runs through the MCP 
 
 What ARI itself would store is not bad input: it is stored and flagged (``test_ari_contract``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,12 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from support.env import subprocess_env
-
 from ledger import InvalidInput, LedgerError
 from ledger.log import LOG_NAME
 from ledger.node_report import MAX_REPORT_BYTES
 from projections.api.backend import MemoryBackend
+from support.env import subprocess_env
 
 HUGE = "y" * (1024 * 1024 + 1)
 
@@ -35,7 +35,13 @@ LIBRARY = [
     (lambda b: b.add_memory("root", "x", {"k": {1, 2}}), "body.metadata.k", "not a JSON value"),
     (lambda b: b.add_memory("root", "x", {"k": HUGE}), "body.metadata.k", "the limit is"),
     (lambda b: b.add_memory("root", "x", {"k": ["y" * 1000] * 1100}), "body.metadata", "the limit is"),
-    (lambda b: b.add_experiment_result("root", "x", artifact_refs=[{"path": f"out/{i}.csv", "sha256": "a" * 64} for i in range(12000)]), "body.metadata", "the limit is"),
+    (
+        lambda b: b.add_experiment_result(
+            "root", "x", artifact_refs=[{"path": f"out/{i}.csv", "sha256": "a" * 64} for i in range(12000)]
+        ),
+        "body.metadata",
+        "the limit is",
+    ),
     (lambda b: b.add_experiment_result("root", "x", artifact_refs="a.csv"), "artifact_refs", "list"),
     (lambda b: b.add_typed_memory("root", "rumour", "x"), "kind", "unknown kind"),
     (lambda b: b.add_reproducibility_event("root", "e1", "maybe"), "status", "unknown status"),
@@ -49,13 +55,21 @@ LIBRARY = [
     (lambda b: b.react_add("x", ["step"]), "metadata", "must be an object"),
     (lambda b: b.list_react_entries(limit=-2), "limit", "non-negative"),
     (lambda b: b.seed_core_memory("", "", []), "context", "must be an object"),
-    (lambda b: b.bulk_import([{"node_id": "a/b", "text": "x"}], "node_scope"), "entries[0].node_id", "forbidden character"),
+    (
+        lambda b: b.bulk_import([{"node_id": "a/b", "text": "x"}], "node_scope"),
+        "entries[0].node_id",
+        "forbidden character",
+    ),
     (lambda b: b.bulk_import([{"node_id": "n", "text": 3}], "node_scope"), "entries[0].text", "string"),
     (lambda b: b.bulk_import({"node_id": "n"}, "node_scope"), "entries", "list"),
     (lambda b: b.bulk_import([], "global"), "kind", "unknown kind"),
     (lambda b: b.get_verified_context(["root"], min_evidence="solid"), "min_evidence", "unknown evidence level"),
     (lambda b: b.get_verified_context("root"), "ancestor_ids", "list"),
-    (lambda b: b.consolidate_node_memory("root", {"node_id": "other", "status": "ok"}, "/tmp"), "node_report.node_id", "consolidating 'root'"),
+    (
+        lambda b: b.consolidate_node_memory("root", {"node_id": "other", "status": "ok"}, "/tmp"),
+        "node_report.node_id",
+        "consolidating 'root'",
+    ),
     (lambda b: b.consolidate_node_memory("root", 42, "/tmp"), "node_report", "expected a report object"),
     (lambda b: b.audit_memory("/nonexistent/experiments"), "experiments_root", "not a directory"),
     (lambda b: b.audit_memory("/tmp", "/etc"), "run_id", "directory name"),
@@ -85,7 +99,11 @@ def test_oversized_or_special_report_files_are_refused_fast(ckpt: Path, tmp_path
     (work / "big.json").write_bytes(b"{" + b" " * MAX_REPORT_BYTES + b"}")
     backend = MemoryBackend(ckpt)
     try:
-        for path, reason in ((work / "big.json", "the limit is"), (work / "missing.json", "file not found"), (work, "not a regular file")):
+        for path, reason in (
+            (work / "big.json", "the limit is"),
+            (work / "missing.json", "file not found"),
+            (work, "not a regular file"),
+        ):
             with pytest.raises(InvalidInput, match=reason):
                 backend.consolidate_node_memory("root", path, work, current_node="root")
         assert backend.session.ledger.last_seq == 0
@@ -94,7 +112,13 @@ def test_oversized_or_special_report_files_are_refused_fast(ckpt: Path, tmp_path
 
 
 def cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "projections", *args], capture_output=True, env=subprocess_env(), input=stdin, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "projections", *args],
+        capture_output=True,
+        env=subprocess_env(),
+        input=stdin,
+        timeout=120,
+    )
 
 
 def _tree_hash(directory: Path) -> str:

@@ -1,5 +1,6 @@
 """The command line (R26): the demo as the main job, moving logs, and every command's
 bad-input path (one-line error, non-zero exit, no traceback). ARI's files: test_ari_files.py."""
+
 from __future__ import annotations
 
 import gzip
@@ -10,14 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from support.env import subprocess_env
-
 from ledger.log import LOG_NAME
+from support.env import subprocess_env
 
 
 def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "projections", *args], capture_output=True, text=True, env=env or subprocess_env(), timeout=300
+        [sys.executable, "-m", "projections", *args],
+        capture_output=True,
+        text=True,
+        env=env or subprocess_env(),
+        timeout=300,
     )
 
 
@@ -103,9 +107,16 @@ def _corrupt(tmp_path: Path, demo: Path) -> Path:
 
 
 COMMANDS = [
-    ["status", "{ckpt}"], ["verify", "{ckpt}"], ["log", "{ckpt}"], ["search", "{ckpt}", "--node", "root", "q"],
-    ["context", "{ckpt}", "--node", "root"], ["verified", "{ckpt}", "--node", "root"], ["audit", "{ckpt}", "--experiments", "{tmp}"],
-    ["tree", "{ckpt}"], ["report", "{ckpt}", "-o", "{tmp}/r.html"], ["export", "{ckpt}", "{tmp}/b.tar"],
+    ["status", "{ckpt}"],
+    ["verify", "{ckpt}"],
+    ["log", "{ckpt}"],
+    ["search", "{ckpt}", "--node", "root", "q"],
+    ["context", "{ckpt}", "--node", "root"],
+    ["verified", "{ckpt}", "--node", "root"],
+    ["audit", "{ckpt}", "--experiments", "{tmp}"],
+    ["tree", "{ckpt}"],
+    ["report", "{ckpt}", "-o", "{tmp}/r.html"],
+    ["export", "{ckpt}", "{tmp}/b.tar"],
 ]
 
 
@@ -122,7 +133,14 @@ def test_bad_checkpoint_is_one_line_error(args: list[str], case: str, demo: Path
         assert args[0] == "verify" and "first bad seq" in run.stdout
 
 
-@pytest.mark.parametrize("args", [["search", "{ckpt}", "--node", "ghost", "q"], ["context", "{ckpt}", "--node", "ghost"], ["verified", "{ckpt}", "--node", "ghost"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["search", "{ckpt}", "--node", "ghost", "q"],
+        ["context", "{ckpt}", "--node", "ghost"],
+        ["verified", "{ckpt}", "--node", "ghost"],
+    ],
+)
 def test_unknown_node_is_one_line_error(args: list[str], demo: Path) -> None:
     run = cli(*[a.format(ckpt=demo / "checkpoint") for a in args])
     assert run.returncode == 2 and run.stderr.startswith("error: --node: unknown node 'ghost'")

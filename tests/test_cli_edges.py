@@ -1,5 +1,6 @@
 """Clean edges of the CLI (issue 10 item 8): every failure is one ``error:`` line and exit 2,
 and a refused bundle says what differs."""
+
 from __future__ import annotations
 
 import io
@@ -11,8 +12,8 @@ import pytest
 
 from ledger import Ledger
 from ledger.bundle import MANIFEST, export_bundle
-from projections.adapters.cli import main
 from ledger.log import LOG_NAME
+from projections.adapters.cli import main
 
 
 def run(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
@@ -55,8 +56,15 @@ def test_a_manifest_that_is_not_an_object_is_one_error_line(capsys, bundle: Path
     assert not (tmp_path / "new" / LOG_NAME).exists()
 
 
+def read_manifest(bundle: Path) -> dict:
+    with tarfile.open(bundle) as tar:
+        member = tar.extractfile(MANIFEST)
+        assert member is not None
+        return json.loads(member.read())
+
+
 def test_a_wrong_event_count_says_what_differs(capsys, bundle: Path, tmp_path: Path) -> None:
-    manifest = json.loads(tarfile.open(bundle).extractfile(MANIFEST).read())
+    manifest = read_manifest(bundle)
     code, _, err = run(capsys, "import", str(rebundle(bundle, {**manifest, "events": 20})), str(tmp_path / "new"))
     one_error(code, err, "bundle: the manifest says 20 events, the log has 21")
     code, _, err = run(capsys, "import", str(rebundle(bundle, {**manifest, "events": "21"})), str(tmp_path / "new"))
@@ -66,7 +74,7 @@ def test_a_wrong_event_count_says_what_differs(capsys, bundle: Path, tmp_path: P
 def test_an_import_is_anchored_at_the_manifest(capsys, bundle: Path, tmp_path: Path) -> None:
     code, out, _ = run(capsys, "import", str(bundle), str(tmp_path / "new"))
     assert code == 0 and out.startswith("imported 21 events")
-    manifest = json.loads(tarfile.open(bundle).extractfile(MANIFEST).read())
+    manifest = read_manifest(bundle)
     with Ledger.open_readonly(tmp_path / "new") as ledger:
         assert ledger.head_anchor().hash == manifest["last_hash"] and ledger.head_anchor().seq == 21
 
@@ -78,8 +86,12 @@ def test_not_a_bundle_is_one_error_line(capsys, tmp_path: Path) -> None:
     one_error(code, err, "bundle: cannot read")
 
 
-@pytest.mark.parametrize("args", [["report", "{ckpt}", "-o", "{tmp}/missing/r.html"], ["export", "{ckpt}", "{tmp}/missing/b.tar"]])
-def test_output_into_a_missing_folder_is_one_error_line(capsys, args: list[str], bundle: Path, ckpt: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "args", [["report", "{ckpt}", "-o", "{tmp}/missing/r.html"], ["export", "{ckpt}", "{tmp}/missing/b.tar"]]
+)
+def test_output_into_a_missing_folder_is_one_error_line(
+    capsys, args: list[str], bundle: Path, ckpt: Path, tmp_path: Path
+) -> None:
     code, _, err = run(capsys, *[a.format(ckpt=ckpt, tmp=tmp_path) for a in args])
     one_error(code, err, "")
     assert "missing is not an existing directory" in err

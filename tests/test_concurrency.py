@@ -1,4 +1,5 @@
 """Real processes appending to one checkpoint at once, and a writer killed mid-run (R5)."""
+
 from __future__ import annotations
 
 import os
@@ -8,9 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from support.env import subprocess_env
-
 from ledger import Ledger
+from support.env import subprocess_env
 
 WRITER = r"""
 import sys

@@ -1,4 +1,5 @@
 """The OpenAI-compatible embeddings endpoint, over real HTTP."""
+
 from __future__ import annotations
 
 import base64
@@ -130,8 +131,9 @@ def test_keep_alive_connection_serves_several_requests(base_url: str) -> None:
     connection = http.client.HTTPConnection(host, int(port), timeout=10)
     try:
         for text in TEXTS:
-            connection.request("POST", "/v1/embeddings", body=json.dumps({"input": text}),
-                               headers={"Content-Type": "application/json"})
+            connection.request(
+                "POST", "/v1/embeddings", body=json.dumps({"input": text}), headers={"Content-Type": "application/json"}
+            )
             response = connection.getresponse()
             assert response.status == 200
             np.testing.assert_array_equal(_vectors(json.loads(response.read()))[0], get_embedder().embed_one(text))
@@ -170,7 +172,10 @@ def test_access_log_only_when_verbose(capfd: pytest.CaptureFixture[str]) -> None
 def test_subprocess_serves_and_exits_cleanly_on_sigterm() -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "projections.adapters.embed_server", "--port", "0"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         ready, _, _ = select.select([process.stdout], [], [], 30)

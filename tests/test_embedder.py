@@ -1,4 +1,5 @@
 """The static embedder: offline loading, vector contract, and retrieval quality."""
+
 from __future__ import annotations
 
 import json
@@ -53,9 +54,7 @@ def test_loads_from_wheel_files_without_network(tmp_path: Path) -> None:
         """
     )
     env = {**os.environ, "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["wordllama/l2_supercat_256", "256", "True"]
     assert list(tmp_path.iterdir()) == [], "loading wrote into HOME (a download cache?)"
@@ -88,7 +87,7 @@ def test_embed_one_matches_embed(embedder: StaticEmbedder) -> None:
 def test_deterministic_and_independent_of_batch_neighbours(embedder: StaticEmbedder) -> None:
     # Mixed lengths over several batches exercise the length sort and the scatter back.
     rng = np.random.default_rng(7)
-    words = "cache miss kernel node epoch loss MPI rank stencil tile GPU".split()
+    words = ["cache", "miss", "kernel", "node", "epoch", "loss", "MPI", "rank", "stencil", "tile", "GPU"]
     texts = [" ".join(rng.choice(words, size=int(n))) for n in rng.integers(0, 120, size=150)]
     texts[3] = texts[77] = "  "
     texts.append("x " * 50_000)  # one huge text must not blow up its batch
@@ -187,5 +186,7 @@ def test_the_model_is_loaded_by_the_first_embedding_not_before(tmp_path: Path) -
         """
     )
     for code in (script, reopen):
-        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ckpt")], cwd=REPO, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / "ckpt")], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0 and done.stdout.split() == ["ok"], done.stderr

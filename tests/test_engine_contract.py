@@ -5,9 +5,11 @@ order kept under any limit, ``as_of`` time travel across tombstones and purges, 
 ReAct trace. Typed search and the verified context on both engines are in
 ``test_ari_contract``; the memory API's own cases in ``test_memory_api``.
 """
+
 from __future__ import annotations
 
 import random
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +26,9 @@ def trees(draw) -> dict[str, list[str]]:
     for depth in range(draw(st.integers(3, 4))):
         nxt = []
         for parent in frontier:
-            for suffix in draw(st.lists(st.sampled_from(SUFFIXES), min_size=1 if depth < 2 else 0, max_size=2, unique=True)):
+            for suffix in draw(
+                st.lists(st.sampled_from(SUFFIXES), min_size=1 if depth < 2 else 0, max_size=2, unique=True)
+            ):
                 child = f"{parent}_{suffix}" if parent != "root" else f"n{suffix}"
                 tree[child] = tree[parent] + [parent]
                 nxt.append(child)

@@ -6,6 +6,7 @@ same searches over the fixture run and the retrieval-quality set: the same resul
 the same order but for near-ties (scores within float rounding, where Letta's pgvector and
 numpy may order two entries either way).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from support.env import FIXTURES
-from support.engines import backends_on
-
 from projections.adapters.demo import copy_run, replay_run
 from projections.engines.embedded import EmbeddedEngine
+from support.engines import backends_on
+from support.env import FIXTURES
 
 pytestmark = pytest.mark.letta
 
@@ -29,10 +29,7 @@ def same_order_but_near_ties(local: list[tuple[str, float]], letta: list[tuple[s
     if [eid for eid, _ in sorted(local)] != [eid for eid, _ in sorted(letta)]:
         return False
     score = dict(local)
-    for (a, _), (b, _) in zip(local, letta):
-        if a != b and abs(score[a] - score[b]) > NEAR_TIE:
-            return False
-    return True
+    return all(a == b or abs(score[a] - score[b]) <= NEAR_TIE for (a, _), (b, _) in zip(local, letta))
 
 
 def test_letta_and_the_local_index_answer_the_same(request, monkeypatch, tmp_path: Path) -> None:

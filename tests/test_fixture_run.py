@@ -1,4 +1,5 @@
 """The ARI run fixture is internally consistent: real hashes, one tree, the shapes other tests rely on."""
+
 from __future__ import annotations
 
 import json
@@ -76,7 +77,11 @@ def test_run_json_tree_matches_the_reports():
     for n in nodes:
         report = REPORTS[n["node_id"]]
         assert (n["parent_id"], n["ancestor_ids"], n["depth"], n["label"]) == (
-            report.parent_id, report.ancestor_ids, report.depth, report.label)
+            report.parent_id,
+            report.ancestor_ids,
+            report.depth,
+            report.label,
+        )
         assert n["eval_summary"].strip()
         assert n["result_summary"].startswith("RESULT SUMMARY metrics=[")
 

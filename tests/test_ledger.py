@@ -1,4 +1,5 @@
 """The ledger's API: envelope, append, batch, guard, bad input, versions, time travel."""
+
 from __future__ import annotations
 
 import gzip
@@ -124,10 +125,9 @@ def test_batch_is_one_member_and_one_commit(ledger: Ledger) -> None:
 def test_batch_discarded_on_exception(ledger: Ledger) -> None:
     ledger.append("root", "node_started", started())
     before = ledger.path.read_bytes()
-    with pytest.raises(RuntimeError):
-        with ledger.batch() as batch:
-            batch.append("root", "memory_added", {"text": "never"})
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), ledger.batch() as batch:
+        batch.append("root", "memory_added", {"text": "never"})
+        raise RuntimeError("boom")
     assert ledger.path.read_bytes() == before
     assert ledger.append("root", "memory_added", {"text": "next"}).seq == 2
 
@@ -167,14 +167,26 @@ BAD_INPUT = [
     ("..", "memory_added", {"text": "x"}, "node_id", "not a node id"),
     ("root", "memory_added", {"text": "bad \udc80 surrogate"}, "body.text", "UTF-8"),
     ("root", "memory_deleted", {"text": "x"}, "type", "unknown event type"),
-    ("root", "memory_added", {"text": "x", "kind": "experiment_result"}, "body.kind", "unknown field"),  # typed fields live in metadata
+    (
+        "root",
+        "memory_added",
+        {"text": "x", "kind": "experiment_result"},
+        "body.kind",
+        "unknown field",
+    ),  # typed fields live in metadata
     ("root", "memory_added", {"text": 3}, "body.text", "Expected `str`"),
     ("root", "memory_added", {}, "body", "missing required field"),
     ("root", "memory_added", ["not", "an", "object"], "body", "must be an object"),
     ("root", "memory_added", {"text": "x", "surprise": 1}, "body.surprise", "unknown field"),
     ("root", "memory_added", {"text": "x", "metadata": {"k": {"\udc80": 1}}}, "body.metadata.k.<key>", "UTF-8"),
     ("root", "memory_added", {"text": "x", "metadata": {"k": b"raw bytes"}}, "body.metadata.k", "not a JSON value"),
-    ("root", "memory_added", {"text": "x", "metadata": {"k": "y" * schema.MAX_METADATA_BYTES}}, "body.metadata", "limit"),
+    (
+        "root",
+        "memory_added",
+        {"text": "x", "metadata": {"k": "y" * schema.MAX_METADATA_BYTES}},
+        "body.metadata",
+        "limit",
+    ),
     ("root", "memory_added", {"text": "x", "metadata": [1, 2]}, "body.metadata", "Expected `object`"),
     ("root", "node_started", {"depth": "1"}, "body.depth", "Expected `int`"),
     ("root", "node_started", {"label": "guess"}, "body.label", "unknown label"),
@@ -185,7 +197,9 @@ BAD_INPUT = [
 ]
 
 
-@pytest.mark.parametrize("node_id,type_,body,field,reason", BAD_INPUT, ids=[f"{i}-{c[3]}" for i, c in enumerate(BAD_INPUT)])
+@pytest.mark.parametrize(
+    "node_id,type_,body,field,reason", BAD_INPUT, ids=[f"{i}-{c[3]}" for i, c in enumerate(BAD_INPUT)]
+)
 def test_bad_input_names_the_field_and_writes_nothing(ledger: Ledger, node_id, type_, body, field, reason) -> None:
     ledger.append("root", "node_started", started())
     before = ledger.path.read_bytes()
@@ -278,7 +292,9 @@ def _write_v1_log(ckpt: Path, bodies: list[tuple[str, str, dict]]) -> None:
 
     lines, prev, ckpt_id = [], "", schema.new_event_id()
     for seq, (node, type_, body) in enumerate(bodies, 1):
-        event, line = sign(schema.UnsignedEvent(1, seq, schema.new_event_id(), schema.utc_now(), ckpt_id, node, type_, body, prev))
+        event, line = sign(
+            schema.UnsignedEvent(1, seq, schema.new_event_id(), schema.utc_now(), ckpt_id, node, type_, body, prev)
+        )
         lines.append(line)
         prev = event.hash
     (ckpt / LOG_NAME).write_bytes(compress_member(b"".join(lines)))
@@ -286,32 +302,65 @@ def _write_v1_log(ckpt: Path, bodies: list[tuple[str, str, dict]]) -> None:
 
 def test_version_1_typed_bodies_are_upcast_into_aris_metadata(ckpt: Path) -> None:
     sha = "a" * 64
-    _write_v1_log(ckpt, [
-        ("root", "memory_added", {"text": "free", "metadata": {"type": "result_summary"}}),
-        ("root", "memory_added", {"text": "claim", "kind": "experiment_result", "metadata": {"k": 1},
-                                  "node_report_ref": {"run_id": "r1", "node_id": "root"}, "metric_ptr": "metrics.GFlops_per_s",
-                                  "artifact_refs": [{"path": "results.csv", "sha256": sha, "role": "data_output"}], "report_hash": sha}),
-        ("root", "memory_added", {"text": "re-ran", "kind": "reproducibility_event", "target_id": "e1", "status": "rerun_passed"}),
-        ("root", "memory_added", {"text": "hint", "kind": "reflection", "confidence": 0.4}),
-    ])
+    _write_v1_log(
+        ckpt,
+        [
+            ("root", "memory_added", {"text": "free", "metadata": {"type": "result_summary"}}),
+            (
+                "root",
+                "memory_added",
+                {
+                    "text": "claim",
+                    "kind": "experiment_result",
+                    "metadata": {"k": 1},
+                    "node_report_ref": {"run_id": "r1", "node_id": "root"},
+                    "metric_ptr": "metrics.GFlops_per_s",
+                    "artifact_refs": [{"path": "results.csv", "sha256": sha, "role": "data_output"}],
+                    "report_hash": sha,
+                },
+            ),
+            (
+                "root",
+                "memory_added",
+                {"text": "re-ran", "kind": "reproducibility_event", "target_id": "e1", "status": "rerun_passed"},
+            ),
+            ("root", "memory_added", {"text": "hint", "kind": "reflection", "confidence": 0.4}),
+        ],
+    )
     with Ledger.open(ckpt) as ledger:
         events = list(ledger.events())
         assert ledger.verify().ok
     assert all(e.v == schema.SCHEMA_VERSION for e in events)
     assert events[0].body == {"text": "free", "metadata": {"type": "result_summary"}}
-    assert events[1].body == {"text": "claim", "report_hash": sha, "metadata": {
-        "k": 1, "type": "experiment_result", "mem_kind": "experiment_result", "metric_ptr": {"name": "GFlops_per_s"},
-        "node_report_ref": {"run_id": "r1", "node_id": "root"},
-        "artifact_refs": [{"path": "results.csv", "sha256": sha, "role": "data_output"}]}}
-    assert events[2].body["metadata"] == {"type": "reproducibility_event", "mem_kind": "reproducibility_event",
-                                          "repro_target_id": "e1", "repro_status": "rerun_passed"}
+    assert events[1].body == {
+        "text": "claim",
+        "report_hash": sha,
+        "metadata": {
+            "k": 1,
+            "type": "experiment_result",
+            "mem_kind": "experiment_result",
+            "metric_ptr": {"name": "GFlops_per_s"},
+            "node_report_ref": {"run_id": "r1", "node_id": "root"},
+            "artifact_refs": [{"path": "results.csv", "sha256": sha, "role": "data_output"}],
+        },
+    }
+    assert events[2].body["metadata"] == {
+        "type": "reproducibility_event",
+        "mem_kind": "reproducibility_event",
+        "repro_target_id": "e1",
+        "repro_status": "rerun_passed",
+    }
     assert events[3].body["metadata"] == {"type": "reflection", "mem_kind": "reflection", "confidence": 0.4}
 
 
 def test_typed_body_round_trip(ledger: Ledger) -> None:
-    metadata = {"type": "experiment_result", "mem_kind": "experiment_result", "metric_ptr": {"name": "GFlops_per_s", "value": 9.87},
-                "artifact_refs": [{"path": "out/results.csv", "sha256": "a" * 64, "role": "data_output"}],
-                "node_report_ref": {"run_id": "r1", "node_id": "root"}}
+    metadata = {
+        "type": "experiment_result",
+        "mem_kind": "experiment_result",
+        "metric_ptr": {"name": "GFlops_per_s", "value": 9.87},
+        "artifact_refs": [{"path": "out/results.csv", "sha256": "a" * 64, "role": "data_output"}],
+        "node_report_ref": {"run_id": "r1", "node_id": "root"},
+    }
     event = ledger.append("root", "memory_added", {"text": "result", "metadata": metadata})
     body = event.typed_body()
     assert isinstance(body, schema.MemoryAdded)
@@ -324,17 +373,42 @@ STORED_AND_FLAGGED = [
     ({"text": "x", "metadata": {"k": [1, float("inf")]}}, "metadata.k[1]", "stored as null"),
     ({"text": "x", "metadata": {"k": {3: "three"}}}, "metadata.k.<key>", "number key 3"),
     ({"text": "x", "metadata": {"mem_kind": "rumour"}}, "metadata.mem_kind", "unknown kind"),
-    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "../x", "role": "log"}]}},
-     "metadata.artifact_refs[0].path", "never read"),
-    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a", "sha256": "XYZ"}]}},
-     "metadata.artifact_refs[0].sha256", "not a sha256"),
-    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a", "role": "guess"}]}},
-     "metadata.artifact_refs[0].role", "unknown role"),
-    ({"text": "x", "metadata": {"mem_kind": "reflection", "confidence": 1.5}}, "metadata.confidence", "between 0 and 1"),
-    ({"text": "x", "metadata": {"mem_kind": "reproducibility_event", "repro_target_id": "e", "repro_status": "maybe"}},
-     "metadata.repro_status", "unknown status"),
-    ({"text": "x", "metadata": {"mem_kind": "experiment_result", "node_report_ref": {"node_id": "root"}}},
-     "metadata.node_report_ref.run_id", "missing"),
+    (
+        {
+            "text": "x",
+            "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "../x", "role": "log"}]},
+        },
+        "metadata.artifact_refs[0].path",
+        "never read",
+    ),
+    (
+        {"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a", "sha256": "XYZ"}]}},
+        "metadata.artifact_refs[0].sha256",
+        "not a sha256",
+    ),
+    (
+        {"text": "x", "metadata": {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a", "role": "guess"}]}},
+        "metadata.artifact_refs[0].role",
+        "unknown role",
+    ),
+    (
+        {"text": "x", "metadata": {"mem_kind": "reflection", "confidence": 1.5}},
+        "metadata.confidence",
+        "between 0 and 1",
+    ),
+    (
+        {
+            "text": "x",
+            "metadata": {"mem_kind": "reproducibility_event", "repro_target_id": "e", "repro_status": "maybe"},
+        },
+        "metadata.repro_status",
+        "unknown status",
+    ),
+    (
+        {"text": "x", "metadata": {"mem_kind": "experiment_result", "node_report_ref": {"node_id": "root"}}},
+        "metadata.node_report_ref.run_id",
+        "missing",
+    ),
 ]
 
 
@@ -372,12 +446,16 @@ def test_read_only_opens_refuse_appends_and_know_the_head(ledger: Ledger) -> Non
         ledger.append("root", "memory_added", {"text": f"t{i}"})
     before = ledger.path.read_bytes()
     with Ledger.open(ledger.checkpoint_dir, readonly=True) as reader:
-        assert reader.readonly and reader.last_seq == 3 and reader.ckpt == ledger.ckpt and reader.last_hash == ledger.last_hash
-        with pytest.raises(LedgerReadOnly, match="is open read-only .* nothing was written"):
+        assert (
+            reader.readonly
+            and reader.last_seq == 3
+            and reader.ckpt == ledger.ckpt
+            and reader.last_hash == ledger.last_hash
+        )
+        with pytest.raises(LedgerReadOnly, match=r"is open read-only .* nothing was written"):
             reader.append("root", "memory_added", {"text": "no"})
-        with pytest.raises(LedgerReadOnly):
-            with reader.batch():
-                pass
+        with pytest.raises(LedgerReadOnly), reader.batch():
+            pass
     inspector = Ledger.open_readonly(ledger.checkpoint_dir)
     assert inspector.last_seq == 3 and inspector.damage is None and inspector.head_problem() is None
     assert ledger.path.read_bytes() == before

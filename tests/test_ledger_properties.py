@@ -1,4 +1,5 @@
 """Property: for any mix of valid and refused operations, earlier bytes never change (R3, R4)."""
+
 from __future__ import annotations
 
 import tempfile
@@ -66,7 +67,9 @@ from ledger.events import UnsignedEvent  # noqa: E402
 
 json_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
 member_bodies = st.lists(
-    st.fixed_dictionaries({"text": json_text, "metadata": st.dictionaries(st.sampled_from(["hash", "prev", "k"]), json_text)}),
+    st.fixed_dictionaries(
+        {"text": json_text, "metadata": st.dictionaries(st.sampled_from(["hash", "prev", "k"]), json_text)}
+    ),
     min_size=1,
     max_size=5,
 )
@@ -74,7 +77,9 @@ mutation = st.one_of(
     st.just(("none",)),
     st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(0, 7)),
     st.tuples(st.just("delete"), st.integers(0, 10**6), st.integers(1, 80)),
-    st.tuples(st.just("insert"), st.integers(0, 10**6), st.sampled_from([b" ", b"\n", b"{}", b'"}', b"\n{", b"}\n{", b","])),
+    st.tuples(
+        st.just("insert"), st.integers(0, 10**6), st.sampled_from([b" ", b"\n", b"{}", b'"}', b"\n{", b"}\n{", b","])
+    ),
     st.tuples(st.just("lines"), st.sampled_from(["swap", "repeat", "drop"]), st.integers(0, 10)),
 )
 
@@ -131,7 +136,11 @@ def _line_by_line(data: bytes, seq: int | None, prev: str | None, ckpt: str | No
 
 
 @settings(max_examples=400, deadline=None)
-@given(member_bodies, mutation, st.sampled_from([(1, "", None), (7, "ab" * 32, "ckpt-1"), (None, None, None), (7, None, "ckpt-2")]))
+@given(
+    member_bodies,
+    mutation,
+    st.sampled_from([(1, "", None), (7, "ab" * 32, "ckpt-1"), (None, None, None), (7, None, "ckpt-2")]),
+)
 def test_bulk_line_check_agrees_with_line_by_line(bodies, how, start) -> None:
     """The bulk check (what every read and verify runs) accepts exactly what the line-by-line
     check accepts, with the same events, for valid and damaged members alike."""
@@ -147,14 +156,21 @@ from unittest import mock  # noqa: E402
 from ledger import events as schema  # noqa: E402
 
 json_leaf = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=8),
-    st.binary(max_size=4), st.sampled_from(["{[", "]}", "a{b"]),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=8),
+    st.binary(max_size=4),
+    st.sampled_from(["{[", "]}", "a{b"]),
 )
 json_key = st.one_of(st.text(max_size=6), st.integers(-3, 3), st.floats(allow_nan=False, width=16), st.booleans())
 json_like = st.recursive(
     json_leaf,
     lambda inner: st.one_of(
-        st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple), st.dictionaries(json_key, inner, max_size=4)
+        st.lists(inner, max_size=4),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(json_key, inner, max_size=4),
     ),
     max_leaves=20,
 )

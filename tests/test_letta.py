@@ -1,4 +1,5 @@
 """The Letta projection against the real server the test setup starts (R11–R13)."""
+
 from __future__ import annotations
 
 import json
@@ -10,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from support.env import subprocess_env
-from support.engines import backends_on, delete_agent
-
 from ledger.errors import EmbeddingMismatch
 from projections import letta_server as letta_harness
 from projections.api.backend import MemoryBackend
+from support.engines import backends_on, delete_agent
+from support.env import subprocess_env
 
 pytestmark = pytest.mark.letta
 
@@ -50,20 +50,35 @@ def test_crowded_pool_still_returns_every_in_scope_entry(on_letta, tmp_path: Pat
     backend.start_node("mine", "root", ["root"], current_node="mine")
     with backend.session.ledger.batch() as batch:
         for i in range(2000):
-            batch.append("crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd")
-    own = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5)]
+            batch.append(
+                "crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd"
+            )
+    own = [
+        backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"]
+        for i in range(5)
+    ]
     results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=5)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own)
     # ARI's fixed over-fetch (top_k 200) would have cut them off; the plan asks for the window
     # after the crowd, and no more rows than the scope's own
     assert backend.session.letta.projection.last_search == {
-        "plan": "windows", "calls": 1, "top_k": [5], "targets": 5, "passages": 2005}
+        "plan": "windows",
+        "calls": 1,
+        "top_k": [5],
+        "targets": 5,
+        "passages": 2005,
+    }
     assert backend.health()["backend"] == "letta"
 
-    spread = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5, 7)]
+    spread = [
+        backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"]
+        for i in range(5, 7)
+    ]
     with backend.session.ledger.batch() as batch:  # the scope's newest entries, then a crowd after them too
         for i in range(300):
-            batch.append("crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd")
+            batch.append(
+                "crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd"
+            )
     results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=7)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own + spread)
     assert backend.session.letta.projection.last_search["top_k"] == [7]
@@ -77,13 +92,21 @@ def test_a_passage_the_fold_does_not_know_costs_a_wider_read_not_a_wrong_one(on_
     backend = on_letta(tmp_path / "ckpt")
     with backend.session.ledger.batch() as batch:
         for i in range(300):
-            batch.append("crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd")
-    own = [backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"] for i in range(5)]
+            batch.append(
+                "crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd"
+            )
+    own = [
+        backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"]
+        for i in range(5)
+    ]
     assert backend.flush_projections()
     letta = backend.session.letta.projection
     entries = backend.session.projector.catalog.entries
-    letta.client.agents.passages.create(letta.agent_id, text="stencil GFlops roofline bandwidth result, unknown",
-                                        created_at=letta_time(entries[own[2]].ts))
+    letta.client.agents.passages.create(
+        letta.agent_id,
+        text="stencil GFlops roofline bandwidth result, unknown",
+        created_at=letta_time(entries[own[2]].ts),
+    )
     results = backend.search_memory("stencil GFlops roofline bandwidth result", ["mine"], limit=5)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own)
     assert letta.last_search["plan"] == "widened"
@@ -124,8 +147,12 @@ def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_p
     backend.close()
 
     env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
-    replay = subprocess.Popen([sys.executable, "-m", "projections", "restore", str(ckpt)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    replay = subprocess.Popen(
+        [sys.executable, "-m", "projections", "restore", str(ckpt)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # kill it half-way
         found = list(client.agents.list(name=agent_name))
@@ -136,8 +163,13 @@ def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_p
     replay.wait()
     assert replay.returncode != 0
 
-    rerun = subprocess.run([sys.executable, "-m", "projections", "restore", str(ckpt), "--json"], env=env,
-                           capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(
+        [sys.executable, "-m", "projections", "restore", str(ckpt), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert json.loads(rerun.stdout)["cursor"] == 800
     resumed = on_letta(ckpt)
@@ -152,7 +184,10 @@ def test_letta_down_writes_succeed_and_the_lag_drains(on_letta, letta_server, tm
     assert backend.health()["backend"] == "letta"
     letta_harness.down()
     try:
-        ids = [backend.add_memory("root", f"written while Letta is down {i}", current_node="root")["id"] for i in range(100)]
+        ids = [
+            backend.add_memory("root", f"written while Letta is down {i}", current_node="root")["id"]
+            for i in range(100)
+        ]
         time.sleep(2.1)
         health = backend.health()
         assert health["backend"].startswith("embedded") and health["lag"] >= 100
@@ -168,7 +203,9 @@ def test_letta_down_writes_succeed_and_the_lag_drains(on_letta, letta_server, tm
     assert sorted(h["entry_id"] for h in hits) == sorted(ids)
 
 
-def test_agent_with_another_embedding_is_refused(on_letta, letta_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_agent_with_another_embedding_is_refused(
+    on_letta, letta_server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     backend = on_letta(tmp_path / "ckpt")
     backend.add_memory("root", "hello", current_node="root")
     backend.health()
@@ -176,16 +213,24 @@ def test_agent_with_another_embedding_is_refused(on_letta, letta_server, tmp_pat
     other = dict(letta_server.embedding_config, embedding_model="some/other-model", embedding_dim=384)
     monkeypatch.setenv("LETTA_EMBEDDING_CONFIG", json.dumps(other))
     mixed = MemoryBackend(tmp_path / "ckpt")
-    with pytest.raises(EmbeddingMismatch, match="wordllama/l2_supercat_256.*some/other-model"):
+    with pytest.raises(EmbeddingMismatch, match=r"wordllama/l2_supercat_256.*some/other-model"):
         mixed.search_memory("hello", ["root"])
     mixed.close()
 
 
 def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
-    env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url,
-                         ARI_MEMORY_SEARCH_ENGINE="letta")
-    run = subprocess.run([sys.executable, "-m", "projections", "demo", str(tmp_path / "d"), "--json"], env=env,
-                         capture_output=True, text=True, timeout=600)
+    env = subprocess_env(
+        LETTA_BASE_URL=letta_server.base_url,
+        ARI_MEMORY_EMBED_URL=letta_server.embedding_url,
+        ARI_MEMORY_SEARCH_ENGINE="letta",
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "projections", "demo", str(tmp_path / "d"), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
     assert data["backend"] == "letta"
@@ -235,12 +280,16 @@ def test_purge_renews_the_agent_and_a_replay_skips_what_it_hid(on_letta, tmp_pat
     assert {t[2:] for t in event_tags(again)} == {kept}
 
 
-def test_aris_default_embedding_handle_uses_the_offline_endpoint(on_letta, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_aris_default_embedding_handle_uses_the_offline_endpoint(
+    on_letta, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """ari-core sets LETTA_EMBEDDING_CONFIG=letta-default in every run; it must not break anything."""
     monkeypatch.setenv("LETTA_EMBEDDING_CONFIG", "letta-default")
     backend = on_letta(tmp_path / "ckpt")
     entry = backend.add_memory("root", "loopline model derived from STREAM", current_node="root")["id"]
-    assert [r["entry_id"] for r in backend.search_memory("loopline performance model", ["root"], limit=1)["results"]] == [entry]
+    assert [
+        r["entry_id"] for r in backend.search_memory("loopline performance model", ["root"], limit=1)["results"]
+    ] == [entry]
     health = backend.health()
     assert health["backend"] == "letta" and health["letta"]["ok"] and health["letta"]["lag"] == 0
     agent = backend.session.letta.projection.client.agents.retrieve(backend.session.letta.projection.agent_id)

@@ -1,4 +1,5 @@
 """The Letta harness brings up a real Letta 0.16.7 server that ranks passages semantically offline."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,10 @@ QUERIES = {
 def _passages() -> list[dict]:
     out = [{"text": text, "tags": ["topic", f"t:{i}"]} for i, text in enumerate(TOPICS)]
     out += [
-        {"text": f"Run {i} of the hyper-parameter sweep finished with seed {i} and batch size {2 ** (i % 7 + 3)}.",
-         "tags": ["run", f"r:{i}"]}
+        {
+            "text": f"Run {i} of the hyper-parameter sweep finished with seed {i} and batch size {2 ** (i % 7 + 3)}.",
+            "tags": ["run", f"r:{i}"],
+        }
         for i in range(50 - len(TOPICS))
     ]
     assert len(out) == 50
@@ -102,8 +105,9 @@ def test_real_letta_server_ranks_a_batch_semantically(letta_server: LettaServer)
         assert agent.embedding_config.embedding_endpoint == srv.embedding_url
         assert agent.embedding_config.embedding_dim == 256
         block_ids = [b.id for b in client.agents.blocks.list(agent_id=agent.id)]
-        assert {client.agents.blocks.retrieve(lbl, agent_id=agent.id).label
-                for lbl in ("persona", "human", "ari_context")} == {"persona", "human", "ari_context"}
+        assert {
+            client.agents.blocks.retrieve(lbl, agent_id=agent.id).label for lbl in ("persona", "human", "ari_context")
+        } == {"persona", "human", "ari_context"}
 
         # The agent's archive exists only after its first passage.
         first = client.agents.passages.create(agent.id, text="The ledger projection was created.", tags=["meta"])
@@ -121,8 +125,9 @@ def test_real_letta_server_ranks_a_batch_semantically(letta_server: LettaServer)
             assert found.results[0].id == by_text[TOPICS[target]], (query, [r.content for r in found.results])
 
         # Tags are filtered after the top-k cut: ask for all 51 to get every tagged match.
-        tagged = client.agents.passages.search(agent.id, query="football match", top_k=51, tags=["topic"],
-                                               tag_match_mode="any")
+        tagged = client.agents.passages.search(
+            agent.id, query="football match", top_k=51, tags=["topic"], tag_match_mode="any"
+        )
         assert tagged.count == len(TOPICS)
         assert tagged.results[0].content == TOPICS[3]
 

@@ -1,6 +1,7 @@
 """The Letta read planner: the calls it plans return every row that can be among the best
 ``limit`` in scope, whatever Letta's rounding and tie order, and cost no more than one call
 over the whole agent."""
+
 from __future__ import annotations
 
 import numpy as np

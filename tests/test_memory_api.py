@@ -1,4 +1,5 @@
 """ARI's memory API (R9, R14–R16, R24, R29): one suite, run against every search engine."""
+
 from __future__ import annotations
 
 import json
@@ -8,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from support.env import FIXTURES, subprocess_env
-
 from ledger import InvalidInput
 from ledger.log import LOG_NAME
 from projections.api.access_log import ACCESS_LOG_NAME
+from support.env import FIXTURES, subprocess_env
 
 
 @pytest.fixture
@@ -48,7 +48,9 @@ def test_sibling_branches_never_see_each_other(backend) -> None:
     branch_ids = {}
     for branch in ("node_A", "node_A1", "node_B"):  # node_A1 shares a prefix with node_A
         start(backend, branch, ["root"])
-        branch_ids[branch] = {add(backend, branch, f"{branch} experiment {i}: blocking and tiling result") for i in range(50)}
+        branch_ids[branch] = {
+            add(backend, branch, f"{branch} experiment {i}: blocking and tiling result") for i in range(50)
+        }
     for branch, own in branch_ids.items():
         results = backend.search_memory("tiling result of the experiment", ["root", branch], limit=500)["results"]
         got = {r["entry_id"] for r in results}
@@ -94,7 +96,10 @@ def test_cow_violation_leaves_the_ancestor_byte_identical(backend, monkeypatch: 
         "ok": False,
         "error": "node_id does not match current node (CoW violation)",
     }
-    assert backend.clear_node_memory("root") == {"removed": 0, "error": "node_id does not match current node (CoW violation)"}
+    assert backend.clear_node_memory("root") == {
+        "removed": 0,
+        "error": "node_id does not match current node (CoW violation)",
+    }
     monkeypatch.delenv("ARI_CURRENT_NODE_ID")
     assert backend.add_memory("root", "x") == {"ok": False, "error": "ARI_CURRENT_NODE_ID not set"}
     assert (backend.checkpoint_dir / LOG_NAME).read_bytes() == log_before
@@ -114,9 +119,12 @@ def test_clear_is_a_tombstone_and_time_travel_sees_before(backend) -> None:
     assert [e["text"] for e in as_of] == ["first note", "second note"]
     hits = backend.search_memory("first note", ["root"], limit=5, as_of=seq_before_clear)["results"]
     assert hits[0]["entry_id"] == first and len(hits) == 2
-    texts = [json.loads(line) for line in subprocess.run(
-        ["zcat", str(backend.checkpoint_dir / LOG_NAME)], capture_output=True, text=True, check=True
-    ).stdout.splitlines()]
+    texts = [
+        json.loads(line)
+        for line in subprocess.run(
+            ["zcat", str(backend.checkpoint_dir / LOG_NAME)], capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+    ]
     assert sum(1 for t in texts if t["type"] == "memory_added") == 3  # the log keeps everything
 
 

@@ -1,4 +1,5 @@
 """node_report.json parsing: strict types, dotted field names in errors, order-free hashing."""
+
 from __future__ import annotations
 
 import copy
@@ -78,7 +79,11 @@ def test_root_report_has_no_parent():
         ({"metrics__GFlops_per_s": "15.82"}, "metrics.GFlops_per_s", "expected a number"),
         ({"metrics__GFlops_per_s": float("nan")}, "metrics.GFlops_per_s", "finite"),
         ({"files_changed__added__0__sha256": "DCDEE3" + "0" * 58}, "files_changed.added[0].sha256", "64 lowercase hex"),
-        ({"files_changed__modified__1__sha256_before": "abc"}, "files_changed.modified[1].sha256_before", "64 lowercase hex"),
+        (
+            {"files_changed__modified__1__sha256_before": "abc"},
+            "files_changed.modified[1].sha256_before",
+            "64 lowercase hex",
+        ),
         ({"files_changed__deleted": ["src/timer.h", 7]}, "files_changed.deleted[1]", "valid string"),
         ({"artifacts__2__role": "source"}, "artifacts[2].role", "'data_output'"),
         ({"artifacts__0__sha256": "g" * 64}, "artifacts[0].sha256", "64 lowercase hex"),

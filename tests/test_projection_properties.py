@@ -1,5 +1,6 @@
 """Properties of the projections (R8, R9, R10): exact ancestor scope at any shape, replay ==
 incremental fold, and the same answers from a snapshot, without it, or with a bad one."""
+
 from __future__ import annotations
 
 import tempfile
@@ -11,8 +12,8 @@ from hypothesis import strategies as st
 
 from ledger import Ledger
 from projections.api.backend import MemoryBackend
-from projections.models.embedder import get_embedder
 from projections.engines.local import SNAPSHOT_NAME, Projector
+from projections.models.embedder import get_embedder
 
 SUFFIXES = ["1", "12", "2", "21"]  # sibling ids share prefixes: n_1 / n_12, n_2 / n_21
 WORDS = ["stencil", "tiling", "cache", "omp", "roofline", "vector", "halo", "bandwidth", "failed", "build"]
@@ -26,7 +27,9 @@ def trees(draw) -> dict[str, list[str]]:
     for depth in range(draw(st.integers(3, 4))):
         nxt = []
         for parent in frontier:
-            for suffix in draw(st.lists(st.sampled_from(SUFFIXES), min_size=1 if depth < 3 else 0, max_size=3, unique=True)):
+            for suffix in draw(
+                st.lists(st.sampled_from(SUFFIXES), min_size=1 if depth < 3 else 0, max_size=3, unique=True)
+            ):
                 child = f"{parent}_{suffix}" if parent != "root" else f"n{suffix}"
                 tree[child] = tree[parent] + [parent]
                 nxt.append(child)
@@ -41,7 +44,10 @@ def scope_of(tree: dict[str, list[str]], node: str) -> list[str]:
 def answers(backend: MemoryBackend, tree: dict[str, list[str]], query: str, limit: int) -> dict:
     return {
         node: (
-            [(r["entry_id"], round(r["score"], 6)) for r in backend.search_memory(query, scope_of(tree, node), limit)["results"]],
+            [
+                (r["entry_id"], round(r["score"], 6))
+                for r in backend.search_memory(query, scope_of(tree, node), limit)["results"]
+            ],
             backend.bulk_get_node_memory(scope_of(tree, node))["by_node"],
         )
         for node in tree
@@ -53,7 +59,9 @@ def answers(backend: MemoryBackend, tree: dict[str, list[str]], query: str, limi
 def test_exact_scope_replay_and_snapshot(tree: dict[str, list[str]], data) -> None:
     nodes = list(tree)
     writes = data.draw(
-        st.lists(st.tuples(st.sampled_from(nodes), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)), max_size=40)
+        st.lists(
+            st.tuples(st.sampled_from(nodes), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)), max_size=40
+        )
     )
     clears = data.draw(st.lists(st.sampled_from(nodes), max_size=2))
     query = " ".join(data.draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)))
@@ -177,7 +185,11 @@ def test_stored_rows_plus_a_folded_tail_answer_as_a_fold_from_scratch(tree: dict
 
     nodes = list(tree)
     phases = [
-        data.draw(st.lists(st.tuples(st.sampled_from(nodes), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)), max_size=25))
+        data.draw(
+            st.lists(
+                st.tuples(st.sampled_from(nodes), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)), max_size=25
+            )
+        )
         for _ in range(2)
     ]
     clears = [data.draw(st.lists(st.sampled_from(nodes), max_size=2)) for _ in range(2)]
@@ -209,7 +221,13 @@ def test_stored_rows_plus_a_folded_tail_answer_as_a_fold_from_scratch(tree: dict
         def everything(b: MemoryBackend) -> dict:
             return {
                 as_of: (
-                    {n: [(r["entry_id"], r["score"]) for r in b.search_memory(query, scope_of(tree, n), 4, as_of=as_of)["results"]] for n in tree},
+                    {
+                        n: [
+                            (r["entry_id"], r["score"])
+                            for r in b.search_memory(query, scope_of(tree, n), 4, as_of=as_of)["results"]
+                        ]
+                        for n in tree
+                    },
                     b.list_all_nodes(as_of=as_of),
                     [(r["id"], r["score"]) for r in b.react_search(query, 3, as_of=as_of)],
                     b.react_get_all(as_of=as_of),
@@ -219,7 +237,10 @@ def test_stored_rows_plus_a_folded_tail_answer_as_a_fold_from_scratch(tree: dict
             }
 
         mixed = everything(backend)
-        assert backend.session.projector.catalog.base is not None and backend.session.projector.catalog.fresh("root") is not None
+        assert (
+            backend.session.projector.catalog.base is not None
+            and backend.session.projector.catalog.fresh("root") is not None
+        )
         cold = Projector(backend.session.ledger, get_embedder(), use_snapshot=False)
         cold.catch_up()
         assert cold.catalog.state() == backend.session.projector.catalog.state()

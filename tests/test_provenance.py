@@ -1,4 +1,5 @@
 """Artifact refs: reuse recorded hashes, hash the rest, and never leave the node's work dir."""
+
 from __future__ import annotations
 
 import hashlib
@@ -40,9 +41,16 @@ def _refs(node_id: str) -> dict[str, dict]:
 def _report_with(filenames: list[str], **extra) -> dict:
     """A minimal valid report whose artifacts are ``filenames`` (no recorded hashes)."""
     return {
-        "schema_version": 1, "node_id": "node_X", "parent_id": None, "ancestor_ids": [], "label": "draft",
-        "depth": 0, "status": "success", "self_assessment": {"succeeded": True},
-        "artifacts": [{"filename": f, "role": "data_output"} for f in filenames], **extra,
+        "schema_version": 1,
+        "node_id": "node_X",
+        "parent_id": None,
+        "ancestor_ids": [],
+        "label": "draft",
+        "depth": 0,
+        "status": "success",
+        "self_assessment": {"succeeded": True},
+        "artifacts": [{"filename": f, "role": "data_output"} for f in filenames],
+        **extra,
     }
 
 
@@ -64,7 +72,7 @@ def escape_setup(tmp_path):
 def test_files_changed_hashes_are_reused_with_role_source():
     report = load_node_report(RUN_DIR / "node_A2" / "node_report.json")
     refs = _refs("node_A2")
-    added, = report.files_changed.added
+    (added,) = report.files_changed.added
     assert refs[added.path] == ArtifactRef(added.path, added.sha256, "source")
     for m in report.files_changed.modified:
         assert refs[m.path] == ArtifactRef(m.path, m.sha256_after, "source")
@@ -115,8 +123,9 @@ def test_recorded_hash_is_not_overwritten_when_the_file_changed(tmp_path):
 def test_a_path_listed_twice_gives_one_ref(tmp_path):
     (tmp_path / "results.csv").write_text("x\n", encoding="utf-8")
     digest = sha256_file(tmp_path / "results.csv")
-    data = _report_with(["results.csv", "./results.csv"],
-                        files_changed={"added": [{"path": "results.csv", "sha256": digest}]})
+    data = _report_with(
+        ["results.csv", "./results.csv"], files_changed={"added": [{"path": "results.csv", "sha256": digest}]}
+    )
     refs = artifact_refs(data, tmp_path).refs
     assert refs == [ArtifactRef("results.csv", digest, "data_output")]
 
@@ -144,10 +153,13 @@ def test_escaping_paths_are_stored_flagged_and_never_read(escape_setup, path, st
 def test_escapes_in_files_changed_are_flagged_too(escape_setup):
     work = escape_setup
     fake = "0" * 64
-    data = _report_with([], files_changed={
-        "added": [{"path": "/etc/shadow", "sha256": fake}],
-        "modified": [{"path": "data/secret.txt", "sha256_before": fake, "sha256_after": fake}],
-    })
+    data = _report_with(
+        [],
+        files_changed={
+            "added": [{"path": "/etc/shadow", "sha256": fake}],
+            "modified": [{"path": "data/secret.txt", "sha256_before": fake, "sha256_after": fake}],
+        },
+    )
     prov = artifact_refs(data, work)
     assert [r["path"] for r in prov.refs] == ["shadow", "data/secret.txt"]  # recorded hashes kept, files never read
     assert [f.field for f in prov.findings] == ["files_changed.added[0].path", "files_changed.modified[0].path"]
@@ -179,15 +191,25 @@ def test_refs_from_aris_builder_shapes(tmp_path):
     (tmp_path / "k.c").write_text("int main(){}\n", encoding="utf-8")
     (tmp_path / "out.csv").write_text("a,b\n", encoding="utf-8")
     digest = sha256_file(tmp_path / "out.csv")
-    data = _report_with([], files_changed={
-        "added": [], "deleted": ["old.c"],
-        "modified": [{"path": "k.c", "sha256_before": "", "sha256_after": sha256_file(tmp_path / "k.c")}],
-        "inherited_unchanged": [{"path": "Makefile", "sha256": "1" * 64}],
-    })
-    data["artifacts"] = [{"filename": "out.csv", "role": "data_output", "sha256": digest, "size": 4}, {"path": "fig.png", "role": "figure"}]
+    data = _report_with(
+        [],
+        files_changed={
+            "added": [],
+            "deleted": ["old.c"],
+            "modified": [{"path": "k.c", "sha256_before": "", "sha256_after": sha256_file(tmp_path / "k.c")}],
+            "inherited_unchanged": [{"path": "Makefile", "sha256": "1" * 64}],
+        },
+    )
+    data["artifacts"] = [
+        {"filename": "out.csv", "role": "data_output", "sha256": digest, "size": 4},
+        {"path": "fig.png", "role": "figure"},
+    ]
     prov = artifact_refs(data, tmp_path)
-    assert prov.refs == [ArtifactRef("k.c", sha256_file(tmp_path / "k.c"), "source"),
-                         ArtifactRef("out.csv", digest, "data_output"), ArtifactRef("fig.png", None, "figure")]
+    assert prov.refs == [
+        ArtifactRef("k.c", sha256_file(tmp_path / "k.c"), "source"),
+        ArtifactRef("out.csv", digest, "data_output"),
+        ArtifactRef("fig.png", None, "figure"),
+    ]
 
 
 def test_resolve_inside(escape_setup):
@@ -246,12 +268,24 @@ GOOD_SHA = "a" * 64
     ],
 )
 def test_typed_refs_findings_name_index_and_field(ref, field, reason):
-    metadata = {"mem_kind": "experiment_result", "artifact_refs": [{"path": "a.csv", "sha256": GOOD_SHA, "role": "data_output"}, ref]}
+    metadata = {
+        "mem_kind": "experiment_result",
+        "artifact_refs": [{"path": "a.csv", "sha256": GOOD_SHA, "role": "data_output"}, ref],
+    }
     [finding] = inspect_metadata(metadata)
     assert finding.field == field and reason in finding.reason
 
 
 def test_good_refs_and_free_text_have_no_findings():
-    assert inspect_metadata({"mem_kind": "experiment_result", "artifact_refs": [{"path": "a.csv", "sha256": GOOD_SHA, "role": "data_output"}],
-                             "node_report_ref": {"run_id": "r", "node_id": "n"}, "metric_ptr": {"name": "g", "value": 1.0}}) == []
+    assert (
+        inspect_metadata(
+            {
+                "mem_kind": "experiment_result",
+                "artifact_refs": [{"path": "a.csv", "sha256": GOOD_SHA, "role": "data_output"}],
+                "node_report_ref": {"run_id": "r", "node_id": "n"},
+                "metric_ptr": {"name": "g", "value": 1.0},
+            }
+        )
+        == []
+    )
     assert inspect_metadata({"type": "result_summary", "metrics": {"g": "not checked"}}) == []

@@ -3,9 +3,11 @@
 Chromium is driven over its DevTools protocol on ``--remote-debugging-pipe`` (NUL-framed JSON
 on file descriptors 3 and 4), so the browser test needs only the standard library.
 """
+
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import random
@@ -42,8 +44,13 @@ def _node(node_id: str, parent: str | None, depth: int, label: str, status: str,
         "memory_counts": {"experiment_result": 1, "note": 1},
         "claims": [],
         "entries": [
-            {"entry_id": f"{node_id}-e1", "kind": "experiment_result",
-             "text": f"result of {node_id}", "ts": "2025-01-01T00:00:00Z", "artifact_refs": []},
+            {
+                "entry_id": f"{node_id}-e1",
+                "kind": "experiment_result",
+                "text": f"result of {node_id}",
+                "ts": "2025-01-01T00:00:00Z",
+                "artifact_refs": [],
+            },
         ],
     }
     node.update(extra)
@@ -52,19 +59,33 @@ def _node(node_id: str, parent: str | None, depth: int, label: str, status: str,
 
 def _claim(memory_id: str, grounded: bool, repro: str) -> dict:
     usable = grounded and repro != "rerun_failed"
-    return {"memory_id": memory_id, "text": f"claim {memory_id}", "grounded": grounded,
-            "repro_status": repro, "usable": usable}
+    return {
+        "memory_id": memory_id,
+        "text": f"claim {memory_id}",
+        "grounded": grounded,
+        "repro_status": repro,
+        "usable": usable,
+    }
 
 
 def nine_node_data() -> dict:
     """root → n1, n2 (failed), n3; n1 → n4, n5; n4 → n6 (best), n7 (failed); n3 → an odd id."""
     refs = [
-        {"path": f"out/{audit}.json", "sha256": None if audit == "unhashed" else f"{i:x}" * 64,
-         "role": "data_output", "audit": audit}
+        {
+            "path": f"out/{audit}.json",
+            "sha256": None if audit == "unhashed" else f"{i:x}" * 64,
+            "role": "data_output",
+            "audit": audit,
+        }
         for i, audit in enumerate(AUDITS, start=10)
     ]
-    hostile_entry = {"entry_id": "n2-e2", "kind": "failure_case", "text": HOSTILE,
-                     "ts": "2025-01-01T01:00:00Z", "artifact_refs": refs}
+    hostile_entry = {
+        "entry_id": "n2-e2",
+        "kind": "failure_case",
+        "text": HOSTILE,
+        "ts": "2025-01-01T01:00:00Z",
+        "artifact_refs": refs,
+    }
     return {
         "title": 'Lineage of "run-7" <demo>',
         "checkpoint": "/ckpt/run-7",
@@ -73,19 +94,45 @@ def nine_node_data() -> dict:
         "best_lineage": ["n0", "n1", "n4", "n6"],
         "nodes": [
             _node("n0", None, 0, "draft", "success"),
-            _node("n1", "n0", 1, "improve", "success",
-                  claims=[_claim("m1", True, "rerun_passed"), _claim("m2", False, "unverified")]),
-            _node("n2", "n0", 1, "debug", "failed", headline_metric=None,
-                  memory_counts={"failure_case": 2, "reflection": 1},
-                  claims=[_claim("m3", True, "rerun_failed")],
-                  entries=[{"entry_id": "n2-e1", "kind": "reflection", "text": "loss diverged at step 40",
-                            "ts": "2025-01-01T00:30:00Z", "artifact_refs": refs[:1]}, hostile_entry]),
-            _node("n3", "n0", 1, "ablation", "unknown",
-                  claims=[_claim("m4", True, "paper_only_reproduced")]),
+            _node(
+                "n1",
+                "n0",
+                1,
+                "improve",
+                "success",
+                claims=[_claim("m1", True, "rerun_passed"), _claim("m2", False, "unverified")],
+            ),
+            _node(
+                "n2",
+                "n0",
+                1,
+                "debug",
+                "failed",
+                headline_metric=None,
+                memory_counts={"failure_case": 2, "reflection": 1},
+                claims=[_claim("m3", True, "rerun_failed")],
+                entries=[
+                    {
+                        "entry_id": "n2-e1",
+                        "kind": "reflection",
+                        "text": "loss diverged at step 40",
+                        "ts": "2025-01-01T00:30:00Z",
+                        "artifact_refs": refs[:1],
+                    },
+                    hostile_entry,
+                ],
+            ),
+            _node("n3", "n0", 1, "ablation", "unknown", claims=[_claim("m4", True, "paper_only_reproduced")]),
             _node("n4", "n1", 2, "improve", "success"),
             _node("n5", "n1", 2, "validation", "success"),
-            _node("n6", "n4", 3, "improve", "success",
-                  claims=[_claim("m5", True, "rerun_passed"), _claim("m6", True, "unverified")]),
+            _node(
+                "n6",
+                "n4",
+                3,
+                "improve",
+                "success",
+                claims=[_claim("m5", True, "rerun_passed"), _claim("m6", True, "unverified")],
+            ),
             _node("n7", "n4", 3, "debug", "failed", entries=[]),
             _node(ODD_ID, "n3", 2, "other", "unknown", memory_counts={}),
         ],
@@ -97,11 +144,23 @@ def random_tree_data(count: int, seed: int) -> dict:
     nodes = [_node("r", None, 0, "draft", "success")]
     for i in range(1, count):
         parent = nodes[rng.randrange(len(nodes))]
-        nodes.append(_node(f"r{i}", parent["node_id"], parent["depth"] + 1,
-                           rng.choice(["improve", "debug", "ablation"]),
-                           rng.choice(["success", "failed", "unknown"])))
-    return {"title": "big", "checkpoint": "c", "as_of_seq": count, "best_node": None,
-            "best_lineage": [], "nodes": nodes}
+        nodes.append(
+            _node(
+                f"r{i}",
+                parent["node_id"],
+                parent["depth"] + 1,
+                rng.choice(["improve", "debug", "ablation"]),
+                rng.choice(["success", "failed", "unknown"]),
+            )
+        )
+    return {
+        "title": "big",
+        "checkpoint": "c",
+        "as_of_seq": count,
+        "best_node": None,
+        "best_lineage": [],
+        "nodes": nodes,
+    }
 
 
 class _Parsed(HTMLParser):
@@ -223,10 +282,20 @@ def test_two_hundred_nodes_are_laid_out_without_overlap() -> None:
 
 
 def test_every_node_is_drawn_even_with_a_missing_parent_or_a_cycle() -> None:
-    nodes = [_node("a", "ghost", 1, "draft", "success"), _node("b", "c", 1, "draft", "success"),
-             _node("c", "b", 1, "draft", "success"), _node("d", "d", 0, "draft", "success")]
-    data = {"title": "t", "checkpoint": "c", "as_of_seq": 1, "best_node": "zz",
-            "best_lineage": ["ghost", "a"], "nodes": nodes}
+    nodes = [
+        _node("a", "ghost", 1, "draft", "success"),
+        _node("b", "c", 1, "draft", "success"),
+        _node("c", "b", 1, "draft", "success"),
+        _node("d", "d", 0, "draft", "success"),
+    ]
+    data = {
+        "title": "t",
+        "checkpoint": "c",
+        "as_of_seq": 1,
+        "best_node": "zz",
+        "best_lineage": ["ghost", "a"],
+        "nodes": nodes,
+    }
     parsed = _Parsed(render_report(data))
     assert sorted(a["data-node-id"] for a in parsed.node_groups()) == ["a", "b", "c", "d"]
     assert not [a for a in parsed.node_groups() if "best" in a["class"].split()]
@@ -241,9 +310,17 @@ def test_duplicate_node_ids_are_refused() -> None:
 
 # --- the page in a real browser -------------------------------------------------------------
 
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--remote-debugging-pipe")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--remote-debugging-pipe",
+)
 _ERROR_EVENTS = ("Runtime.exceptionThrown", "Runtime.consoleAPICalled", "Log.entryAdded")
 
 
@@ -258,9 +335,21 @@ class Page:
         # pipe ends there from stdin/stdout, where subprocess can place them safely.
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                ["/bin/sh", "-c", 'exec "$@" 3<&0 4>&1 </dev/null >&2', "sh", chromium, *FLAGS,
-                 f"--user-data-dir={profile}", "about:blank"],
-                stdin=to_chrome, stdout=from_chrome, stderr=log, start_new_session=True)
+                [
+                    "/bin/sh",
+                    "-c",
+                    'exec "$@" 3<&0 4>&1 </dev/null >&2',
+                    "sh",
+                    chromium,
+                    *FLAGS,
+                    f"--user-data-dir={profile}",
+                    "about:blank",
+                ],
+                stdin=to_chrome,
+                stdout=from_chrome,
+                stderr=log,
+                start_new_session=True,
+            )
         os.close(to_chrome)
         os.close(from_chrome)
         self._buf = b""
@@ -271,8 +360,7 @@ class Page:
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=1600, height=900,
-                  deviceScaleFactor=1, mobile=False)
+        self.call("Emulation.setDeviceMetricsOverride", width=1600, height=900, deviceScaleFactor=1, mobile=False)
 
     def call(self, method: str, timeout: float = 15, **params: Any) -> dict:
         self._last_id += 1
@@ -281,7 +369,7 @@ class Page:
             message["sessionId"] = self.session
         data = json.dumps(message).encode() + b"\0"
         while data:
-            data = data[os.write(self._out, data):]
+            data = data[os.write(self._out, data) :]
         deadline = time.monotonic() + timeout
         while True:
             reply = self._read(deadline, method)
@@ -306,8 +394,10 @@ class Page:
         while b"\0" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self._in], [], [], left)[0]:
-                raise TimeoutError(f"no answer to {waiting_for}; {self.log} ends with:\n"
-                                   + self.log.read_text(errors="replace")[-2000:])
+                raise TimeoutError(
+                    f"no answer to {waiting_for}; {self.log} ends with:\n"
+                    + self.log.read_text(errors="replace")[-2000:]
+                )
             chunk = os.read(self._in, 1 << 20)
             if not chunk:
                 raise EOFError(f"Chromium closed the DevTools pipe; see {self.log}")
@@ -333,7 +423,8 @@ class Page:
     def click_node(self, node_id: str) -> None:
         x, y = self.evaluate(
             f"(() => {{ const g = {self.node(node_id)}; g.scrollIntoView({{block: 'center', inline: 'center'}});"
-            " const r = g.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+            " const r = g.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+        )
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
@@ -341,8 +432,7 @@ class Page:
         self.evaluate(f"{self.node(node_id)}.focus()")
         assert self.evaluate("document.activeElement.dataset.nodeId") == node_id
         for kind in ("keyDown", "keyUp"):
-            self.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter",
-                      windowsVirtualKeyCode=13)
+            self.call("Input.dispatchKeyEvent", type=kind, key="Enter", code="Enter", windowsVirtualKeyCode=13)
 
     def screenshot(self, path: Path) -> None:
         path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
@@ -363,10 +453,8 @@ class Page:
 
     def close(self) -> None:
         self.session = None
-        try:
+        with contextlib.suppress(OSError, RuntimeError, TimeoutError, EOFError):  # closing anyway below
             self.call("Browser.close", timeout=5)
-        except (OSError, RuntimeError, TimeoutError, EOFError):
-            pass  # closing anyway below
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -406,8 +494,10 @@ def test_browser_draws_every_node_and_a_click_shows_its_entries(page: Page, tmp_
     assert page.evaluate("document.querySelector('#panel h2').textContent") == "n2"
     assert "loss diverged at step 40" in panel and HOSTILE in panel and "rerun_failed" in panel
     assert page.evaluate("document.querySelectorAll('#panel b, #panel script').length") == 0
-    audits = page.evaluate("[...document.querySelectorAll('#panel .entry')[1].querySelectorAll('.audit')]"
-                           ".map(a => [a.textContent, getComputedStyle(a).backgroundColor])")
+    audits = page.evaluate(
+        "[...document.querySelectorAll('#panel .entry')[1].querySelectorAll('.audit')]"
+        ".map(a => [a.textContent, getComputedStyle(a).backgroundColor])"
+    )
     assert [a for a, _ in audits] == list(AUDITS)
     assert len({colour for _, colour in audits}) == 4
     assert page.evaluate(f"{page.node('n2')}.classList.contains('selected')")

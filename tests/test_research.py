@@ -1,5 +1,6 @@
 """Verifiable research memory on the fixture run (R17–R23): typed entries, consolidation,
 exact scope, verified context, re-runs, audit, working context."""
+
 from __future__ import annotations
 
 import gzip
@@ -13,14 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from support.env import FIXTURES
-
 from ledger import InvalidInput
 from ledger.events import REPRO_STATUSES
 from ledger.log import LOG_NAME
-from projections.api.backend import MemoryBackend
 from projections.adapters.demo import copy_run, replay_run
+from projections.api.backend import MemoryBackend
 from projections.api.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
+from support.env import FIXTURES
 
 RUN = FIXTURES / "ari_run"
 
@@ -85,15 +85,20 @@ def test_typed_search_fills_limit_despite_higher_ranked_other_kinds(ckpt: Path) 
     backend = MemoryBackend(ckpt)
     for i in range(40):  # many free-text notes that match the query better
         backend.add_memory("root", f"roofline bandwidth GFlops measurement note {i}", current_node="root")
-    ids = [backend.add_procedure_memory("root", f"procedure {i}: rebuild with -O3", current_node="root")["id"] for i in range(3)]
-    hits = backend.search_research_memory("roofline bandwidth GFlops", ["root"], kinds=["procedure"], limit=3)["results"]
+    ids = [
+        backend.add_procedure_memory("root", f"procedure {i}: rebuild with -O3", current_node="root")["id"]
+        for i in range(3)
+    ]
+    hits = backend.search_research_memory("roofline bandwidth GFlops", ["root"], kinds=["procedure"], limit=3)[
+        "results"
+    ]
     assert sorted(h["entry_id"] for h in hits) == sorted(ids)
     assert backend.search_research_memory("x", ["root"], require_artifacts=True)["results"] == []
     backend.close()
 
 
 def test_verified_context_lists_exactly_the_grounded_claims_of_the_best_lineage(replayed) -> None:
-    backend, replay = replayed
+    backend, _replay = replayed
     ctx = json.loads((backend.checkpoint_dir / VERIFIED_CONTEXT_NAME).read_text())
     assert ctx["best_node"] == "node_A2"  # by _scientific_score, not node_A12's higher raw GFlops
     assert ctx["lineage"] == ["root", "node_A", "node_A2"]
@@ -109,16 +114,22 @@ def test_verified_context_lists_exactly_the_grounded_claims_of_the_best_lineage(
     assert {c["entry_id"] for c in ctx["usable_for_claims"]} == lineage_results
     block = render_grounded_block(ctx)
     assert "[rerun_passed; evidence rerun_passed] node_A2" in block and "results.csv" in block
-    assert {c["node_id"]: c["evidence"] for c in ctx["claims"]} == {"node_A2": "rerun_passed", "root": "verified", "node_A": "verified"}
+    assert {c["node_id"]: c["evidence"] for c in ctx["claims"]} == {
+        "node_A2": "rerun_passed",
+        "root": "verified",
+        "node_A": "verified",
+    }
 
 
 def test_rerun_failed_removes_the_claim_but_not_the_entry(replayed) -> None:
-    backend, replay = replayed
+    backend, _replay = replayed
     lineage = ["root", "node_A", "node_A2"]
     target = backend.get_verified_context(lineage)["claims"][1]  # node_A or root, unverified
     raw_before = gzip.decompress((backend.checkpoint_dir / LOG_NAME).read_bytes())
     original_line = next(line for line in raw_before.splitlines() if target["entry_id"].encode() in line)
-    out = backend.add_reproducibility_event("node_A21", target["entry_id"], "rerun_failed", text="could not reproduce", current_node="node_A21")
+    out = backend.add_reproducibility_event(
+        "node_A21", target["entry_id"], "rerun_failed", text="could not reproduce", current_node="node_A21"
+    )
     assert out["ok"]
     ctx = backend.get_verified_context(lineage)
     assert target["entry_id"] not in {c["entry_id"] for c in ctx["usable_for_claims"]}
@@ -142,9 +153,22 @@ def test_repro_event_outside_the_lineage_is_stored_and_flagged(replayed) -> None
 @pytest.mark.parametrize(
     "call,field",
     [
-        (lambda b: b.add_experiment_result("root", "x", artifact_refs=[{"path": "/etc/passwd", "sha256": None, "role": "log"}]), "metadata.artifact_refs[0].path"),
-        (lambda b: b.add_experiment_result("root", "x", artifact_refs=[{"path": "a.csv", "sha256": "zz", "role": "log"}]), "metadata.artifact_refs[0].sha256"),
-        (lambda b: b.add_failure_case("root", "x", node_report_ref={"run_id": "r"}), "metadata.node_report_ref.node_id"),
+        (
+            lambda b: b.add_experiment_result(
+                "root", "x", artifact_refs=[{"path": "/etc/passwd", "sha256": None, "role": "log"}]
+            ),
+            "metadata.artifact_refs[0].path",
+        ),
+        (
+            lambda b: b.add_experiment_result(
+                "root", "x", artifact_refs=[{"path": "a.csv", "sha256": "zz", "role": "log"}]
+            ),
+            "metadata.artifact_refs[0].sha256",
+        ),
+        (
+            lambda b: b.add_failure_case("root", "x", node_report_ref={"run_id": "r"}),
+            "metadata.node_report_ref.node_id",
+        ),
         (lambda b: b.add_reflection("root", "x", confidence=2.0), "metadata.confidence"),
     ],
 )
@@ -156,7 +180,9 @@ def test_typed_writes_ari_accepts_are_stored_and_flagged(ckpt: Path, call, field
         assert out["ok"] and field in [f["field"] for f in out["findings"]]
         [entry] = backend.get_node_memory("root")["entries"]
         assert entry["findings"] == out["findings"]
-        assert backend.search_research_memory("q", ["root"], kinds=["rumour"]) == {"results": []}  # ARI filters, never refuses
+        assert backend.search_research_memory("q", ["root"], kinds=["rumour"]) == {
+            "results": []
+        }  # ARI filters, never refuses
     finally:
         del os.environ["ARI_CURRENT_NODE_ID"]
         backend.close()
@@ -173,16 +199,23 @@ def test_audit_finds_exactly_one_mismatch_one_missing_one_unhashed(replayed) -> 
     (work / "node_A" / "run.log").unlink()  # lost
     (work / "node_A2" / "extra.csv").write_text("late,artifact\n")
     backend.add_experiment_result(
-        "node_A2", "an extra table", artifact_refs=[{"path": "extra.csv", "sha256": None, "role": "data_output"}],
-        node_report_ref={"run_id": replay.run_id, "node_id": "node_A2"}, current_node="node_A2",
+        "node_A2",
+        "an extra table",
+        artifact_refs=[{"path": "extra.csv", "sha256": None, "role": "data_output"}],
+        node_report_ref={"run_id": replay.run_id, "node_id": "node_A2"},
+        current_node="node_A2",
     )
     audit = backend.audit_memory(replay.experiments_root, replay.run_id)
     assert audit["summary"]["mismatch"] == 1 and audit["summary"]["missing"] == 2
     assert audit["summary"]["unhashed"] == base["summary"]["unhashed"] + 1
     assert not audit["ok"]
     odd = {(r["status"], r["node_id"], r["path"]) for r in audit["results"] if r["status"] != "verified"}
-    assert odd == {("mismatch", "node_A2", "results.csv"), ("missing", "node_A", "run.log"),
-                   ("missing", "node_A", "stencil_bench"), ("unhashed", "node_A2", "extra.csv")}
+    assert odd == {
+        ("mismatch", "node_A2", "results.csv"),
+        ("missing", "node_A", "run.log"),
+        ("missing", "node_A", "stencil_bench"),
+        ("unhashed", "node_A2", "extra.csv"),
+    }
     with pytest.raises(InvalidInput, match="run_id"):
         backend.audit_memory(replay.experiments_root, "/etc")  # a run id is a directory name, never a path
 
@@ -209,7 +242,12 @@ def test_path_escapes_are_stored_as_ari_would_and_nothing_outside_is_read(tmp_pa
     assert "not a regular file" in flagged["artifacts[7].path"]
     [entry] = backend.search_research_memory("openmp", ["node_A"], kinds=["experiment_result"])["results"]
     refs = {r["path"]: r["sha256"] for r in entry["artifact_refs"]}
-    assert refs["passwd"] is None and refs["../../../../etc/passwd"] is None and refs["escape"] is None and refs["pipe"] is None
+    assert (
+        refs["passwd"] is None
+        and refs["../../../../etc/passwd"] is None
+        and refs["escape"] is None
+        and refs["pipe"] is None
+    )
     secret_hash = hashlib.sha256(secret.read_bytes()).hexdigest()
     assert secret_hash not in refs.values()
     backend.close()

@@ -1,6 +1,7 @@
 """The projection snapshot is a checked cache (issue 10 items 1, 3, 8): bit rot and content
 that disagrees with the log are rebuilt from the log and said so, never served; whatever
 the log accepts can be saved; saving never raises and leaves no temporary file behind."""
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,14 @@ import msgspec
 import numpy as np
 import pytest
 
-from support.env import subprocess_env
-
 from ledger import Ledger
-from projections.engines import local as projector_module
 from projections.api.backend import MemoryBackend
-from projections.models.embedder import get_embedder
+from projections.engines import local as projector_module
 from projections.engines.local import Projector, check_snapshot
 from projections.engines.snapshot import SNAPSHOT_FORMAT, SNAPSHOT_NAME, SnapshotPreamble, open_snapshot
 from projections.models.catalog import EntryRecord
+from projections.models.embedder import get_embedder
+from support.env import subprocess_env
 
 TEXTS = [f"entry {i}: temporal blocking with tile {i * 8}" for i in range(12)]
 
@@ -55,11 +55,15 @@ def served(ckpt: Path) -> tuple[bool, dict[str, list[str]]]:
     return loaded, texts
 
 
-def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(ckpt: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(
+    ckpt: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     original = make_checkpoint(ckpt)
     loaded, truth = served(ckpt)
     assert loaded
-    positions = sorted({0, 5, len(original) // 2, len(original) - 1, *range(9, len(original), max(1, len(original) // 24))})
+    positions = sorted(
+        {0, 5, len(original) // 2, len(original) - 1, *range(9, len(original), max(1, len(original) // 24))}
+    )
     for pos in positions:
         rotten = bytearray(original)
         rotten[pos] ^= 0x10
@@ -78,15 +82,23 @@ def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(ckpt: Path, 
 def test_a_rebuild_is_recorded_for_status(ckpt: Path) -> None:
     original = make_checkpoint(ckpt)
     (ckpt / SNAPSHOT_NAME).write_bytes(original[:-10])
-    status = subprocess.run([sys.executable, "-m", "projections", "status", str(ckpt), "--json"], capture_output=True,
-                            text=True, env=subprocess_env())
+    status = subprocess.run(
+        [sys.executable, "-m", "projections", "status", str(ckpt), "--json"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+    )
     assert "unreadable (cut short" in json.loads(status.stdout)["projections"]["snapshot"]["problem"]
     backend = MemoryBackend(ckpt)
     assert backend.session.projector.rebuilt.startswith("unreadable")
     backend.health()  # a read folds the log, so close() saves the rebuilt state
     backend.close()
-    status = subprocess.run([sys.executable, "-m", "projections", "status", str(ckpt), "--json"], capture_output=True,
-                            text=True, env=subprocess_env())
+    status = subprocess.run(
+        [sys.executable, "-m", "projections", "status", str(ckpt), "--json"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+    )
     snapshot = json.loads(status.stdout)["projections"]["snapshot"]
     assert status.returncode == 0 and "unreadable" in snapshot["rebuilt"] and snapshot["lag"] == 0
 
@@ -124,9 +136,13 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
     _forge(ckpt, edit)
     check = check_snapshot(Ledger.open_readonly(ckpt))
     assert check.problem and "disagrees with the log" in check.problem, check
-    verify = subprocess.run([sys.executable, "-m", "projections", "verify", str(ckpt)], capture_output=True, text=True,
-                            env=subprocess_env())
-    assert verify.returncode == 1 and "problem: memory_projection.snapshot.zst: its content disagrees with the log" in verify.stdout
+    verify = subprocess.run(
+        [sys.executable, "-m", "projections", "verify", str(ckpt)], capture_output=True, text=True, env=subprocess_env()
+    )
+    assert (
+        verify.returncode == 1
+        and "problem: memory_projection.snapshot.zst: its content disagrees with the log" in verify.stdout
+    )
     loaded, texts = served(ckpt)
     assert texts == truth
     if what != "vector":
@@ -203,9 +219,16 @@ def test_a_large_snapshot_is_checked_a_collection_at_a_time_as_it_is_read(
     monkeypatch.setattr(snapshot_check, "TABLES_ON_LOAD", 0)
     backend = MemoryBackend(ckpt)
     for node, count in (("root", 10), ("node_A", 10), ("node_B", 2000)):  # node_B spans many 64 KiB chunks
-        backend.start_node(node, None if node == "root" else "root", [] if node == "root" else ["root"], current_node=node)
-        backend.bulk_import([{"node_id": node, "text": f"{node} note {i}: tiling {i * 3} halo exchange " + "x" * 100}
-                            for i in range(count)], "node_scope")
+        backend.start_node(
+            node, None if node == "root" else "root", [] if node == "root" else ["root"], current_node=node
+        )
+        backend.bulk_import(
+            [
+                {"node_id": node, "text": f"{node} note {i}: tiling {i * 3} halo exchange " + "x" * 100}
+                for i in range(count)
+            ],
+            "node_scope",
+        )
     b_ids = [e["entry_id"] for e in backend.get_node_memory("node_B")["entries"]]
     truth = backend.search_memory("tiling halo", ["root", "node_B"], 5)["results"]
     b_entries = backend.get_node_memory("node_B")["entries"]

@@ -12,6 +12,7 @@ read-only (tmpfs, mounted when running as root). The invariants:
 ``ARI_TORTURE_SCALE=N`` multiplies the number of cases (figures in docs/reliability.md);
 each test prints its figures as one JSON line (``pytest -s``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,16 +26,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
-from support.env import subprocess_env
 
 from ledger import Ledger, LedgerError
 from ledger.errors import LedgerReadOnly
 from ledger.log import LOG_NAME, scan_members
+from support.env import subprocess_env
 
 SCALE = max(1, int(os.environ.get("ARI_TORTURE_SCALE", "1")))
 
@@ -104,7 +104,9 @@ def kill_loop(ckpt: Path, script: str, rounds: int, window: tuple[float, float],
     for r in range(rounds):
         proc = subprocess.Popen(
             [sys.executable, "-c", script, str(ckpt), str(rnd.randrange(1 << 30))],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=subprocess_env(ARI_CURRENT_NODE_ID="root"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=subprocess_env(ARI_CURRENT_NODE_ID="root"),
         )
         ready = proc.stdout.readline().split()
         assert ready and ready[0] == b"ready", proc.stderr.read().decode()[-2000:]
@@ -127,8 +129,15 @@ def test_sigkill_loop_on_appends_and_batches(ckpt: Path) -> None:
     acknowledged = set(acked)
     assert [i for i in stored if i in acknowledged] == acked  # in the order they were acknowledged
     torn = sorted(ckpt.glob(LOG_NAME + ".torn-*"))
-    figures("sigkill-ledger", kills=rounds, acknowledged=len(acked), stored=len(stored), lost=0,
-            torn_tails_moved_aside=len(torn), recovered_reports=recovered)
+    figures(
+        "sigkill-ledger",
+        kills=rounds,
+        acknowledged=len(acked),
+        stored=len(stored),
+        lost=0,
+        torn_tails_moved_aside=len(torn),
+        recovered_reports=recovered,
+    )
 
 
 def test_sigkill_loop_on_the_backend(ckpt: Path) -> None:
@@ -188,11 +197,21 @@ def test_eight_writers_and_a_concurrent_reader(ckpt: Path, tmp_path: Path) -> No
     with Ledger.open(ckpt) as ledger:
         first = ledger.append("root", "node_started", {}, current_node="root").id
     stop = tmp_path / "stop"
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(ckpt), str(stop)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, env=subprocess_env())
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(ckpt), str(stop)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
     writers = [
-        subprocess.Popen([sys.executable, "-c", WRITER, str(ckpt), f"w{w}", str(per_writer)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=subprocess_env(ARI_CURRENT_NODE_ID=f"w{w}"))
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(ckpt), f"w{w}", str(per_writer)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=subprocess_env(ARI_CURRENT_NODE_ID=f"w{w}"),
+        )
         for w in range(8)
     ]
     outputs = [p.communicate(timeout=300) for p in writers]
@@ -281,13 +300,15 @@ def test_flip_and_cut_sweep_over_the_log(ckpt: Path, tmp_path: Path) -> None:
 
 def test_flip_and_cut_sweep_over_the_snapshot(ckpt: Path, tmp_path: Path) -> None:
     from projections.api.backend import MemoryBackend
-    from projections.models.embedder import get_embedder
     from projections.engines.local import Projector
     from projections.engines.snapshot import SNAPSHOT_NAME
+    from projections.models.embedder import get_embedder
 
     backend = MemoryBackend(ckpt)
     for i in range(30):
-        backend.add_memory("root" if i % 3 else "node_A", f"entry {i} about tiling {i * 7}", current_node="root" if i % 3 else "node_A")
+        backend.add_memory(
+            "root" if i % 3 else "node_A", f"entry {i} about tiling {i * 7}", current_node="root" if i % 3 else "node_A"
+        )
     truth = {n: [e["text"] for e in es] for n, es in backend.list_all_nodes()["by_node"].items()}
     backend.close()
     size = (ckpt / SNAPSHOT_NAME).stat().st_size
@@ -303,7 +324,9 @@ def test_flip_and_cut_sweep_over_the_snapshot(ckpt: Path, tmp_path: Path) -> Non
             projector.catch_up()
             served = {n: [e.text for e in projector.catalog.node_entries(n)] for n in projector.catalog.node_ids()}
             assert served == truth
-    figures("snapshot-sweep", flips=20 * SCALE, cuts=10 * SCALE, snapshot_bytes=size, rebuilt=len(cases), served_wrong=0)
+    figures(
+        "snapshot-sweep", flips=20 * SCALE, cuts=10 * SCALE, snapshot_bytes=size, rebuilt=len(cases), served_wrong=0
+    )
 
 
 def test_flip_and_cut_sweep_over_the_index(ckpt: Path, tmp_path: Path) -> None:
@@ -338,7 +361,9 @@ def tmpfs(where: Path, size: str) -> Iterator[Path]:
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root (the disk-full and read-only tests run as root in CI)")
     where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
@@ -366,10 +391,18 @@ def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
                 try:
                     if i % 4 == 0:
                         with ledger.batch() as batch:
-                            ids = [batch.append("root", "memory_added", {"text": rnd.randbytes(900).hex()}, current_node="root").id
-                                   for _ in range(3)]
+                            ids = [
+                                batch.append(
+                                    "root", "memory_added", {"text": rnd.randbytes(900).hex()}, current_node="root"
+                                ).id
+                                for _ in range(3)
+                            ]
                     else:
-                        ids = [ledger.append("root", "memory_added", {"text": rnd.randbytes(700).hex()}, current_node="root").id]
+                        ids = [
+                            ledger.append(
+                                "root", "memory_added", {"text": rnd.randbytes(700).hex()}, current_node="root"
+                            ).id
+                        ]
                     acked.extend(ids)
                 except OSError as exc:
                     assert exc.errno == errno.ENOSPC
@@ -391,8 +424,8 @@ def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
 
 def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None:
     from projections.api.backend import MemoryBackend
-    from projections.models.embedder import get_embedder
     from projections.engines.local import Projector
+    from projections.models.embedder import get_embedder
 
     with tmpfs(tmp_path / "fs", "8m") as fs:
         ckpt = fs / "ckpt"
@@ -405,10 +438,20 @@ def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None
         subprocess.run(["mount", "-o", "remount,ro", str(fs)], check=True)
         before = tree_digest(ckpt)
         runs = {}
-        for args in (["status", "--json"], ["log"], ["verify"], ["search", "entry 3", "--node", "root", "--json"],
-                     ["context", "--node", "root", "--json"], ["tree"]):
-            run = subprocess.run([sys.executable, "-m", "projections", args[0], str(ckpt), *args[1:]], capture_output=True,
-                                 text=True, env=subprocess_env())
+        for args in (
+            ["status", "--json"],
+            ["log"],
+            ["verify"],
+            ["search", "entry 3", "--node", "root", "--json"],
+            ["context", "--node", "root", "--json"],
+            ["tree"],
+        ):
+            run = subprocess.run(
+                [sys.executable, "-m", "projections", args[0], str(ckpt), *args[1:]],
+                capture_output=True,
+                text=True,
+                env=subprocess_env(),
+            )
             assert "Traceback" not in run.stderr, run.stderr
             runs[args[0]] = run
         assert runs["search"].returncode == 0 and json.loads(runs["search"].stdout)["results"][0]["text"] == "entry 3"
@@ -434,8 +477,17 @@ def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None
         assert tree_digest(ckpt) == before
 
 
-READING = (["status"], ["log"], ["verify"], ["search", "entry", "--node", "root"], ["context", "--node", "root"],
-           ["verified", "--node", "root"], ["tree"], ["audit", "--experiments", "/nonexistent"], ["export-ari", "-o", "/dev/null", "--force"])
+READING = (
+    ["status"],
+    ["log"],
+    ["verify"],
+    ["search", "entry", "--node", "root"],
+    ["context", "--node", "root"],
+    ["verified", "--node", "root"],
+    ["tree"],
+    ["audit", "--experiments", "/nonexistent"],
+    ["export-ari", "-o", "/dev/null", "--force"],
+)
 
 
 def test_reading_commands_never_modify_the_checkpoint(ckpt: Path, tmp_path: Path, capsys) -> None:

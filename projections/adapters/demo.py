@@ -8,18 +8,18 @@ validation child re-runs its parent's result, the verified context of the best l
 written and the artifacts are audited. Used by ``ari-ledger demo`` (the README's first
 command) and by the tests.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
-from importlib.resources import files
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from ledger.node_report import NodeReport, load_node_report
 from ledger.provenance import sha256_file
-
 from projections.api.backend import MemoryBackend
 from projections.api.shapes import AuditResult
 
@@ -66,12 +66,22 @@ def replay_run(backend: MemoryBackend, run_dir: Path = FIXTURE_RUN, experiments_
         work_dir = root / run_id / nid
         report = json.loads((work_dir / "node_report.json").read_text(encoding="utf-8"))
         metrics = {k: v for k, v in report["metrics"].items() if not k.startswith("_")}
-        backend.add_memory(nid, node["result_summary"], {"type": "result_summary", "metrics": metrics}, current_node=nid)
+        backend.add_memory(
+            nid, node["result_summary"], {"type": "result_summary", "metrics": metrics}, current_node=nid
+        )
         result = backend.consolidate_node_memory(nid, report, str(work_dir), run_id, current_node=nid)
         replay.consolidated[nid] = [w["id"] for w in result.get("written", []) if w["id"] is not None]
     reports = {nid: load_node_report(root / run_id / nid / "node_report.json") for nid in replay.tree}
     _rerun_best(backend, replay, reports)
-    nodes = [{"node_id": r.node_id, "metrics": r.metrics, "status": r.status, "has_real_data": bool(r.metrics) and r.status == "success" and r.self_assessment.succeeded} for r in reports.values()]
+    nodes = [
+        {
+            "node_id": r.node_id,
+            "metrics": r.metrics,
+            "status": r.status,
+            "has_real_data": bool(r.metrics) and r.status == "success" and r.self_assessment.succeeded,
+        }
+        for r in reports.values()
+    ]
     replay.verified_path = backend.write_verified_context(nodes)
     replay.audit = backend.audit_memory(root, run_id)
     return replay
@@ -84,11 +94,20 @@ def _rerun_best(backend: MemoryBackend, replay: Replay, reports: dict[str, NodeR
         if report.label != "validation" or not ancestors or not report.self_assessment.succeeded:
             continue
         parent = ancestors[-1]
-        results = backend.search_research_memory("experiment result", [parent], kinds=["experiment_result"], limit=1)["results"]
+        results = backend.search_research_memory("experiment result", [parent], kinds=["experiment_result"], limit=1)[
+            "results"
+        ]
         if results:
             target = results[0]["entry_id"]
             refs = [{"path": "results.csv", "sha256": _sha(replay, nid, "results.csv"), "role": "data_output"}]
-            out = backend.add_reproducibility_event(nid, target, "rerun_passed", refs, f"{nid} re-ran {parent}: {report.self_assessment.headline}", current_node=nid)
+            out = backend.add_reproducibility_event(
+                nid,
+                target,
+                "rerun_passed",
+                refs,
+                f"{nid} re-ran {parent}: {report.self_assessment.headline}",
+                current_node=nid,
+            )
             replay.reruns.append({"by": nid, "target": target, "status": "rerun_passed", "id": out.get("id")})
 
 

@@ -4,10 +4,12 @@ A Letta server only knows how to embed through an HTTP API; pointing it at this
 endpoint lets it rank archival memory semantically on a machine with no internet,
 with exactly the vectors the ledger's own projections use.
 """
+
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import signal
 import sys
@@ -136,10 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _drain(self) -> None:
         """Consume an unwanted body so the keep-alive connection stays in sync."""
-        try:
+        with contextlib.suppress(_BadRequest):
             self._read_body()
-        except _BadRequest:
-            pass
 
     def _send_error(self, status: HTTPStatus, message: str) -> None:
         self._send(status, {"error": {"message": message, "type": "invalid_request_error"}})

@@ -9,11 +9,12 @@ ARI's environment pins (``FastMCP``, the same server under its old name).
 
     ari-ledger mcp          (or: python -m projections.adapters.mcp_server)
 """
+
 from __future__ import annotations
 
 import functools
-from importlib.metadata import version
 from collections.abc import Callable, Mapping
+from importlib.metadata import version
 from typing import Any
 
 try:  # mcp 2.x
@@ -25,7 +26,6 @@ except ModuleNotFoundError:  # mcp 1.x, ARI's environment: the same high-level s
 
 from ledger import InvalidInput, LedgerError, config
 from ledger.events import check_node_id
-
 from projections.api.backend import MemoryBackend, get_backend
 
 server = Server("ari-memory-ledger", instructions="Ancestor-scoped, artifact-grounded memory of an ARI checkpoint.")
@@ -152,37 +152,59 @@ def add_experiment_result(
     node_report_ref: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A typed, artifact-grounded experiment result."""
-    return _out(_backend().add_experiment_result(node_id, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs, node_report_ref=node_report_ref))
+    return _out(
+        _backend().add_experiment_result(
+            node_id, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs, node_report_ref=node_report_ref
+        )
+    )
 
 
 @tool
 def add_failure_case(
-    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
+    node_id: str,
+    text: str,
+    artifact_refs: list[dict[str, Any]] | None = None,
+    node_report_ref: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A typed failure case (becomes a limitation, never a claim)."""
-    return _out(_backend().add_failure_case(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref))
+    return _out(
+        _backend().add_failure_case(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+    )
 
 
 @tool
 def add_procedure_memory(
-    node_id: str, text: str, artifact_refs: list[dict[str, Any]] | None = None, node_report_ref: dict[str, Any] | None = None
+    node_id: str,
+    text: str,
+    artifact_refs: list[dict[str, Any]] | None = None,
+    node_report_ref: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A typed procedure (how something was done)."""
-    return _out(_backend().add_procedure_memory(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref))
+    return _out(
+        _backend().add_procedure_memory(node_id, text, artifact_refs=artifact_refs, node_report_ref=node_report_ref)
+    )
 
 
 @tool
-def add_reflection(node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, Any] | None = None) -> dict[str, Any]:
+def add_reflection(
+    node_id: str, text: str, confidence: float | None = None, node_report_ref: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A typed reflection (low confidence, never a claim)."""
     return _out(_backend().add_reflection(node_id, text, confidence=confidence, node_report_ref=node_report_ref))
 
 
 @tool
 def add_reproducibility_event(
-    node_id: str, target_memory_id: str, status: str, artifact_refs: list[dict[str, Any]] | None = None, text: str | None = None
+    node_id: str,
+    target_memory_id: str,
+    status: str,
+    artifact_refs: list[dict[str, Any]] | None = None,
+    text: str | None = None,
 ) -> dict[str, Any]:
     """Append a re-run status for a memory in the writer's scope."""
-    return _out(_backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs=artifact_refs, text=text))
+    return _out(
+        _backend().add_reproducibility_event(node_id, target_memory_id, status, artifact_refs=artifact_refs, text=text)
+    )
 
 
 @tool
@@ -195,15 +217,20 @@ def search_research_memory(
     as_of: int | None = None,
 ) -> dict[str, Any]:
     """Typed search in exact ancestor scope, filtered by kind and artifact presence."""
-    return _out(_backend().search_research_memory(
-        query, ancestor_ids, kinds=kinds, require_artifacts=require_artifacts, limit=limit, as_of=as_of
-    ))
+    return _out(
+        _backend().search_research_memory(
+            query, ancestor_ids, kinds=kinds, require_artifacts=require_artifacts, limit=limit, as_of=as_of
+        )
+    )
 
 
 @tool
 def get_verified_context(
-    ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None,
-    min_evidence: str | None = None, as_of: int | None = None,
+    ancestor_ids: list[str],
+    purpose: str = "paper",
+    limit: int | None = None,
+    min_evidence: str | None = None,
+    as_of: int | None = None,
 ) -> dict[str, Any]:
     """Claims of a lineage ranked rerun_passed > grounded > ungrounded > rerun_failed, each with
     its evidence level; ``min_evidence`` keeps weaker claims out of ``usable_for_claims``."""
@@ -217,7 +244,9 @@ def audit_memory(experiments_root: str, run_id: str | None = None) -> dict[str, 
 
 
 @tool
-def consolidate_node_memory(node_id: str, node_report: dict[str, Any] | str, work_dir: str, run_id: str | None = None) -> dict[str, Any]:
+def consolidate_node_memory(
+    node_id: str, node_report: dict[str, Any] | str, work_dir: str, run_id: str | None = None
+) -> dict[str, Any]:
     """node_report.json (object or path) → typed entries with provenance, once per report."""
     return _out(_backend().consolidate_node_memory(node_id, node_report, work_dir, run_id))
 

@@ -6,6 +6,7 @@ runs only the script and style it was rendered with). Every string from the ledg
 untrusted: it is escaped into markup, and the click-through details are embedded as JSON
 in which ``<``, ``>`` and ``&`` are \\u-escaped, so no text can close the script tag.
 """
+
 from __future__ import annotations
 
 import base64
@@ -127,7 +128,7 @@ def _layout(roots: list[str], tree: dict[str, list[str]]) -> dict[str, tuple[flo
         centre = (offsets[0] + offsets[-1]) / 2 if offsets else 0.0
         for child, shift in zip(kids[node], offsets):
             rel[child] = shift - centre
-        contour[node] = [(0.0, 0.0)] + [(l - centre, r - centre) for l, r in merged]
+        contour[node] = [(0.0, 0.0)] + [(left - centre, right - centre) for left, right in merged]
 
     place: dict[str, tuple[float, int]] = {}
     walk: list[tuple[str, float, int]] = [(r, rel[r], 0) for r in roots]
@@ -191,12 +192,14 @@ def _node_svg(node: Mapping[str, Any], x: float, y: float, on_lineage: bool, bes
     tip += (f", {metric}" if metric else "") + (f"; {counts}" if counts else "")
     halo = (
         f'<rect class="halo" x="-5" y="-5" width="{NODE_W + 10}" height="{NODE_H + 10}" rx="13"/>'
-        if on_lineage or best else ""
+        if on_lineage or best
+        else ""
     )
     best_tag = (
         f'<g class="best-tag" transform="translate({NODE_W - 50} 6)"><rect width="42" height="17" rx="8.5"/>'
         f'<text x="21" y="12.5">BEST</text></g>'
-        if best else ""
+        if best
+        else ""
     )
     return (
         f'<g class="{classes}" data-node-id="{escape(node_id)}" transform="translate({x:.1f} {y:.1f})" '

@@ -10,16 +10,17 @@ are copied as they are.
 
     ari-ledger ari-skill DIR
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from importlib.metadata import version
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from string import Template
-from typing import Iterator
 
 TEMPLATES = "skill-template"
 FILLED = ".in"

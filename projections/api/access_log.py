@@ -15,6 +15,7 @@ file. Rotation goes to ``memory_access.<unix time>.jsonl`` (ARI's name), or to
 ``compact-access``'s glob ``memory_access.*.jsonl`` still finds every rotated file. Without
 ``flock`` (some network file systems) lines are still appended, unlocked and never rotated.
 """
+
 from __future__ import annotations
 
 import collections
@@ -57,30 +58,59 @@ class AccessLog:
     # ARI's two line shapes --------------------------------------------------------------
 
     def write(
-        self, collection: str, entry_id: str, text: str, metadata: dict, *,
-        tool: str, node: str | None = None, **extra: Any,
+        self,
+        collection: str,
+        entry_id: str,
+        text: str,
+        metadata: dict,
+        *,
+        tool: str,
+        node: str | None = None,
+        **extra: Any,
     ) -> None:
         """ARI's write line (``collection`` is ``node_scope`` or ``react_step``)."""
         if self.muted or not config.access_log_enabled():
             return
-        self._append({
-            **self._head("write", node), "collection": collection, "entry_id": entry_id,
-            "text_preview": (text or "")[: config.access_log_preview_chars()], "metadata": metadata or {},
-        }, tool, extra)
+        self._append(
+            {
+                **self._head("write", node),
+                "collection": collection,
+                "entry_id": entry_id,
+                "text_preview": (text or "")[: config.access_log_preview_chars()],
+                "metadata": metadata or {},
+            },
+            tool,
+            extra,
+        )
 
     def read(
-        self, collection: str, query: str, ancestor_ids: list[str] | None, limit: int, results: list[dict], *,
-        tool: str, node: str | None = None, **extra: Any,
+        self,
+        collection: str,
+        query: str,
+        ancestor_ids: list[str] | None,
+        limit: int,
+        results: list[dict],
+        *,
+        tool: str,
+        node: str | None = None,
+        **extra: Any,
     ) -> None:
         """ARI's read line; ``ancestor_ids`` is None for ReAct reads, ``results`` carry
         ``entry_id``/``src_node_id``/``score`` (inheritance reads: ``query="inherit:…"``)."""
         if self.muted or not config.access_log_enabled():
             return
-        self._append({
-            **self._head("read", node), "collection": collection, "query": query,
-            "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
-            "limit": limit, "results": results,
-        }, tool, extra)
+        self._append(
+            {
+                **self._head("read", node),
+                "collection": collection,
+                "query": query,
+                "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
+                "limit": limit,
+                "results": results,
+            },
+            tool,
+            extra,
+        )
 
     def record(self, op: str, tool: str, *, node: str | None = None, **fields: Any) -> None:
         """A line for this library's other operations (``refused``, ``clear``, ``purge``,

@@ -11,17 +11,18 @@ persona, human and time back, so ARI writes ``""``, ``""`` and ``context.get("se
 0.0)``; here the core seed line carries the seeded persona, human and time (ARI's own hooks
 seed ``""`` for both, so for ARI's runs only ``seeded_at`` can differ).
 """
+
 from __future__ import annotations
 
 import gzip
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from ledger import InvalidInput
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, plan_entries, read_ari_file
-
 from projections.api.backend import MemoryBackend
 
 
@@ -30,17 +31,30 @@ def backup_lines(backend: MemoryBackend) -> Iterator[dict[str, Any]]:
     seq = backend.session.ledger.refresh()
     for node_id, entries in backend.list_all_nodes(as_of=seq)["by_node"].items():
         for e in entries:
-            yield {"kind": "node_scope", "node_id": node_id, "text": e["text"], "metadata": e["metadata"], "ts": e["ts"]}
+            yield {
+                "kind": "node_scope",
+                "node_id": node_id,
+                "text": e["text"],
+                "metadata": e["metadata"],
+                "ts": e["ts"],
+            }
     for step in backend.list_react_entries(as_of=seq):
         yield {"kind": "react_step", "text": step["content"], "metadata": step["metadata"], "ts": step["ts"]}
     context = backend.get_experiment_context(as_of=seq)
     seed = backend.session.projector.catalog.context(seq)
     if seed is not None:
-        yield {"kind": "core_seed", "persona": seed.persona, "human": seed.human, "context": context,
-               "seeded_at": context.get("seeded_at", seed.ts)}
+        yield {
+            "kind": "core_seed",
+            "persona": seed.persona,
+            "human": seed.human,
+            "context": context,
+            "seeded_at": context.get("seeded_at", seed.ts),
+        }
 
 
-def write_ari_backup(backend: MemoryBackend, path: str | Path | None = None, *, replace: bool = False) -> dict[str, Any]:
+def write_ari_backup(
+    backend: MemoryBackend, path: str | Path | None = None, *, replace: bool = False
+) -> dict[str, Any]:
     """Write ``backup_lines`` as gzip JSON Lines to ``path`` (default
     ``{checkpoint}/memory_backup.jsonl.gz``), atomically: a reader sees the old file or the
     whole new one, never a torn backup. Returns the path and the lines written per kind.
@@ -89,8 +103,10 @@ def _refuse_to_lose(path: Path, lines: list[dict[str, Any]]) -> None:
     try:
         old = read_ari_file(path)
     except InvalidInput as exc:
-        raise InvalidInput(path.name, f"exists and cannot be read as an ARI memory file ({exc.reason}); "
-                                      "replace it on purpose (--force)") from None
+        raise InvalidInput(
+            path.name,
+            f"exists and cannot be read as an ARI memory file ({exc.reason}); replace it on purpose (--force)",
+        ) from None
     lost = 0
     for kind in ("node_scope", "react_step"):
         kept = {p.key for p in plan_entries([x for x in lines if x["kind"] == kind], kind)}
@@ -98,8 +114,11 @@ def _refuse_to_lose(path: Path, lines: list[dict[str, Any]]) -> None:
     if old.entries.get("core_seed") and not any(x["kind"] == "core_seed" for x in lines):
         lost += 1
     if lost:
-        raise InvalidInput(path.name, f"holds {lost} entries this checkpoint does not show; writing would lose them "
-                                      "(import them first with import-ari, or replace the file on purpose with --force)")
+        raise InvalidInput(
+            path.name,
+            f"holds {lost} entries this checkpoint does not show; writing would lose them "
+            "(import them first with import-ari, or replace the file on purpose with --force)",
+        )
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -4,6 +4,7 @@ Each artifact ref resolves to ``experiments_root/<run_id>/<node_id>/<path>`` thr
 entry's ``node_report_ref``. Only regular files inside that work dir are read: a path that
 would leave it, a symlink leading out, a FIFO or a device is reported, never opened.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,7 +18,6 @@ from ledger import InvalidInput
 from ledger.events import is_sha256
 from ledger.provenance import resolve_inside, sha256_file
 from ledger.typed import evidence_refs
-
 from projections.api.session import Session
 from projections.api.shapes import AuditResult, AuditRow
 

@@ -10,6 +10,7 @@ The class is the plain list of those calls. Each delegates to one small service,
 service shares one :class:`~projections.api.session.Session` (the ledger, the projections,
 the search engine, the access log, one lock).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from ledger import ConfigurationError, config
-
 from projections.api.audit import Audit
 from projections.api.context import ExperimentContext
 from projections.api.imports import Imports
@@ -107,16 +107,18 @@ class MemoryBackend:
 
     # -- ARI's node scope --------------------------------------------------------------
 
-    def add_memory(self, node_id: str, text: str, metadata: dict[str, Any] | None = None, *,
-                   current_node: str | None = None) -> AddResult:
+    def add_memory(
+        self, node_id: str, text: str, metadata: dict[str, Any] | None = None, *, current_node: str | None = None
+    ) -> AddResult:
         """Add a node-scope entry; only the current node may write its own memory (CoW).
         Entries ARI's writer typed (``metadata`` with ``mem_kind``, refs, …) are typed here too."""
         from projections.api.checks import metadata as checked
 
         return self._nodes.add(node_id, {"text": text, "metadata": checked(metadata)}, "add_memory", current_node)
 
-    def search_memory(self, query: str, ancestor_ids: list[str], limit: int = DEFAULT_LIMIT, *,
-                      as_of: int | None = None) -> SearchResult:
+    def search_memory(
+        self, query: str, ancestor_ids: list[str], limit: int = DEFAULT_LIMIT, *, as_of: int | None = None
+    ) -> SearchResult:
         """Entries of exactly ``ancestor_ids``, ranked by semantic similarity to ``query``."""
         return self._nodes.search(query, ancestor_ids, limit, as_of)
 
@@ -139,7 +141,9 @@ class MemoryBackend:
         """ARI's purge (``ari delete``, restore with overwrite): one tombstone hides everything."""
         return self._nodes.purge()
 
-    def bulk_import(self, entries: Sequence[Mapping[str, Any]], kind: str, *, source: str = "bulk_import") -> ImportResult:
+    def bulk_import(
+        self, entries: Sequence[Mapping[str, Any]], kind: str, *, source: str = "bulk_import"
+    ) -> ImportResult:
         """Import ARI entries of one kind (``node_scope``, ``react_step``, ``core_seed``), once:
         an entry already visible is skipped. ``source`` is recorded in each event's ``origin``."""
         return self._imports.bulk_import(entries, kind, source)
@@ -171,73 +175,192 @@ class MemoryBackend:
 
     # -- ARI's typed research memory ----------------------------------------------------------
 
-    def add_typed_memory(self, node_id: str, kind: str, text: str, *, metric_ptr: object = None,
-                         artifact_refs: list[Any] | None = None, node_report_ref: object = None,
-                         extra: Mapping[str, Any] | None = None, current_node: str | None = None) -> AddResult:
+    def add_typed_memory(
+        self,
+        node_id: str,
+        kind: str,
+        text: str,
+        *,
+        metric_ptr: object = None,
+        artifact_refs: list[Any] | None = None,
+        node_report_ref: object = None,
+        extra: Mapping[str, Any] | None = None,
+        current_node: str | None = None,
+    ) -> AddResult:
         """ARI's ``writer.add_typed_memory``: an unknown kind is refused, the rest stored and flagged."""
-        return self._research.typed(node_id, kind, text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
-                                    node_report_ref=node_report_ref, extra=extra, current_node=current_node)
+        return self._research.typed(
+            node_id,
+            kind,
+            text,
+            metric_ptr=metric_ptr,
+            artifact_refs=artifact_refs,
+            node_report_ref=node_report_ref,
+            extra=extra,
+            current_node=current_node,
+        )
 
-    def add_experiment_result(self, node_id: str, text: str, metric_ptr: object = None, artifact_refs: list[Any] | None = None,
-                              node_report_ref: object = None, *, extra: Mapping[str, Any] | None = None,
-                              current_node: str | None = None) -> AddResult:
-        return self._research.typed(node_id, "experiment_result", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
-                                    node_report_ref=node_report_ref, extra=extra, tool="add_experiment_result", current_node=current_node)
+    def add_experiment_result(
+        self,
+        node_id: str,
+        text: str,
+        metric_ptr: object = None,
+        artifact_refs: list[Any] | None = None,
+        node_report_ref: object = None,
+        *,
+        extra: Mapping[str, Any] | None = None,
+        current_node: str | None = None,
+    ) -> AddResult:
+        return self._research.typed(
+            node_id,
+            "experiment_result",
+            text,
+            metric_ptr=metric_ptr,
+            artifact_refs=artifact_refs,
+            node_report_ref=node_report_ref,
+            extra=extra,
+            tool="add_experiment_result",
+            current_node=current_node,
+        )
 
-    def add_failure_case(self, node_id: str, text: str, artifact_refs: list[Any] | None = None, node_report_ref: object = None,
-                         *, metric_ptr: object = None, extra: Mapping[str, Any] | None = None,
-                         current_node: str | None = None) -> AddResult:
-        return self._research.typed(node_id, "failure_case", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
-                                    node_report_ref=node_report_ref, extra=extra, tool="add_failure_case", current_node=current_node)
+    def add_failure_case(
+        self,
+        node_id: str,
+        text: str,
+        artifact_refs: list[Any] | None = None,
+        node_report_ref: object = None,
+        *,
+        metric_ptr: object = None,
+        extra: Mapping[str, Any] | None = None,
+        current_node: str | None = None,
+    ) -> AddResult:
+        return self._research.typed(
+            node_id,
+            "failure_case",
+            text,
+            metric_ptr=metric_ptr,
+            artifact_refs=artifact_refs,
+            node_report_ref=node_report_ref,
+            extra=extra,
+            tool="add_failure_case",
+            current_node=current_node,
+        )
 
-    def add_procedure_memory(self, node_id: str, text: str, artifact_refs: list[Any] | None = None, node_report_ref: object = None,
-                             *, metric_ptr: object = None, extra: Mapping[str, Any] | None = None,
-                             current_node: str | None = None) -> AddResult:
-        return self._research.typed(node_id, "procedure", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
-                                    node_report_ref=node_report_ref, extra=extra, tool="add_procedure_memory", current_node=current_node)
+    def add_procedure_memory(
+        self,
+        node_id: str,
+        text: str,
+        artifact_refs: list[Any] | None = None,
+        node_report_ref: object = None,
+        *,
+        metric_ptr: object = None,
+        extra: Mapping[str, Any] | None = None,
+        current_node: str | None = None,
+    ) -> AddResult:
+        return self._research.typed(
+            node_id,
+            "procedure",
+            text,
+            metric_ptr=metric_ptr,
+            artifact_refs=artifact_refs,
+            node_report_ref=node_report_ref,
+            extra=extra,
+            tool="add_procedure_memory",
+            current_node=current_node,
+        )
 
-    def add_reflection(self, node_id: str, text: str, confidence: float | None = None, node_report_ref: object = None,
-                       *, artifact_refs: list[Any] | None = None, metric_ptr: object = None,
-                       extra: Mapping[str, Any] | None = None, current_node: str | None = None) -> AddResult:
+    def add_reflection(
+        self,
+        node_id: str,
+        text: str,
+        confidence: float | None = None,
+        node_report_ref: object = None,
+        *,
+        artifact_refs: list[Any] | None = None,
+        metric_ptr: object = None,
+        extra: Mapping[str, Any] | None = None,
+        current_node: str | None = None,
+    ) -> AddResult:
         """A reflection (never a claim); ``confidence`` goes into metadata as ARI's writer puts it."""
         extra = {**(extra or {}), **({"confidence": confidence} if confidence is not None else {})}
-        return self._research.typed(node_id, "reflection", text, metric_ptr=metric_ptr, artifact_refs=artifact_refs,
-                                    node_report_ref=node_report_ref, extra=extra, tool="add_reflection", current_node=current_node)
+        return self._research.typed(
+            node_id,
+            "reflection",
+            text,
+            metric_ptr=metric_ptr,
+            artifact_refs=artifact_refs,
+            node_report_ref=node_report_ref,
+            extra=extra,
+            tool="add_reflection",
+            current_node=current_node,
+        )
 
-    def add_reproducibility_event(self, node_id: str, target_memory_id: str, status: str, artifact_refs: list[Any] | None = None,
-                                  text: str | None = None, *, current_node: str | None = None) -> AddResult:
+    def add_reproducibility_event(
+        self,
+        node_id: str,
+        target_memory_id: str,
+        status: str,
+        artifact_refs: list[Any] | None = None,
+        text: str | None = None,
+        *,
+        current_node: str | None = None,
+    ) -> AddResult:
         """Append a status change about another entry (never edits it)."""
         return self._research.reproducibility(node_id, target_memory_id, status, artifact_refs, text, current_node)
 
-    def consolidate_node_memory(self, node_id: str, node_report: Mapping[str, Any] | str | Path, work_dir: str | Path,
-                                run_id: str | None = None, *, current_node: str | None = None) -> ConsolidationResult:
+    def consolidate_node_memory(
+        self,
+        node_id: str,
+        node_report: Mapping[str, Any] | str | Path,
+        work_dir: str | Path,
+        run_id: str | None = None,
+        *,
+        current_node: str | None = None,
+    ) -> ConsolidationResult:
         """node_report → experiment_result / failure_case (+ reflection), once per report:
         ARI's ``{"written": [{"kind", "ok", "id"}]}``."""
         return self._research.consolidate(node_id, node_report, work_dir, run_id, current_node)
 
-    def consolidate_from_node_report(self, node_report: Mapping[str, Any], work_dir: str | Path,
-                                     run_id: str | None = None) -> list[dict[str, Any]]:
+    def consolidate_from_node_report(
+        self, node_report: Mapping[str, Any], work_dir: str | Path, run_id: str | None = None
+    ) -> list[dict[str, Any]]:
         """ARI's pure planner: the specs a report consolidates to (no writes)."""
         return self._research.plan(node_report, work_dir, run_id)
 
-    def search_research_memory(self, query: str, ancestor_ids: list[str], kinds: list[str] | None = None,
-                               require_artifacts: bool = False, limit: int = 5, *, as_of: int | None = None) -> ResearchResult:
+    def search_research_memory(
+        self,
+        query: str,
+        ancestor_ids: list[str],
+        kinds: list[str] | None = None,
+        require_artifacts: bool = False,
+        limit: int = 5,
+        *,
+        as_of: int | None = None,
+    ) -> ResearchResult:
         return self._research.search(query, ancestor_ids, kinds, require_artifacts, limit, as_of)
 
-    def ancestor_typed_memory(self, ancestor_ids: list[str], kinds: list[str] | None = None, *,
-                              as_of: int | None = None) -> list[ResearchEntryView]:
+    def ancestor_typed_memory(
+        self, ancestor_ids: list[str], kinds: list[str] | None = None, *, as_of: int | None = None
+    ) -> list[ResearchEntryView]:
         return self._research.ancestors(ancestor_ids, kinds, as_of)
 
     def fold_reproducibility(self, ancestor_ids: list[str], *, as_of: int | None = None) -> dict[str, dict[str, Any]]:
         return self._research.reproducibility_status(ancestor_ids, as_of)
 
-    def get_verified_context(self, ancestor_ids: list[str], purpose: str = "paper", limit: int | None = None, *,
-                             min_evidence: str | None = None, experiments_root: str | Path | None = None,
-                             as_of: int | None = None) -> VerifiedContextView:
+    def get_verified_context(
+        self,
+        ancestor_ids: list[str],
+        purpose: str = "paper",
+        limit: int | None = None,
+        *,
+        min_evidence: str | None = None,
+        experiments_root: str | Path | None = None,
+        as_of: int | None = None,
+    ) -> VerifiedContextView:
         return self._verified.get(ancestor_ids, purpose, limit, min_evidence, experiments_root, as_of)
 
-    def write_verified_context(self, nodes: Iterable[Mapping[str, Any]], *,
-                               experiments_root: str | Path | None = None) -> Path | None:
+    def write_verified_context(
+        self, nodes: Iterable[Mapping[str, Any]], *, experiments_root: str | Path | None = None
+    ) -> Path | None:
         return self._verified.write(nodes, experiments_root)
 
     def audit_memory(self, experiments_root: str | Path, run_id: str | None = None) -> AuditResult:
@@ -245,12 +368,23 @@ class MemoryBackend:
 
     # -- this library's additions ----------------------------------------------------------
 
-    def start_node(self, node_id: str, parent_id: str | None = None, ancestor_ids: Iterable[str] = (), label: str = "other",
-                   depth: int | None = None, eval_summary: str | None = None, *, current_node: str | None = None) -> StartResult:
+    def start_node(
+        self,
+        node_id: str,
+        parent_id: str | None = None,
+        ancestor_ids: Iterable[str] = (),
+        label: str = "other",
+        depth: int | None = None,
+        eval_summary: str | None = None,
+        *,
+        current_node: str | None = None,
+    ) -> StartResult:
         """Record a node of the tree (ARI never calls this: the tree is learned from reports)."""
         return self._nodes.start(node_id, parent_id, ancestor_ids, label, depth, eval_summary, current_node)
 
-    def build_working_context(self, node_id: str, ancestor_ids: list[str], eval_summary: str | None = None) -> WorkingContext:
+    def build_working_context(
+        self, node_id: str, ancestor_ids: list[str], eval_summary: str | None = None
+    ) -> WorkingContext:
         return self._working.build(node_id, ancestor_ids, eval_summary)
 
     def node(self, node_id: str) -> dict[str, Any] | None:
@@ -281,21 +415,24 @@ class MemoryBackend:
             extra = session.engine.health()
             lag = session.engine.lag()
             events = session.ledger.last_seq
-        return cast(Health, {
-            "ok": True,
-            "backend": session.engine.name,
-            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
-            "server_version": _version(),
-            "namespace": session.namespace,
-            "events": events,
-            "lag": lag,
-            "problems": [*session.problems, *session.access.problems],
-            "readonly": session.ledger.readonly_reason,
-            "torn_tail": session.ledger.torn_tail is not None,
-            "snapshot_rebuilt": session.projector.rebuilt,
-            **({"letta": session.letta.health()} if session.letta is not None else {}),
-            **extra,
-        })
+        return cast(
+            Health,
+            {
+                "ok": True,
+                "backend": session.engine.name,
+                "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+                "server_version": _version(),
+                "namespace": session.namespace,
+                "events": events,
+                "lag": lag,
+                "problems": [*session.problems, *session.access.problems],
+                "readonly": session.ledger.readonly_reason,
+                "torn_tail": session.ledger.torn_tail is not None,
+                "snapshot_rebuilt": session.projector.rebuilt,
+                **({"letta": session.letta.health()} if session.letta is not None else {}),
+                **extra,
+            },
+        )
 
     def flush_projections(self, timeout: float = 60.0) -> bool:
         """Wait until every projection (the Letta agent too) holds the whole log; True when it does.
@@ -319,7 +456,9 @@ def get_backend(checkpoint_dir: str | Path | None = None, *, reset: bool = False
     """
     path = Path(checkpoint_dir).expanduser() if checkpoint_dir is not None else config.checkpoint_dir()
     if path is None:
-        raise ConfigurationError("ari-memory-ledger requires ARI_CHECKPOINT_DIR (or a checkpoint_dir); there is no global memory")
+        raise ConfigurationError(
+            "ari-memory-ledger requires ARI_CHECKPOINT_DIR (or a checkpoint_dir); there is no global memory"
+        )
     config.memory_backend()  # an unsupported ARI_MEMORY_BACKEND is refused, as ARI does
     key = path.resolve()
     with _backends_lock:
@@ -343,7 +482,7 @@ def clear_backend_cache() -> None:
 def _close_quietly(backend: MemoryBackend) -> None:
     try:
         backend.close()
-    except Exception as exc:  # noqa: BLE001 - closing saves a cache; the log is already durable
+    except Exception as exc:
         log.warning("closing the backend of %s: %s", backend.checkpoint_dir, exc)
 
 
@@ -353,4 +492,4 @@ def _close_all() -> None:
     clear_backend_cache()
 
 
-__all__ = ["MemoryBackend", "get_backend", "clear_backend_cache"]
+__all__ = ["MemoryBackend", "clear_backend_cache", "get_backend"]

@@ -5,20 +5,20 @@ from :func:`projection_state`, the anchors outside the log (``verified_context.j
 snapshot, ``--head`` hashes) from :func:`anchors`. Nothing here writes to the checkpoint
 except :func:`accept_rollback`, which a person asks for.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from collections.abc import Iterable
-from typing import Any, Callable
+from typing import Any
 
 from ledger import Ledger, VerifyReport, config
 from ledger.anchor import Anchor, AnchorUnreadable
 from ledger.events import CHECKPOINT_NODE
 from ledger.log import LOG_NAME
-
 from projections.api.verified import VERIFIED_CONTEXT_NAME
 from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
 from projections.engines.snapshot import SNAPSHOT_NAME, SnapshotError, read_preamble
@@ -33,7 +33,11 @@ def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
         state["snapshot"] = {
             "cursor": snap.cursor,
             "lag": None if snap.cursor is None else ledger.last_seq - snap.cursor,
-            **{k: v for k, v in (("rebuilt", snap.rebuilt), ("rollback", snap.rollback), ("problem", snap.problem)) if v},
+            **{
+                k: v
+                for k, v in (("rebuilt", snap.rebuilt), ("rollback", snap.rollback), ("problem", snap.problem))
+                if v
+            },
         }
     state["search_engine"] = config.search_engine()  # which engine answers searches
     if config.letta_base_url():
@@ -60,7 +64,7 @@ def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | 
         return None, None
     seq, hash_ = (anchor.get("seq"), anchor.get("hash")) if isinstance(anchor, dict) else (None, None)
     if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(hash_, str):
-        return None, f"{VERIFIED_CONTEXT_NAME}: anchor must be {{\"seq\": int, \"hash\": str}}, got {anchor!r}"
+        return None, f'{VERIFIED_CONTEXT_NAME}: anchor must be {{"seq": int, "hash": str}}, got {anchor!r}'
     return Anchor(VERIFIED_CONTEXT_NAME, hash_, seq), None
 
 
@@ -79,7 +83,11 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
         projections = projection_state(ledger)
         snapshot = projections["snapshot"] or {}
         vc_anchor, vc_problem = verified_context_anchor(ledger.checkpoint_dir)
-        alarms = [a for a in (ledger.head_problem(), snapshot.get("rollback"), vc_anchor and ledger.anchor_problem(vc_anchor)) if a]
+        alarms = [
+            a
+            for a in (ledger.head_problem(), snapshot.get("rollback"), vc_anchor and ledger.anchor_problem(vc_anchor))
+            if a
+        ]
         notes = [n for n in (_torn_note(ledger), _head_note(ledger), snapshot.get("problem"), vc_problem) if n]
         return {
             "checkpoint": str(ledger.checkpoint_dir),
@@ -125,7 +133,11 @@ def verify(checkpoint_dir: str | Path, heads: Iterable[str] = ()) -> Verificatio
         report = ledger.verify([Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else []))
         snapshot = check_snapshot(ledger) if report.reason is None else None
     rollback = [*report.rollback, *([snapshot.rollback] if snapshot and snapshot.rollback else [])]
-    problems = [*report.problems, *([vc_problem] if vc_problem else []), *([snapshot.problem] if snapshot and snapshot.problem else [])]
+    problems = [
+        *report.problems,
+        *([vc_problem] if vc_problem else []),
+        *([snapshot.problem] if snapshot and snapshot.problem else []),
+    ]
     return Verification(report, rollback, problems, snapshot)
 
 
@@ -136,7 +148,9 @@ def accept_rollback(checkpoint_dir: Path) -> list[str]:
     try:
         preamble = read_preamble(checkpoint_dir / SNAPSHOT_NAME)
         if preamble.cursor:
-            candidates.append((checkpoint_dir / SNAPSHOT_NAME, snapshot_anchor(preamble), lambda lg: rollback_problem(lg, preamble)))
+            candidates.append(
+                (checkpoint_dir / SNAPSHOT_NAME, snapshot_anchor(preamble), lambda lg: rollback_problem(lg, preamble))
+            )
     except (FileNotFoundError, SnapshotError):
         pass
     vc_anchor, _ = verified_context_anchor(checkpoint_dir)
@@ -153,7 +167,9 @@ def _torn_note(ledger: Ledger) -> str | None:
     if bad is None:
         return None
     size = ledger.path.stat().st_size - bad.offset
-    return f"torn tail: {size} bytes at byte offset {bad.offset} ({bad.reason}); the next writable open moves them aside"
+    return (
+        f"torn tail: {size} bytes at byte offset {bad.offset} ({bad.reason}); the next writable open moves them aside"
+    )
 
 
 def _head_note(ledger: Ledger) -> str | None:

@@ -1,4 +1,5 @@
 """Checks of the arguments the API's callers pass, refused with the field named."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping

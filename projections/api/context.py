@@ -1,4 +1,5 @@
 """The experiment context (core memory): seeded once the goal is known, read with no search."""
+
 from __future__ import annotations
 
 import time
@@ -6,7 +7,6 @@ from typing import Any
 
 from ledger import config
 from ledger.events import CHECKPOINT_NODE
-
 from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import SeedResult

@@ -4,13 +4,13 @@ An entry whose content (node, text, metadata, ARI's ``ts``) is already visible i
 restoring the same backup twice, or a backup of this very checkpoint, adds nothing. All
 entries are checked before any is written.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.ari_import import Planned, entry_key, plan_entries, seed_key, step_key
-
 from projections.api.session import Session
 from projections.api.shapes import ImportResult
 from projections.models.catalog import Catalog

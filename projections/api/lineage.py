@@ -4,11 +4,12 @@ One data structure feeds the ``tree`` command, the HTML report (R30) and the dem
 and headline metric come from the node's consolidated entries (a failure_case means the
 node failed) and, when an experiments directory is given, from its node_report.json.
 """
+
 from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,10 @@ from ledger import InvalidInput
 from ledger.consolidation import headline_metric
 from ledger.node_report import read_report_file
 from ledger.typed import evidence_refs
-
 from projections.api.audit import audit_ref
 from projections.api.backend import MemoryBackend
-from projections.api.views import research_view
 from projections.api.verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
+from projections.api.views import research_view
 
 
 def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -> dict[str, Any]:
@@ -36,26 +36,41 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
         info = catalog.nodes.get(nid)
         entries = catalog.node_entries(nid)
         kinds = Counter(e.kind or "note" for e in entries)
-        run_id = next((ref["run_id"] for e in entries if isinstance(ref := e.metadata.get("node_report_ref"), dict) and ref.get("run_id")), None)
+        run_id = next(
+            (
+                ref["run_id"]
+                for e in entries
+                if isinstance(ref := e.metadata.get("node_report_ref"), dict) and ref.get("run_id")
+            ),
+            None,
+        )
         report = _report(experiments_root, run_id, nid)
         status = "failed" if kinds.get("failure_case") else "success" if kinds.get("experiment_result") else "unknown"
         metric = headline_metric(report.get("metrics") or {}, primary) if report is not None else None
         claims = verified_context(entries, repro)["claims"]
-        nodes.append({
-            "node_id": nid,
-            "parent_id": info.parent_id if info else None,
-            "depth": info.depth if info else 0,
-            "label": info.label if info else "other",
-            "status": status,
-            "headline_metric": metric,
-            "memory_counts": dict(sorted(kinds.items())),
-            "claims": [
-                {"memory_id": c["entry_id"], "text": c["text"], "grounded": c["grounded"], "evidence": c["evidence"],
-                 "repro_status": c["repro_status"] or "unverified", "usable": c["grounded"] and c["repro_status"] != "rerun_failed"}
-                for c in claims
-            ],
-            "entries": [_entry(e, experiments_root) for e in entries],
-        })
+        nodes.append(
+            {
+                "node_id": nid,
+                "parent_id": info.parent_id if info else None,
+                "depth": info.depth if info else 0,
+                "label": info.label if info else "other",
+                "status": status,
+                "headline_metric": metric,
+                "memory_counts": dict(sorted(kinds.items())),
+                "claims": [
+                    {
+                        "memory_id": c["entry_id"],
+                        "text": c["text"],
+                        "grounded": c["grounded"],
+                        "evidence": c["evidence"],
+                        "repro_status": c["repro_status"] or "unverified",
+                        "usable": c["grounded"] and c["repro_status"] != "rerun_failed",
+                    }
+                    for c in claims
+                ],
+                "entries": [_entry(e, experiments_root) for e in entries],
+            }
+        )
     return {
         "title": f"ARI memory lineage — {backend.checkpoint_dir.name}",
         "checkpoint": str(backend.checkpoint_dir),
@@ -90,10 +105,18 @@ def _entry(entry, experiments_root: Path | None) -> dict[str, Any]:
     for art in evidence_refs(d["metadata"]):
         audit = "unhashed" if art.get("sha256") is None else "unknown"
         if experiments_root is not None and isinstance(ref, dict) and ref.get("run_id") and ref.get("node_id"):
-            audit = audit_ref(experiments_root / ref["run_id"] / ref["node_id"], str(art.get("path", "")), art.get("sha256"))[1]
+            audit = audit_ref(
+                experiments_root / ref["run_id"] / ref["node_id"], str(art.get("path", "")), art.get("sha256")
+            )[1]
         refs.append({**art, "audit": audit})
-    when = datetime.fromtimestamp(d["ts"], timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-    return {"entry_id": d["entry_id"], "kind": d["kind"] or "note", "text": d["text"], "ts": when, "artifact_refs": refs}
+    when = datetime.fromtimestamp(d["ts"], UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return {
+        "entry_id": d["entry_id"],
+        "kind": d["kind"] or "note",
+        "text": d["text"],
+        "ts": when,
+        "artifact_refs": refs,
+    }
 
 
 def render_tree(data: dict[str, Any]) -> str:

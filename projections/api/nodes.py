@@ -3,6 +3,7 @@
 A node writes only its own memory (copy-on-write: ARI's refusals, word for word); it reads
 exactly its ancestors' (ids compared whole), ranked by the engine's semantic order.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -10,7 +11,6 @@ from typing import Any
 
 from ledger import CopyOnWriteViolation, InvalidInput, config
 from ledger.events import CHECKPOINT_NODE, check_text
-
 from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import AddResult, ByNode, ClearResult, NodeMemory, PurgeResult, SearchResult, StartResult
@@ -26,16 +26,26 @@ class Nodes:
         self.session = session
 
     def start(
-        self, node_id: str, parent_id: str | None, ancestor_ids: Iterable[str], label: str,
-        depth: int | None, eval_summary: str | None, current_node: str | None,
+        self,
+        node_id: str,
+        parent_id: str | None,
+        ancestor_ids: Iterable[str],
+        label: str,
+        depth: int | None,
+        eval_summary: str | None,
+        current_node: str | None,
     ) -> StartResult:
         """Record a node of the tree. ARI never calls this; the lineage is also learned from
         the node reports consolidation reads."""
         ancestors = list(ancestor_ids)
         if node_id in ancestors:
             raise InvalidInput("ancestor_ids", f"lists {node_id!r} itself")
-        body: dict[str, Any] = {"parent_id": parent_id, "ancestor_ids": ancestors, "label": label,
-                                "depth": len(ancestors) if depth is None else depth}
+        body: dict[str, Any] = {
+            "parent_id": parent_id,
+            "ancestor_ids": ancestors,
+            "label": label,
+            "depth": len(ancestors) if depth is None else depth,
+        }
         if eval_summary is not None:
             body["eval_summary"] = eval_summary
         try:
@@ -56,8 +66,16 @@ class Nodes:
         stored = event.body
         result: AddResult = {"ok": True, "id": event.id, "seq": event.seq}
         extra = {"findings": stored["findings"]} if stored.get("findings") else {}
-        self.session.access.write("node_scope", event.id, stored["text"], stored.get("metadata", {}),
-                                  tool=tool, node=current_node, seq=event.seq, **extra)
+        self.session.access.write(
+            "node_scope",
+            event.id,
+            stored["text"],
+            stored.get("metadata", {}),
+            tool=tool,
+            node=current_node,
+            seq=event.seq,
+            **extra,
+        )
         if extra:
             result["findings"] = stored["findings"]
         return result
@@ -71,9 +89,13 @@ class Nodes:
             hits = self.session.engine.search(query, scope, limit, as_of) if limit else []
             results = [{**entry_view(catalog.entries[entry_id]), "score": score} for entry_id, score in hits]
         self.session.access.read(
-            "node_scope", query, scope, limit,
+            "node_scope",
+            query,
+            scope,
+            limit,
             [{"entry_id": r["entry_id"], "src_node_id": r["node_id"], "score": r["score"]} for r in results],
-            tool="search_memory", as_of=as_of,
+            tool="search_memory",
+            as_of=as_of,
         )
         return {"results": results}  # type: ignore[typeddict-item]
 
@@ -81,9 +103,13 @@ class Nodes:
         with self.session.reading() as catalog:
             entries = [entry_view(e) for e in catalog.node_entries(node_id, as_of)]
         self.session.access.read(
-            "node_scope", "inherit:get_node_memory", [node_id], len(entries),
+            "node_scope",
+            "inherit:get_node_memory",
+            [node_id],
+            len(entries),
             [{"src_node_id": node_id, "entry_id": e["entry_id"], "type": e["metadata"].get("type")} for e in entries],
-            tool="get_node_memory", as_of=as_of,
+            tool="get_node_memory",
+            as_of=as_of,
         )
         return {"entries": entries}
 
@@ -96,21 +122,31 @@ class Nodes:
             except CopyOnWriteViolation as exc:
                 self.session.refused("clear_node_memory", exc, current_node)
                 return {"removed": 0, "error": exc.message}
-        self.session.access.record("clear", "clear_node_memory", node=current_node, entry_id=event.id, seq=event.seq, removed=visible)
+        self.session.access.record(
+            "clear", "clear_node_memory", node=current_node, entry_id=event.id, seq=event.seq, removed=visible
+        )
         return {"removed": visible}
 
     def list_all(self, as_of: int | None) -> ByNode:
         with self.session.reading() as catalog:
-            return {"by_node": {nid: [entry_view(e) for e in catalog.node_entries(nid, as_of)] for nid in catalog.node_ids(as_of)}}
+            return {
+                "by_node": {
+                    nid: [entry_view(e) for e in catalog.node_entries(nid, as_of)] for nid in catalog.node_ids(as_of)
+                }
+            }
 
     def bulk_get(self, node_ids: list[str], as_of: int | None) -> ByNode:
         ids = checks.node_ids(node_ids, "node_ids")
         with self.session.reading() as catalog:
             by_node = {nid: [entry_view(e) for e in catalog.node_entries(nid, as_of)] for nid in dict.fromkeys(ids)}
         self.session.access.read(
-            "node_scope", "inherit:bulk_get_node_memory", ids, sum(len(v) for v in by_node.values()),
+            "node_scope",
+            "inherit:bulk_get_node_memory",
+            ids,
+            sum(len(v) for v in by_node.values()),
             [{"src_node_id": nid, "count": len(by_node[nid])} for nid in by_node],
-            tool="bulk_get_node_memory", as_of=as_of,
+            tool="bulk_get_node_memory",
+            as_of=as_of,
         )
         return {"by_node": by_node}
 
@@ -121,8 +157,14 @@ class Nodes:
             removed_react = len(catalog.steps_as_of())
             if removed_node or removed_react or catalog.context() is not None:
                 event = self.session.append(config.current_node() or CHECKPOINT_NODE, "checkpoint_purged", {})
-                self.session.access.record("purge", "purge_checkpoint", entry_id=event.id, seq=event.seq,
-                                           removed_node=removed_node, removed_react=removed_react)
+                self.session.access.record(
+                    "purge",
+                    "purge_checkpoint",
+                    entry_id=event.id,
+                    seq=event.seq,
+                    removed_node=removed_node,
+                    removed_react=removed_react,
+                )
         return {"removed_node": removed_node, "removed_react": removed_react}
 
     def info(self, node_id: str) -> dict[str, Any] | None:
@@ -131,8 +173,15 @@ class Nodes:
             node = catalog.nodes.get(node_id)
             if node is None:
                 return None
-            return {"node_id": node.node_id, "parent_id": node.parent_id, "ancestor_ids": list(node.ancestor_ids),
-                    "label": node.label, "depth": node.depth, "eval_summary": node.eval_summary, "seq": node.seq}
+            return {
+                "node_id": node.node_id,
+                "parent_id": node.parent_id,
+                "ancestor_ids": list(node.ancestor_ids),
+                "label": node.label,
+                "depth": node.depth,
+                "eval_summary": node.eval_summary,
+                "seq": node.seq,
+            }
 
     def lineage(self, node_id: str) -> list[str] | None:
         """Root→node from the recorded tree; None for a node this checkpoint does not know."""

@@ -1,5 +1,6 @@
 """The flat ReAct trace of a checkpoint: ARI's ``react_add``, ``react_search``, ``react_get_all``,
 ``list_react_entries`` (lists, as ARI's agent loop expects) — no ancestor filter."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,7 +8,6 @@ from typing import Any
 from ledger import InvalidInput, config
 from ledger.ari_import import step_node
 from ledger.events import TRUNCATED, check_text
-
 from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import ReactAdded, StepView
@@ -27,7 +27,12 @@ class ReactTrace:
         cap = config.react_max_entry_chars()
         if cap and len(content) > cap:
             body["content"] = content[:cap] + TRUNCATED
-            body["findings"] = [{"field": "content", "reason": f"{len(content)} characters cut to ARI_REACT_MEMORY_MAX_ENTRY_CHARS={cap}"}]
+            body["findings"] = [
+                {
+                    "field": "content",
+                    "reason": f"{len(content)} characters cut to ARI_REACT_MEMORY_MAX_ENTRY_CHARS={cap}",
+                }
+            ]
         event = self.session.append(step_node(meta, config.current_node()), "react_step", body)
         self.session.access.write("react_step", event.id, event.body["content"], meta, tool="react_add", seq=event.seq)
         return {"ok": True, "id": event.id, "seq": event.seq}
@@ -41,9 +46,13 @@ class ReactTrace:
             steps = {s.step_id: s for s in catalog.steps_as_of(as_of)}
             results: list[StepView] = [{**step_view(steps[sid]), "score": score} for sid, score in hits]
         self.session.access.read(
-            "react_step", query, None, limit,
+            "react_step",
+            query,
+            None,
+            limit,
             [{"entry_id": r["id"], "src_node_id": "", "score": r["score"]} for r in results],
-            tool="react_search", as_of=as_of,
+            tool="react_search",
+            as_of=as_of,
         )
         return results
 

@@ -6,6 +6,7 @@ report's fields. Typed entries are stored as ARI's writer stores them (``ledger.
 the writers take ARI's helper arguments (``metric_ptr`` as ``{name, value}``, refs as dicts or
 ARI's ``ArtifactRef``) and ARI's own helpers work on this backend too.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,6 @@ from ledger.consolidation import plan, spec_dict
 from ledger.events import KINDS, REPRO_STATUSES, check_text
 from ledger.node_report import read_report_file
 from ledger.typed import typed_metadata
-
 from projections.api import checks
 from projections.api.context import ExperimentContext
 from projections.api.nodes import Nodes
@@ -45,25 +45,46 @@ class Research:
     # -- typed writers -----------------------------------------------------------------
 
     def typed(
-        self, node_id: str, kind: str, text: str, *, metric_ptr: object = None, artifact_refs: Iterable[Any] | None = None,
-        node_report_ref: object = None, extra: Mapping[str, Any] | None = None, findings: list[dict[str, str]] | None = None,
-        tool: str = "add_typed_memory", current_node: str | None = None,
+        self,
+        node_id: str,
+        kind: str,
+        text: str,
+        *,
+        metric_ptr: object = None,
+        artifact_refs: Iterable[Any] | None = None,
+        node_report_ref: object = None,
+        extra: Mapping[str, Any] | None = None,
+        findings: list[dict[str, str]] | None = None,
+        tool: str = "add_typed_memory",
+        current_node: str | None = None,
     ) -> AddResult:
         """One typed entry, stamped as ARI's writer stamps it; an unknown kind is refused
         (a ValueError, as ARI's writer raises), anything else stored and flagged."""
         if kind not in KINDS:
             raise InvalidInput("kind", f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-        if artifact_refs is not None and (isinstance(artifact_refs, (str, bytes, Mapping)) or not isinstance(artifact_refs, (list, tuple))):
+        if artifact_refs is not None and (
+            isinstance(artifact_refs, (str, bytes, Mapping)) or not isinstance(artifact_refs, (list, tuple))
+        ):
             raise InvalidInput("artifact_refs", "expected a list of artifact refs")
-        metadata = typed_metadata(kind, metric_ptr=_metric_ptr(metric_ptr), artifact_refs=artifact_refs,
-                                  node_report_ref=node_report_ref, extra=extra)
+        metadata = typed_metadata(
+            kind,
+            metric_ptr=_metric_ptr(metric_ptr),
+            artifact_refs=artifact_refs,
+            node_report_ref=node_report_ref,
+            extra=extra,
+        )
         body: dict[str, Any] = {"text": text, "metadata": metadata}
         if findings:
             body["findings"] = findings
         return self.nodes.add(node_id, body, tool, current_node)
 
     def reproducibility(
-        self, node_id: str, target_memory_id: str, status: str, artifact_refs: list[Any] | None, text: str | None,
+        self,
+        node_id: str,
+        target_memory_id: str,
+        status: str,
+        artifact_refs: list[Any] | None,
+        text: str | None,
         current_node: str | None,
     ) -> AddResult:
         """A status change about another entry (never edits it). An unknown status is refused
@@ -76,20 +97,38 @@ class Research:
             target = catalog.get(target_memory_id)
             findings = []
             if target is None:
-                findings.append({"field": "target_memory_id", "reason": f"no visible memory {target_memory_id!r} in this checkpoint"})
+                findings.append(
+                    {
+                        "field": "target_memory_id",
+                        "reason": f"no visible memory {target_memory_id!r} in this checkpoint",
+                    }
+                )
             elif node_id in catalog.nodes and target.node_id not in catalog.lineage(node_id):
-                findings.append({"field": "target_memory_id",
-                                 "reason": f"{target_memory_id!r} belongs to {target.node_id!r}, outside the lineage of {node_id!r}"})
+                findings.append(
+                    {
+                        "field": "target_memory_id",
+                        "reason": f"{target_memory_id!r} belongs to {target.node_id!r}, outside the lineage of {node_id!r}",
+                    }
+                )
             return self.typed(
-                node_id, "reproducibility_event", text if text is not None else f"reproducibility: {target_memory_id} -> {status}",
-                artifact_refs=artifact_refs, extra={"repro_target_id": target_memory_id, "repro_status": status},
-                findings=findings, tool="add_reproducibility_event", current_node=current_node,
+                node_id,
+                "reproducibility_event",
+                text if text is not None else f"reproducibility: {target_memory_id} -> {status}",
+                artifact_refs=artifact_refs,
+                extra={"repro_target_id": target_memory_id, "repro_status": status},
+                findings=findings,
+                tool="add_reproducibility_event",
+                current_node=current_node,
             )
 
     # -- consolidation at node end ---------------------------------------------------------
 
     def consolidate(
-        self, node_id: str, node_report: Mapping[str, Any] | str | Path, work_dir: str | Path, run_id: str | None,
+        self,
+        node_id: str,
+        node_report: Mapping[str, Any] | str | Path,
+        work_dir: str | Path,
+        run_id: str | None,
         current_node: str | None,
     ) -> ConsolidationResult:
         """node_report → experiment_result / failure_case (+ reflection), once per report.
@@ -115,17 +154,36 @@ class Research:
                     if consolidation.lineage is not None and node_id not in catalog.nodes:
                         batch.append(node_id, "node_started", consolidation.lineage, current_node=current_node)
                     events = [
-                        batch.append(node_id, "memory_added", {"text": s.text, "metadata": s.metadata, "report_hash": consolidation.report_hash,
-                                                               "findings": [{"field": f.field, "reason": f.reason} for f in s.findings]},
-                                     current_node=current_node)
+                        batch.append(
+                            node_id,
+                            "memory_added",
+                            {
+                                "text": s.text,
+                                "metadata": s.metadata,
+                                "report_hash": consolidation.report_hash,
+                                "findings": [{"field": f.field, "reason": f.reason} for f in s.findings],
+                            },
+                            current_node=current_node,
+                        )
                         for s in consolidation.specs
                     ]
             except CopyOnWriteViolation as exc:
                 self.session.refused("consolidate_node_memory", exc, current_node)
-                return {"ok": False, "error": exc.message, "written": [{"kind": s.kind, "ok": False, "id": None} for s in consolidation.specs]}
+                return {
+                    "ok": False,
+                    "error": exc.message,
+                    "written": [{"kind": s.kind, "ok": False, "id": None} for s in consolidation.specs],
+                }
         for event in events:
-            self.session.access.write("node_scope", event.id, event.body["text"], event.body["metadata"],
-                                      tool="consolidate_node_memory", node=current_node, seq=event.seq)
+            self.session.access.write(
+                "node_scope",
+                event.id,
+                event.body["text"],
+                event.body["metadata"],
+                tool="consolidate_node_memory",
+                node=current_node,
+                seq=event.seq,
+            )
         written: list[Written] = [{"kind": s.kind, "ok": True, "id": e.id} for s, e in zip(consolidation.specs, events)]
         result: ConsolidationResult = {"ok": True, "written": written}
         if consolidation.findings:
@@ -140,7 +198,12 @@ class Research:
     # -- typed reads -----------------------------------------------------------------
 
     def search(
-        self, query: str, ancestor_ids: list[str], kinds: Iterable[str] | None, require_artifacts: bool, limit: int,
+        self,
+        query: str,
+        ancestor_ids: list[str],
+        kinds: Iterable[str] | None,
+        require_artifacts: bool,
+        limit: int,
         as_of: int | None,
     ) -> ResearchResult:
         """Exact-scope semantic search filtered by kind (ARI's ``mem_kind``/``type`` label, so
@@ -152,27 +215,41 @@ class Research:
         with self.session.reading() as catalog:
 
             def keep(entry: Entry) -> bool:
-                return (wanted is None or entry.label in wanted) and (not require_artifacts or bool(entry.metadata.get("artifact_refs")))
+                return (wanted is None or entry.label in wanted) and (
+                    not require_artifacts or bool(entry.metadata.get("artifact_refs"))
+                )
 
             in_scope = catalog.scope_entries(scope, as_of)
             allowed = {e.entry_id for e in in_scope if keep(e)}
             hits = self.session.engine.search(query, scope, len(in_scope), as_of) if allowed and limit else []
-            results = [{**research_view(catalog.entries[eid]), "score": score} for eid, score in hits if eid in allowed][:limit]
+            results = [
+                {**research_view(catalog.entries[eid]), "score": score} for eid, score in hits if eid in allowed
+            ][:limit]
         self.session.access.read(
-            "node_scope", query, scope, limit,
+            "node_scope",
+            query,
+            scope,
+            limit,
             [{"entry_id": r["entry_id"], "src_node_id": r["node_id"], "score": r["score"]} for r in results],
-            tool="search_research_memory", as_of=as_of,
+            tool="search_research_memory",
+            as_of=as_of,
         )
         return {"results": results}  # type: ignore[typeddict-item]
 
-    def ancestors(self, ancestor_ids: list[str], kinds: Iterable[str] | None, as_of: int | None) -> list[ResearchEntryView]:
+    def ancestors(
+        self, ancestor_ids: list[str], kinds: Iterable[str] | None, as_of: int | None
+    ) -> list[ResearchEntryView]:
         """Every entry of these ancestors (root→parent order, then log order) of the given
         kinds: the deterministic, full hand-off ARI's retriever gives (no search)."""
         wanted = checks.labels(kinds)
         scope = checks.node_ids(ancestor_ids)
         with self.session.reading() as catalog:
-            return [research_view(e) for nid in dict.fromkeys(scope) for e in catalog.node_entries(nid, as_of)
-                    if wanted is None or e.label in wanted]
+            return [
+                research_view(e)
+                for nid in dict.fromkeys(scope)
+                for e in catalog.node_entries(nid, as_of)
+                if wanted is None or e.label in wanted
+            ]
 
     def reproducibility_status(self, ancestor_ids: list[str], as_of: int | None) -> dict[str, dict[str, Any]]:
         """The latest status per target memory among these nodes' reproducibility events (by seq)."""
@@ -185,7 +262,9 @@ class Research:
 def _report(node_report: object, work: Path) -> Mapping[str, Any]:
     """The report as ARI sends it (a dict), or read safely from a file inside the work dir."""
     if not isinstance(node_report, (Mapping, str, os.PathLike)):
-        raise InvalidInput("node_report", f"expected a report object or the path of node_report.json, got {type(node_report).__name__}")
+        raise InvalidInput(
+            "node_report", f"expected a report object or the path of node_report.json, got {type(node_report).__name__}"
+        )
     report = node_report if isinstance(node_report, Mapping) else read_report_file(Path(node_report), inside=work)
     if not isinstance(report, Mapping):
         raise InvalidInput("node_report", f"expected a JSON object, got {type(report).__name__}")

@@ -6,6 +6,7 @@ this process or another — before a service reads, so reads see every acknowled
 write helpers append, and once the event is durable nothing after it can fail the call: the
 fold, the access log and a snapshot save only leave a line in ``problems``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from ledger import CopyOnWriteViolation, Ledger, config
 from ledger.events import Event
 from ledger.ledger import Batch
-
 from projections.api.access_log import AccessLog
 from projections.engines.embedded import EmbeddedEngine
 from projections.engines.local import Projector
@@ -123,9 +123,9 @@ class Session:
         """Run work that follows a durable write; a failure becomes a line of ``problems``."""
         try:
             work()
-        except Exception as exc:  # noqa: BLE001 - the event is durable: report, never fail the write
+        except Exception as exc:
             problem = f"{what} failed: {type(exc).__name__}: {exc}"[:300]
-            self.problems = [*self.problems[-(MAX_PROBLEMS - 1):], problem]
+            self.problems = [*self.problems[-(MAX_PROBLEMS - 1) :], problem]
             log.warning("%s (the log holds the event; the next read retries)", problem)
 
     def refused(self, tool: str, exc: CopyOnWriteViolation, current_node: str | None) -> None:

@@ -5,6 +5,7 @@ skill's server); keys this library adds are marked "added". ``total=False`` shap
 keys a call does not always return. These are plain dicts at run time: typing the face does
 not change a byte of what ARI receives.
 """
+
 from __future__ import annotations
 
 from typing import Any, Literal, Required, TypedDict

@@ -13,18 +13,19 @@ re-hashes equal on disk now) < ``rerun_passed`` (hashed, and a re-run passed) �
 paper stage can ask for a minimum (``min_evidence``). Re-runs count from anywhere in the
 checkpoint: a validation child re-running its parent's result is the usual case.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, cast
+from typing import Any, cast
 
 from ledger import InvalidInput, config
 from ledger.events import is_sha256
 from ledger.typed import evidence_refs
-
 from projections.api import checks
 from projections.api.audit import audit_ref, check_run_id
 from projections.api.context import ExperimentContext
@@ -96,7 +97,8 @@ def verified_context(
         claims = claims[:limit]
     limitations = [research_view(e) for e in entries if e.label == "failure_case"]
     usable = [
-        c for c in claims
+        c
+        for c in claims
         if c["grounded"] and c["repro_status"] != "rerun_failed" and EVIDENCE.index(c["evidence"]) >= floor
     ]
     return {"claims": claims, "limitations": limitations, "usable_for_claims": usable}
@@ -125,13 +127,18 @@ def render_grounded_block(ctx: Mapping[str, Any]) -> str:
     ]
     for claim in usable:
         arts = ", ".join(
-            f"{r.get('path')} (sha256 {r['sha256'][:12]})" if is_sha256(r.get("sha256")) else f"{r.get('path')} (not pinned)"
-            for r in claim["artifact_refs"] if isinstance(r, Mapping)
+            f"{r.get('path')} (sha256 {r['sha256'][:12]})"
+            if is_sha256(r.get("sha256"))
+            else f"{r.get('path')} (not pinned)"
+            for r in claim["artifact_refs"]
+            if isinstance(r, Mapping)
         )
         ptr = claim.get("metric_ptr")
         metric = f" [{ptr.get('name')}={ptr.get('value')}]" if isinstance(ptr, Mapping) and ptr.get("name") else ""
         status = claim.get("repro_status") or "unverified"
-        lines.append(f"- [{status}; evidence {claim.get('evidence', 'cited')}] {claim['node_id']}{metric}: {claim['text']} — artifacts: {arts}")
+        lines.append(
+            f"- [{status}; evidence {claim.get('evidence', 'cited')}] {claim['node_id']}{metric}: {claim['text']} — artifacts: {arts}"
+        )
     limitations = ctx.get("limitations") or []
     if limitations:
         lines.append("## Known limitations (failed attempts; do not present as results)")
@@ -148,7 +155,9 @@ def _finite(value: object) -> float | None:
     return float(value)
 
 
-def best_node(nodes: Iterable[Mapping[str, Any]], primary_metric: str | None = None, higher_is_better: bool = True) -> Mapping | None:
+def best_node(
+    nodes: Iterable[Mapping[str, Any]], primary_metric: str | None = None, higher_is_better: bool = True
+) -> Mapping | None:
     """ARI's choice: nodes with real data first; then ``_scientific_score``; then the primary metric;
     then the largest numeric metric."""
 
@@ -162,9 +171,12 @@ def best_node(nodes: Iterable[Mapping[str, Any]], primary_metric: str | None = N
         largest = max((v for v in map(_finite, metrics.values()) if v is not None), default=None)
         return (
             real,
-            score is not None, score or 0.0,
-            primary is not None, primary or 0.0,
-            largest is not None, largest or 0.0,
+            score is not None,
+            score or 0.0,
+            primary is not None,
+            primary or 0.0,
+            largest is not None,
+            largest or 0.0,
         )
 
     candidates = list(nodes)
@@ -178,8 +190,13 @@ class VerifiedContext:
         self.session, self.context = session, context
 
     def get(
-        self, ancestor_ids: list[str], purpose: str, limit: int | None, min_evidence: str | None,
-        experiments_root: str | Path | None, as_of: int | None,
+        self,
+        ancestor_ids: list[str],
+        purpose: str,
+        limit: int | None,
+        min_evidence: str | None,
+        experiments_root: str | Path | None,
+        as_of: int | None,
     ) -> VerifiedContextView:
         """ARI's verified context (``claims``, ``limitations``, ``usable_for_claims``), each claim
         with its evidence level; artifacts are re-hashed under ``experiments_root`` (default:
@@ -190,15 +207,22 @@ class VerifiedContext:
         roots = self._experiments_roots(experiments_root)
         with self.session.reading() as catalog:
             ctx = verified_context(
-                catalog.scope_entries(scope, as_of), repro_events(catalog, as_of), limit,
-                work_dir_of=lambda e: _work_dir(e, roots), min_evidence=min_evidence,
+                catalog.scope_entries(scope, as_of),
+                repro_events(catalog, as_of),
+                limit,
+                work_dir_of=lambda e: _work_dir(e, roots),
+                min_evidence=min_evidence,
             )
         ctx["purpose"] = purpose
         ctx["lineage"] = scope
         self.session.access.read(
-            "node_scope", f"verified_context:{purpose}", scope, len(ctx["claims"]),
+            "node_scope",
+            f"verified_context:{purpose}",
+            scope,
+            len(ctx["claims"]),
             [{"entry_id": c["entry_id"], "src_node_id": c["node_id"]} for c in ctx["claims"]],
-            tool="get_verified_context", as_of=as_of,
+            tool="get_verified_context",
+            as_of=as_of,
         )
         return ctx
 
@@ -227,16 +251,22 @@ class VerifiedContext:
             if any(not c["node_id"] for c in candidates):
                 raise InvalidInput("nodes", "every node needs a node_id (or id)")
             context = self.context.get()
-            best = best_node(candidates, context.get("primary_metric"), context.get("higher_is_better", True) is not False)
+            best = best_node(
+                candidates, context.get("primary_metric"), context.get("higher_is_better", True) is not False
+            )
             if best is None:
                 return None
             ctx = self.get(catalog.lineage(best["node_id"]), "paper", None, None, experiments_root, None)
             if not ctx["claims"]:
                 return None
             ledger = self.session.ledger
-            written: dict[str, Any] = {**ctx, "best_node": best["node_id"], "best_node_id": best["node_id"],
-                                       "as_of_seq": ledger.last_seq,
-                                       "anchor": {"seq": ledger.last_seq, "hash": ledger.last_hash}}
+            written: dict[str, Any] = {
+                **ctx,
+                "best_node": best["node_id"],
+                "best_node_id": best["node_id"],
+                "as_of_seq": ledger.last_seq,
+                "anchor": {"seq": ledger.last_seq, "hash": ledger.last_hash},
+            }
             path = self.session.checkpoint_dir / VERIFIED_CONTEXT_NAME
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps(written, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,4 +1,5 @@
 """Read-model records turned into the dicts ARI's callers receive (``shapes``)."""
+
 from __future__ import annotations
 
 from typing import cast
@@ -26,8 +27,15 @@ def entry_view(entry: Entry) -> EntryView:
 
 def step_view(step: Step) -> StepView:
     """ARI's ReAct step (``id``, ``content``, ``metadata``, ``ts``) plus ``seq``."""
-    return {"id": step.step_id, "content": step.content, "metadata": step.metadata, "ts": step.ts,
-            "entry_id": step.step_id, "node_id": step.node_id, "seq": step.seq}
+    return {
+        "id": step.step_id,
+        "content": step.content,
+        "metadata": step.metadata,
+        "ts": step.ts,
+        "entry_id": step.step_id,
+        "node_id": step.node_id,
+        "seq": step.seq,
+    }
 
 
 def research_view(entry: Entry) -> ResearchEntryView:

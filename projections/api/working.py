@@ -4,6 +4,7 @@ Deterministic for the same log: the experiment core from the seed, then every an
 result summary whole (root→parent, each capped, de-duplicated), then a small semantic
 supplement from the ancestors' other memory, de-duplicated against what is already there.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,9 @@ class WorkingContextBuilder:
                     if entry_id in used or entry.text in seen_text:
                         continue
                     seen_text.add(entry.text)
-                    supplement.append({"node_id": entry.node_id, "entry_id": entry_id, "text": _cap(entry.text), "score": score})
+                    supplement.append(
+                        {"node_id": entry.node_id, "entry_id": entry_id, "text": _cap(entry.text), "score": score}
+                    )
                     if len(supplement) == SUPPLEMENT:
                         break
         messages = []
@@ -87,8 +90,18 @@ class WorkingContextBuilder:
             body = "\n".join(f"- [{s['node_id']}] {s['text']}" for s in supplement)
             messages.append({"role": "user", "content": "Related memory from the ancestors:\n" + body})
         self.session.access.read(
-            "node_scope", f"working_context:{eval_summary or ''}"[:200], ancestors, len(summaries) + len(supplement),
+            "node_scope",
+            f"working_context:{eval_summary or ''}"[:200],
+            ancestors,
+            len(summaries) + len(supplement),
             [{"entry_id": s["entry_id"], "src_node_id": s["node_id"]} for s in summaries + supplement],
-            tool="build_working_context", node=node_id,
+            tool="build_working_context",
+            node=node_id,
         )
-        return {"node_id": node_id, "messages": messages, "core": core, "ancestor_summaries": summaries, "supplement": supplement}
+        return {
+            "node_id": node_id,
+            "messages": messages,
+            "core": core,
+            "ancestor_summaries": summaries,
+            "supplement": supplement,
+        }

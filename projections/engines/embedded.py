@@ -1,4 +1,5 @@
 """The default search engine: the local semantic index, no server."""
+
 from __future__ import annotations
 
 from typing import Any

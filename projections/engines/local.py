@@ -11,6 +11,7 @@ only when its rows are first read. One that has folded events the log no longer 
 alarm (RollbackDetected) until a person acts, never a silent rebuild. Rebuilding from
 scratch yields exactly the state of incremental folding.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,10 +26,6 @@ from ledger.anchor import Anchor
 from ledger.errors import RollbackDetected
 from ledger.events import Event, utc_now
 from ledger.ledger import ACT_ON_ROLLBACK
-
-from projections.models.catalog import Catalog, Entry, Step
-from projections.models.frozen import DamagedCache
-from projections.models.semantic import Embedder, SemanticIndex
 from projections.engines.snapshot import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_NAME,
@@ -41,6 +38,9 @@ from projections.engines.snapshot import (
     write_snapshot,
 )
 from projections.engines.snapshot_check import catalog_problem, random_items, sample_problem, vectors_problem
+from projections.models.catalog import Catalog, Entry, Step
+from projections.models.frozen import DamagedCache
+from projections.models.semantic import Embedder, SemanticIndex
 
 log = logging.getLogger("projections")
 
@@ -145,7 +145,12 @@ class Projector:
         if self.ledger.readonly:
             return None
         preamble = SnapshotPreamble(
-            SNAPSHOT_FORMAT, self.ledger.ckpt, self.cursor, self.cursor_hash, self.embedder.name, self.embedder.dim,
+            SNAPSHOT_FORMAT,
+            self.ledger.ckpt,
+            self.cursor,
+            self.cursor_hash,
+            self.embedder.name,
+            self.embedder.dim,
             self._rebuilt_note,
         )
         try:
@@ -154,7 +159,11 @@ class Projector:
             self._heal(damage)
             return self.save()
         except (OSError, ValueError, msgspec.EncodeError) as exc:
-            log.warning("could not save the projection snapshot %s (%s); the next open folds more of the log", self.snapshot_path, exc)
+            log.warning(
+                "could not save the projection snapshot %s (%s); the next open folds more of the log",
+                self.snapshot_path,
+                exc,
+            )
             self._next_save = self._unsaved + SNAPSHOT_EVERY  # try again later, not on every fold
             return None
         self._unsaved = 0
@@ -167,9 +176,15 @@ class Projector:
         try:
             view = open_snapshot(self.snapshot_path, check=False)
         except (OSError, SnapshotError) as exc:
-            log.warning("could not map the snapshot just saved %s (%s); keeping the state in memory", self.snapshot_path, exc)
+            log.warning(
+                "could not map the snapshot just saved %s (%s); keeping the state in memory", self.snapshot_path, exc
+            )
             return
-        if (view.preamble.ckpt, view.preamble.cursor, view.preamble.cursor_hash) == (saved.ckpt, saved.cursor, saved.cursor_hash):
+        if (view.preamble.ckpt, view.preamble.cursor, view.preamble.cursor_hash) == (
+            saved.ckpt,
+            saved.cursor,
+            saved.cursor_hash,
+        ):
             self._install(view)
 
     def _install(self, view: SnapshotView | None) -> None:
@@ -278,7 +293,9 @@ def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bo
 
 def _problem(reason: str, preamble: SnapshotPreamble | None = None) -> SnapshotCheck:
     cursor, rebuilt = (preamble.cursor, preamble.rebuilt) if preamble else (None, None)
-    return SnapshotCheck(True, cursor, rebuilt, problem=f"{SNAPSHOT_NAME}: {reason}; the next open rebuilds it from the log")
+    return SnapshotCheck(
+        True, cursor, rebuilt, problem=f"{SNAPSHOT_NAME}: {reason}; the next open rebuilds it from the log"
+    )
 
 
 def _deep_check(ledger: Ledger, view: SnapshotView, embedder: Embedder | None) -> SnapshotCheck:
@@ -295,7 +312,9 @@ def _deep_check(ledger: Ledger, view: SnapshotView, embedder: Embedder | None) -
     catalog, index = Catalog(view, view.tables), SemanticIndex(embedder, view)
     try:
         view.check_all()
-        problem = catalog_problem(ledger, catalog, preamble.cursor) or vectors_problem(index, embedder, random_items(view, catalog))
+        problem = catalog_problem(ledger, catalog, preamble.cursor) or vectors_problem(
+            index, embedder, random_items(view, catalog)
+        )
         reason = f"its content disagrees with the log: {problem}" if problem else None
     except DamagedCache as damage:
         reason = damage.reason

@@ -6,6 +6,7 @@ projection (``letta.LettaProjection``: one agent per checkpoint) both satisfy
 (``restore`` rebuilds any of them from the log). A :class:`SearchEngine` answers scoped
 searches: ``embedded`` from the local index, ``letta`` from the server.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

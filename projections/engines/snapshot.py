@@ -30,6 +30,7 @@ and the projection is rebuilt from the log. The file is written to a temporary n
 (``<name>.<pid>.tmp``) and renamed into place, never changed in place (a reader may have it
 mapped); a temporary file left by a killed process is removed by the next save.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -277,8 +278,13 @@ class SnapshotView:
         records_at = self._sections["records"][0]
         self._check_bytes(records_at + int(offsets[0]), records_at + int(offsets[-1]))
         rows = Rows(
-            self._seqs[start:stop], self._cleared[start:stop], self._ids[start:stop], self._vectors[start:stop],
-            offsets, self._records, int(np.count_nonzero(self._cleared[start:stop] != NEVER)),
+            self._seqs[start:stop],
+            self._cleared[start:stop],
+            self._ids[start:stop],
+            self._vectors[start:stop],
+            offsets,
+            self._records,
+            int(np.count_nonzero(self._cleared[start:stop] != NEVER)),
         )
         problem = _rows_problem(name, rows, self.tables, self.cursor)
         if problem:
@@ -467,13 +473,22 @@ class _Collection:
         if section == "seqs":
             parts = [stored.seqs if stored is not None else None, np.asarray(fresh.seqs, "<i8") if fresh else None]
         elif section == "cleared":
-            parts = [effective_cleared(stored, self.after) if stored is not None else None, np.asarray(fresh.cleared, "<i8") if fresh else None]
+            parts = [
+                effective_cleared(stored, self.after) if stored is not None else None,
+                np.asarray(fresh.cleared, "<i8") if fresh else None,
+            ]
         elif section == "ids":
             parts = [self.stored_ids(width), self.fresh_ids(width)]
         elif section == "vectors":
-            parts = [self.view.copy(self.name, "vectors") if stored is not None else None, self.block.vectors() if self.block else None]
+            parts = [
+                self.view.copy(self.name, "vectors") if stored is not None else None,
+                self.block.vectors() if self.block else None,
+            ]
         elif section == "records":
-            parts = [self.view.copy(self.name, "records") if stored is not None else None, *(fresh.records if fresh else [])]
+            parts = [
+                self.view.copy(self.name, "records") if stored is not None else None,
+                *(fresh.records if fresh else []),
+            ]
         return [p for p in parts if p is not None]
 
     def stored_ids(self, width: int) -> np.ndarray | None:
@@ -494,8 +509,11 @@ class _Collection:
 def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int) -> Layout:
     collections = [c for c in (_Collection(name, catalog, index) for name in catalog.collections()) if c.n]
     n = sum(c.n for c in collections)
-    width = max([c.stored.ids.dtype.itemsize for c in collections if c.stored is not None]
-                + [len(i.encode()) for c in collections if c.fresh for i in c.fresh.ids] + [1])
+    width = max(
+        [c.stored.ids.dtype.itemsize for c in collections if c.stored is not None]
+        + [len(i.encode()) for c in collections if c.fresh for i in c.fresh.ids]
+        + [1]
+    )
     sections: dict[str, tuple[int, int]] = {}
     for section in ("seqs", "cleared", "ids", "vectors"):
         start = out.align()
@@ -507,7 +525,11 @@ def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int)
     total = 0
     for c in collections:
         lengths = c.lengths()
-        out.write(np.concatenate([[total], total + np.cumsum(lengths)[:-1]]).astype("<i8") if len(lengths) else np.empty(0, "<i8"))
+        out.write(
+            np.concatenate([[total], total + np.cumsum(lengths)[:-1]]).astype("<i8")
+            if len(lengths)
+            else np.empty(0, "<i8")
+        )
         total += int(lengths.sum())
     out.write(np.asarray([total], "<i8"))
     sections["offsets"] = (start, out.pos - start)
@@ -516,7 +538,11 @@ def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int)
         for part in c.column("records", width):
             out.write(part)
     sections["records"] = (start, out.pos - start)
-    ids = np.concatenate([p for c in collections for p in c.column("ids", width)]) if collections else np.empty(0, f"S{width}")
+    ids = (
+        np.concatenate([p for c in collections for p in c.column("ids", width)])
+        if collections
+        else np.empty(0, f"S{width}")
+    )
     order = np.argsort(ids, kind="stable")
     start = out.align()
     out.write(ids[order])
@@ -559,6 +585,14 @@ def _pid_alive(pid: int) -> bool:
 
 
 __all__ = [
-    "SNAPSHOT_FORMAT", "SNAPSHOT_NAME", "SnapshotDamaged", "SnapshotError", "SnapshotPreamble", "SnapshotView",
-    "open_snapshot", "read_preamble", "remove_stale_temps", "write_snapshot",
+    "SNAPSHOT_FORMAT",
+    "SNAPSHOT_NAME",
+    "SnapshotDamaged",
+    "SnapshotError",
+    "SnapshotPreamble",
+    "SnapshotView",
+    "open_snapshot",
+    "read_preamble",
+    "remove_stale_temps",
+    "write_snapshot",
 ]

@@ -12,6 +12,7 @@ The catalog and the semantic index are both derived from the events, so:
   the cursor, streamed side by side (memory stays flat); ``vectors_problem`` many vectors
   equal a fresh embedding.
 """
+
 from __future__ import annotations
 
 import random
@@ -22,7 +23,6 @@ import numpy as np
 
 from ledger import Ledger
 from ledger.events import Event
-
 from projections.engines.snapshot import SnapshotView
 from projections.models.catalog import NEVER, REACT, Catalog, Entry, Step
 from projections.models.semantic import Embedder, SemanticIndex
@@ -44,13 +44,23 @@ def sample_problem(ledger: Ledger, catalog: Catalog, view: SnapshotView) -> tupl
     cursor = view.cursor
     small = cursor <= CHECK_ALL_UP_TO
     seqs = range(1, cursor + 1) if small else random.sample(range(1, cursor + 1), min(SAMPLE_ON_LOAD, cursor))
-    rows = range(view.rows_total) if small else random.sample(range(view.rows_total), min(SAMPLE_ON_LOAD, view.rows_total))
+    rows = (
+        range(view.rows_total) if small else random.sample(range(view.rows_total), min(SAMPLE_ON_LOAD, view.rows_total))
+    )
     tables = _table_claims(catalog)
-    claims = [*(tables if small else random.sample(tables, min(TABLES_ON_LOAD, len(tables)))), *(_row_claim(view, r) for r in rows)]
+    claims = [
+        *(tables if small else random.sample(tables, min(TABLES_ON_LOAD, len(tables)))),
+        *(_row_claim(view, r) for r in rows),
+    ]
     events: dict[int, Event | None] = {}
     for seq, kind, node, item_id in claims:
         event = events.setdefault(seq, ledger.event_at(seq))
-        if event is None or event.type != kind or (node is not None and event.node != node) or (item_id and event.id != item_id):
+        if (
+            event is None
+            or event.type != kind
+            or (node is not None and event.node != node)
+            or (item_id and event.id != item_id)
+        ):
             return f"it holds a {kind} at seq {seq} that the log does not", []
     for seq in seqs:
         events.setdefault(seq, ledger.event_at(seq))
@@ -58,7 +68,9 @@ def sample_problem(ledger: Ledger, catalog: Catalog, view: SnapshotView) -> tupl
         problem = event is not None and event_problem(catalog, event)
         if problem:
             return problem, []
-    items = [catalog.lookup(e.id) for e in events.values() if e is not None and e.type in ("memory_added", "react_step")]
+    items = [
+        catalog.lookup(e.id) for e in events.values() if e is not None and e.type in ("memory_added", "react_step")
+    ]
     return None, [i for i in items if i is not None]
 
 

@@ -10,21 +10,32 @@ are kept in memory with their records encoded, and an ``Entry`` is decoded only 
 read returns it. So the catalog's memory follows the reads and the events folded since
 the last snapshot, not the size of the checkpoint.
 """
+
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Iterable, cast
+from typing import Any, cast
 
 import msgspec
 import numpy as np
 
 from ledger.events import Event
 from ledger.typed import kind_label, typed_kind
-
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
-__all__ = ["NEVER", "REACT", "Catalog", "CatalogState", "CatalogTables", "Entry", "NodeInfo", "Seed", "Step", "event_time"]
+__all__ = [
+    "NEVER",
+    "REACT",
+    "Catalog",
+    "CatalogState",
+    "CatalogTables",
+    "Entry",
+    "NodeInfo",
+    "Seed",
+    "Step",
+    "event_time",
+]
 
 
 def event_time(event: Event) -> float:
@@ -164,7 +175,7 @@ def make_item(name: str, item_id: str, seq: int, cleared: int, record: bytes | m
 class Fresh:
     """Rows of one collection folded after the stored ones: in memory, records encoded."""
 
-    __slots__ = ("ids", "seqs", "cleared", "records")
+    __slots__ = ("cleared", "ids", "records", "seqs")
 
     def __init__(self) -> None:
         self.ids: list[str] = []
@@ -217,7 +228,9 @@ class Catalog:
         self._after_purge = NEVER  # first checkpoint_purged after the base
 
     def tables(self) -> CatalogTables:
-        return CatalogTables(list(self.nodes.values()), list(self.seeds), list(self.purges), {n: list(s) for n, s in self.clears.items()})
+        return CatalogTables(
+            list(self.nodes.values()), list(self.seeds), list(self.purges), {n: list(s) for n, s in self.clears.items()}
+        )
 
     # -- folding ---------------------------------------------------------------------
 
@@ -227,7 +240,12 @@ class Catalog:
             record = EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {})))
             self._add(event.node, event.id, event.seq, _ENCODE(record))
         elif event.type == "react_step":
-            self._add(REACT, event.id, event.seq, _ENCODE(StepRecord(event.node, event_time(event), body["content"], body.get("metadata", {}))))
+            self._add(
+                REACT,
+                event.id,
+                event.seq,
+                _ENCODE(StepRecord(event.node, event_time(event), body["content"], body.get("metadata", {}))),
+            )
         elif event.type == "node_cleared":
             self.clears.setdefault(event.node, []).append(event.seq)
             self._tombstone(event.node, event.seq)
@@ -251,7 +269,9 @@ class Catalog:
                 ),
             )
         elif event.type == "core_seeded":
-            seed = Seed(event.seq, body.get("persona", ""), body.get("human", ""), body.get("context", {}), event_time(event))
+            seed = Seed(
+                event.seq, body.get("persona", ""), body.get("human", ""), body.get("context", {}), event_time(event)
+            )
             self.seeds.append(seed)
 
     def _add(self, name: str, item_id: str, seq: int, record: bytes) -> None:
@@ -309,7 +329,9 @@ class Catalog:
         """Where each fresh row is, by id: built on the first look-up, then kept up to date
         (a cold fold of a million entries never looks one up, and saves the dict)."""
         if self._where is None:
-            self._where = {item_id: (name, i) for name, fresh in self._fresh.items() for i, item_id in enumerate(fresh.ids)}
+            self._where = {
+                item_id: (name, i) for name, fresh in self._fresh.items() for i, item_id in enumerate(fresh.ids)
+            }
         return self._where
 
     def remember(self, item_id: str, name: str, row: int) -> None:
@@ -365,7 +387,9 @@ class Catalog:
         so a scan never stops half way on damage.
         """
         names = [n for n in self.collections() if (n == REACT) == steps]
-        stored = [(n, rows, effective_cleared(rows, self.after(n))) for n in names if (rows := self.stored(n)) is not None]
+        stored = [
+            (n, rows, effective_cleared(rows, self.after(n))) for n in names if (rows := self.stored(n)) is not None
+        ]
         return self._scan(names, stored)
 
     def scan_entries(self) -> Iterator[Entry]:
@@ -391,7 +415,13 @@ class Catalog:
 
     def state(self) -> CatalogState:
         """Everything, materialised in log order (for tests and ``verify``; O(checkpoint))."""
-        return CatalogState(list(self.scan_entries()), list(self.nodes.values()), list(self.scan_steps()), list(self.seeds), list(self.purges))
+        return CatalogState(
+            list(self.scan_entries()),
+            list(self.nodes.values()),
+            list(self.scan_steps()),
+            list(self.seeds),
+            list(self.purges),
+        )
 
     # -- queries ---------------------------------------------------------------------
 
@@ -504,4 +534,3 @@ class StepList(Sequence[Step]):
 
     def __iter__(self) -> Iterator[Step]:
         return iter(self._catalog.every_step())
-

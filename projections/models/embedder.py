@@ -6,6 +6,7 @@ The model is built straight from the wheel's own files because
 ``WordLlama.load()`` looks for the tokenizer in a folder the wheel does not have
 and then falls back to Hugging Face.
 """
+
 from __future__ import annotations
 
 import json

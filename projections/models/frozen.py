@@ -7,11 +7,13 @@ a read touches, not the checkpoint; events folded after the snapshot live beside
 memory. A stored row that turns out damaged when first read raises :class:`DamagedCache`,
 and whoever owns the fold rebuilds it from the log (``heals``).
 """
+
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 

@@ -5,12 +5,12 @@ and ``metadata.repro_status``, as ARI's writer stores them); the fold picks, for
 the visible event with the highest seq — never the latest wall-clock time. An event whose
 status is unknown (stored with a finding) changes nothing.
 """
+
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ledger.events import REPRO_STATUSES
-
 from projections.models.catalog import Entry
 
 

@@ -9,17 +9,18 @@ vector is rounded to float16 once, when it is embedded). Like the catalog, rows 
 removed; a tombstone stamps them with the seq that hid them, so searches as of any seq are
 exact.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Callable, Iterable, NamedTuple, Protocol, Sequence
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
 from ledger.events import Event
-
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
 __all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dots"]
@@ -212,7 +213,9 @@ class SemanticIndex:
             check, self.pending_check = self.pending_check, None
             check()
         query = np.asarray(query, dtype=np.float32)
-        parts: list[tuple[str, Rows | Block, np.ndarray | None]] = []  # (collection, its rows, visible rows or None: all)
+        parts: list[
+            tuple[str, Rows | Block, np.ndarray | None]
+        ] = []  # (collection, its rows, visible rows or None: all)
         cos: list[np.ndarray] = []
         rows_of = self.base.rows if self.base is not None else _no_rows
         untouched = self._after_purge == NEVER and not self._after_clear  # no tombstone since the base

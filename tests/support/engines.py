@@ -1,4 +1,5 @@
 """Backends on each search engine, for the suites that must hold on every engine."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -13,7 +14,9 @@ ENGINES = ["embedded", pytest.param("letta", marks=pytest.mark.letta)]
 
 
 @contextmanager
-def backends_on(engine: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], MemoryBackend]]:
+def backends_on(
+    engine: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[Path], MemoryBackend]]:
     """A factory of fresh MemoryBackends whose searches the engine under test answers; closes
     them (and deletes their Letta agents) afterwards."""
     if engine == "letta":

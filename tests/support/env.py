@@ -1,4 +1,5 @@
 """Where things are, and a clean ARI environment for the test process and its children."""
+
 from __future__ import annotations
 
 import os

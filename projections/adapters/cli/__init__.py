@@ -5,6 +5,7 @@ calls and prints the result (a table for people, ``--json`` for scripts); logic 
 library. Commands are grouped by what they touch: the log (``checkpoint``), memory
 (``memory``), files (``files``) and tools (``tools``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,8 +13,7 @@ import logging
 import sys
 
 from ledger import LedgerError
-
-from projections.adapters.cli import checkpoint, memory, files, tools  # noqa: F401, I001 - registered in this order
+from projections.adapters.cli import checkpoint, files, memory, tools  # noqa: F401 - registered in this order
 from projections.adapters.cli.framework import COMMANDS, EXIT_ERROR, EXIT_OK
 
 

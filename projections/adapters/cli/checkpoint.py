@@ -1,4 +1,5 @@
 """Commands on the log itself: ``status``, ``verify``, ``log`` — all read-only."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,7 +9,6 @@ import sys
 import msgspec
 
 from ledger import InvalidInput, Ledger
-
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, emit
 from projections.api import checkpoint as state
 
@@ -18,18 +18,26 @@ log = logging.getLogger("ledger")
 def _verify_args(parser: argparse.ArgumentParser) -> None:
     checkpoint_arg(parser)
     parser.add_argument(
-        "--head", action="append", default=[], metavar="HASH",
+        "--head",
+        action="append",
+        default=[],
+        metavar="HASH",
         help="an event hash kept outside the checkpoint (an export manifest's last_hash, a note): "
         "fail unless it is an event of this chain; prints its seq (repeatable; 12+ hex digits)",
     )
     parser.add_argument(
-        "--accept-rollback", action="store_true",
+        "--accept-rollback",
+        action="store_true",
         help="after a person has looked: accept the log as it is, clearing a rollback alarm "
         "(a damaged tail and stale snapshot/verified context are moved aside, never deleted)",
     )
 
 
-@command("verify", "check the log (members, hashes, links), its anchors and derived files (exit 1 on any problem)", _verify_args)
+@command(
+    "verify",
+    "check the log (members, hashes, links), its anchors and derived files (exit 1 on any problem)",
+    _verify_args,
+)
 def cmd_verify(args: argparse.Namespace) -> int:
     if args.accept_rollback:
         from pathlib import Path
@@ -58,7 +66,11 @@ def _hash_arg(value: str) -> str:
     return value
 
 
-@command("status", "events, nodes, event types, last seq, projection lag and alarms (read-only; exit 1 on an alarm)", checkpoint_arg)
+@command(
+    "status",
+    "events, nodes, event types, last seq, projection lag and alarms (read-only; exit 1 on an alarm)",
+    checkpoint_arg,
+)
 def cmd_status(args: argparse.Namespace) -> int:
     data = state.status(args.checkpoint)
     if args.json:

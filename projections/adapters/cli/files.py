@@ -1,4 +1,5 @@
 """Commands on files: bundles (``export``, ``import``) and ARI's memory files (``import-ari``, ``export-ari``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,11 +9,9 @@ from typing import Any
 from ledger import InvalidInput
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, FORMATS, REACT_NAME, STORE_NAME, ari_files_in, read_ari_file
 from ledger.bundle import export_bundle, import_bundle
-
 from projections.adapters.cli.framework import EXIT_OK, command, emit
-from projections.api.backend import MemoryBackend
 from projections.adapters.cli.memory import open_backend
-
+from projections.api.backend import MemoryBackend
 
 
 def _export_args(p: argparse.ArgumentParser) -> None:
@@ -41,32 +40,53 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def _import_ari_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="checkpoint directory (created when it does not exist and --source is given)")
-    p.add_argument("--source", action="append", default=None, metavar="FILE",
-                   help=f"{BACKUP_NAME}, {STORE_NAME} or {REACT_NAME}, also *.migrated-<ts> (repeatable; "
-                        "default: every one found in CKPT, in the order ARI wrote them)")
+    p.add_argument(
+        "--source",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help=f"{BACKUP_NAME}, {STORE_NAME} or {REACT_NAME}, also *.migrated-<ts> (repeatable; "
+        "default: every one found in CKPT, in the order ARI wrote them)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-@command("import-ari", "import ARI's memory files (v0.6 backup, v0.5 store and ReAct trace); importing twice adds nothing", _import_ari_args)
+@command(
+    "import-ari",
+    "import ARI's memory files (v0.6 backup, v0.5 store and ReAct trace); importing twice adds nothing",
+    _import_ari_args,
+)
 def cmd_import_ari(args: argparse.Namespace) -> int:
     ckpt = Path(args.checkpoint)
     sources = [Path(s) for s in args.source] if args.source else ari_files_in(ckpt)
     if not sources:
-        raise InvalidInput("--source", f"no ARI memory file ({BACKUP_NAME}, {STORE_NAME}, {REACT_NAME}) in {ckpt}; pass --source FILE")
+        raise InvalidInput(
+            "--source", f"no ARI memory file ({BACKUP_NAME}, {STORE_NAME}, {REACT_NAME}) in {ckpt}; pass --source FILE"
+        )
     files = [read_ari_file(s) for s in sources]  # every file read and checked before anything is written
     backend = MemoryBackend(ckpt)
     try:
-        report: list[dict[str, Any]] = [{"path": f.path, "format": f.format,
-                   "kinds": {kind: backend.bulk_import(f.entries[kind], kind, source=Path(f.path).name)
-                             for kind in ARI_KINDS if kind in f.entries}}
-                  for f in files]
+        report: list[dict[str, Any]] = [
+            {
+                "path": f.path,
+                "format": f.format,
+                "kinds": {
+                    kind: backend.bulk_import(f.entries[kind], kind, source=Path(f.path).name)
+                    for kind in ARI_KINDS
+                    if kind in f.entries
+                },
+            }
+            for f in files
+        ]
     finally:
         backend.close()
     if args.json:
         emit(report)
         return EXIT_OK
     for item in report:
-        done = "; ".join(f"{kind} {r['imported']} imported, {r['skipped']} already there" for kind, r in item["kinds"].items())
+        done = "; ".join(
+            f"{kind} {r['imported']} imported, {r['skipped']} already there" for kind, r in item["kinds"].items()
+        )
         print(f"{item['path']} ({FORMATS[item['format']]}): {done or 'no entries'}")
     return EXIT_OK
 
@@ -74,12 +94,17 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
 def _export_ari_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("checkpoint", help="checkpoint directory")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help=f"where to write (default: CKPT/{BACKUP_NAME})")
-    p.add_argument("--force", action="store_true",
-                   help="replace an existing file even if it holds entries the checkpoint does not show")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing file even if it holds entries the checkpoint does not show",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-@command("export-ari", f"write ARI's {BACKUP_NAME} (what `ari memory backup` writes), for ARI's restore", _export_ari_args)
+@command(
+    "export-ari", f"write ARI's {BACKUP_NAME} (what `ari memory backup` writes), for ARI's restore", _export_ari_args
+)
 def cmd_export_ari(args: argparse.Namespace) -> int:
     from projections.api.ari_export import write_ari_backup
 
@@ -87,7 +112,9 @@ def cmd_export_ari(args: argparse.Namespace) -> int:
     try:
         result = write_ari_backup(backend, args.output, replace=args.force)
     except OSError as exc:
-        raise InvalidInput("--output", f"cannot write {args.output or Path(args.checkpoint) / BACKUP_NAME}: {exc.strerror or exc}") from None
+        raise InvalidInput(
+            "--output", f"cannot write {args.output or Path(args.checkpoint) / BACKUP_NAME}: {exc.strerror or exc}"
+        ) from None
     if args.json:
         emit(result)
     else:

@@ -4,6 +4,7 @@ Exit codes scripts can trust: 0 success; 1 a check ran and found a problem (veri
 an alarm in status); 2 the command could not run (bad arguments, missing checkpoint, bad
 input) — always as one ``error:`` line, never a traceback.
 """
+
 from __future__ import annotations
 
 import argparse

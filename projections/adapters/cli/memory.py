@@ -2,6 +2,7 @@
 
 Each opens the checkpoint read-only: a command for people changes nothing in it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,6 @@ from rich.table import Table
 from ledger import InvalidInput, LedgerNotFound
 from ledger.bundle import check_output_path
 from ledger.log import LOG_NAME
-
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
 from projections.api.backend import MemoryBackend
 from projections.api.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
@@ -38,10 +38,6 @@ def scope_for(backend: MemoryBackend, node: str, ancestors: str | None) -> list[
     return lineage
 
 
-
-
-
-
 def _search_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     p.add_argument("query", help="natural-language query (ARI uses the node's eval_summary)")
@@ -58,7 +54,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     scope = scope_for(backend, args.node, args.ancestors)
     results: list[Any]
     if args.kind:
-        results = backend.search_research_memory(args.query, scope, kinds=args.kind, limit=args.limit, as_of=args.as_of)["results"]
+        results = backend.search_research_memory(
+            args.query, scope, kinds=args.kind, limit=args.limit, as_of=args.as_of
+        )["results"]
     else:
         results = backend.search_memory(args.query, scope, limit=args.limit, as_of=args.as_of)["results"]
     if args.json:
@@ -94,10 +92,16 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 def _verified_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument("--node", default=None, help="lineage of this node (default: the best node of verified_context.json)")
+    p.add_argument(
+        "--node", default=None, help="lineage of this node (default: the best node of verified_context.json)"
+    )
     p.add_argument("--block", action="store_true", help="print the grounded block for the paper prompt")
-    p.add_argument("--min-evidence", default=None, choices=("none", "cited", "hashed", "verified", "rerun_passed"),
-                   help="keep claims below this evidence level out of usable_for_claims")
+    p.add_argument(
+        "--min-evidence",
+        default=None,
+        choices=("none", "cited", "hashed", "verified", "rerun_passed"),
+        help="keep claims below this evidence level out of usable_for_claims",
+    )
 
 
 @command("verified", "the verified context: claims ranked by how well artifacts back them", _verified_args)
@@ -121,7 +125,14 @@ def cmd_verified(args: argparse.Namespace) -> int:
             table.add_column(col)
         usable = {c["entry_id"] for c in ctx["usable_for_claims"]}
         for i, c in enumerate(ctx["claims"], 1):
-            table.add_row(str(i), c["node_id"], c["repro_status"] or "unverified", c["evidence"], "yes" if c["entry_id"] in usable else "no", c["text"])
+            table.add_row(
+                str(i),
+                c["node_id"],
+                c["repro_status"] or "unverified",
+                c["evidence"],
+                "yes" if c["entry_id"] in usable else "no",
+                c["text"],
+            )
         console.print(table)
         console.print(f"usable for claims: {len(ctx['usable_for_claims'])}; limitations: {len(ctx['limitations'])}")
     return EXIT_OK
@@ -129,7 +140,9 @@ def cmd_verified(args: argparse.Namespace) -> int:
 
 def _audit_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument("--experiments", default=None, help="experiments root (default: CKPT/experiments or CKPT/../experiments)")
+    p.add_argument(
+        "--experiments", default=None, help="experiments root (default: CKPT/experiments or CKPT/../experiments)"
+    )
     p.add_argument("--run-id", default=None)
 
 
@@ -191,8 +204,8 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 
 @command("report", "write the lineage report: one self-contained HTML file", _report_args)
 def cmd_report(args: argparse.Namespace) -> int:
-    from projections.api.lineage import lineage_data
     from projections.adapters.report import render_report
+    from projections.api.lineage import lineage_data
 
     check_output_path(Path(args.output), "--output")
     backend = open_backend(args.checkpoint)

@@ -1,4 +1,5 @@
 """Tools: ``demo``, ``bench``, ``embed-server``, ``letta``, ``mcp``, ``restore``, ``ari-skill``."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,12 +13,10 @@ from rich.table import Table
 
 from ledger import InvalidInput
 from ledger.log import LOG_NAME
-
 from projections.adapters.cli.framework import EXIT_OK, checkpoint_arg, command, console, emit
+from projections.adapters.cli.memory import open_backend
 from projections.api.backend import MemoryBackend
 from projections.api.verified import render_grounded_block
-from projections.adapters.cli.memory import open_backend
-
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
@@ -28,8 +27,8 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 @command("demo", "replay the fixture BFTS run into a fresh checkpoint, as ARI's hooks would", _demo_args)
 def cmd_demo(args: argparse.Namespace) -> int:
     from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
-    from projections.api.lineage import lineage_data, render_tree
     from projections.adapters.report import render_report
+    from projections.api.lineage import lineage_data, render_tree
 
     out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))
     if (out / "checkpoint" / LOG_NAME).exists() or (out / "experiments").exists():
@@ -44,7 +43,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         for nid, ancestors in replay.tree.items():
             scope = ancestors + [nid]
             hits = backend.search_memory(replay.queries[nid], scope, limit=3)["results"]
-            rows.append({"node": nid, "may_read": scope, "top_hits": [(h["node_id"], round(h["score"], 3), h["text"][:48]) for h in hits]})
+            rows.append(
+                {
+                    "node": nid,
+                    "may_read": scope,
+                    "top_hits": [(h["node_id"], round(h["score"], 3), h["text"][:48]) for h in hits],
+                }
+            )
         data = lineage_data(backend, experiments)
         report_path = out / "report.html"
         report_path.write_text(render_report(data), encoding="utf-8")
@@ -55,25 +60,35 @@ def cmd_demo(args: argparse.Namespace) -> int:
     audit = replay.audit
     assert audit is not None, "replay_run always audits"
     if args.json:
-        emit({"checkpoint": str(out / "checkpoint"), "scope": rows, "audit": audit["summary"],
-              "verified_context": str(replay.verified_path), "report": str(report_path), "backend": health["backend"]})
+        emit(
+            {
+                "checkpoint": str(out / "checkpoint"),
+                "scope": rows,
+                "audit": audit["summary"],
+                "verified_context": str(replay.verified_path),
+                "report": str(report_path),
+                "backend": health["backend"],
+            }
+        )
         return EXIT_OK
     table = Table(title=f"What each node may read, and what a search from it returns ({health['backend']} engine)")
     table.add_column("node", style="bold", no_wrap=True)
     table.add_column("may read (root → self)")
     table.add_column("top hits for its eval_summary")
     for row in rows:
-        table.add_row(row["node"], " → ".join(row["may_read"]), "\n".join(f"{n} {s:.3f} {t}" for n, s, t in row["top_hits"]))
+        table.add_row(
+            row["node"], " → ".join(row["may_read"]), "\n".join(f"{n} {s:.3f} {t}" for n, s, t in row["top_hits"])
+        )
     console.print(table)
     console.print(render_tree(data))
     ctx = json.loads(replay.verified_path.read_text()) if replay.verified_path else {}
     console.print(f"\nbest node: {ctx.get('best_node')}; usable claims: {len(ctx.get('usable_for_claims', []))}")
     console.print(render_grounded_block(ctx) if ctx else "(no claims)")
     console.print(f"audit: {audit['summary']}  chain ok: {audit['chain']['ok']}")
-    console.print(f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}")
+    console.print(
+        f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}"
+    )
     return EXIT_OK
-
-
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
@@ -93,7 +108,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         try:
             module = importlib.import_module(modules[name])
         except ModuleNotFoundError:
-            raise InvalidInput("bench", "the benchmarks are scripts in a checkout (bench/), not installed: run from a clone") from None
+            raise InvalidInput(
+                "bench", "the benchmarks are scripts in a checkout (bench/), not installed: run from a clone"
+            ) from None
         worst = max(worst, module.main(args.rest))
     return worst
 
@@ -124,7 +141,6 @@ def cmd_letta(args: argparse.Namespace) -> int:
     return run(args)
 
 
-
 @command("mcp", "serve ARI's memory tools over MCP stdio (configured by ARI's environment variables)")
 def cmd_mcp(args: argparse.Namespace) -> int:
     from projections.adapters.mcp_server import main as serve
@@ -143,8 +159,13 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if not config.letta_base_url():
         raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
     backend = open_backend(args.checkpoint)
-    columns = (TextColumn("replaying into {task.fields[agent]}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[rate]:,.0f} events/s"), TimeElapsedColumn())
+    columns = (
+        TextColumn("replaying into {task.fields[agent]}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]:,.0f} events/s"),
+        TimeElapsedColumn(),
+    )
     started = time.perf_counter()
     with Progress(*columns, console=Console(stderr=True), transient=args.json) as progress:
         task = progress.add_task("replay", total=None, agent=f"ari_agent_{backend.namespace}", rate=0.0)
@@ -156,7 +177,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if args.json:
         emit(result)
     else:
-        print(f"restored {result['events']} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}")
+        print(
+            f"restored {result['events']} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}"
+        )
     return EXIT_OK
 
 
@@ -164,7 +187,11 @@ def _ari_skill_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", help="the skill directory to write (created; template files are overwritten)")
 
 
-@command("ari-skill", "write a skill directory for ARI's memory-skill.path (and the drop-in ari-skill-memory distribution)", _ari_skill_args)
+@command(
+    "ari-skill",
+    "write a skill directory for ARI's memory-skill.path (and the drop-in ari-skill-memory distribution)",
+    _ari_skill_args,
+)
 def cmd_ari_skill(args: argparse.Namespace) -> int:
     from projections.adapters.skill_dir import write_skill_dir
 
@@ -172,5 +199,7 @@ def cmd_ari_skill(args: argparse.Namespace) -> int:
     root = Path(args.dir).resolve()
     for path in written:
         print(path.relative_to(root))
-    print(f"wrote {len(written)} files to {root}; point memory-skill.path at it and install it, see {root / 'README.md'}")
+    print(
+        f"wrote {len(written)} files to {root}; point memory-skill.path at it and install it, see {root / 'README.md'}"
+    )
     return EXIT_OK

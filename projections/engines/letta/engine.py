@@ -11,15 +11,16 @@ row that can rank in the best ``limit`` — exact scope at about the cost of one
 however many better-matching siblings crowd the agent. Letta returns no score; the score
 reported is the same embedder's cosine, as on the embedded engine.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 
 from ledger.errors import EmbeddingMismatch
-
 from projections.engines.letta.plan import plan_read
 from projections.engines.letta.rows import AgentRows
 from projections.engines.letta.sync import LettaSync
@@ -53,8 +54,12 @@ class LettaEngine:
         self._failed_at = time.monotonic()
         return False
 
-    def _answer(self, on_letta: Callable[[], list[tuple[str, float]]], fallback: Callable[[], list[tuple[str, float]]],
-                as_of: int | None = None):
+    def _answer(
+        self,
+        on_letta: Callable[[], list[tuple[str, float]]],
+        fallback: Callable[[], list[tuple[str, float]]],
+        as_of: int | None = None,
+    ):
         """Letta's answer when it can give one, else the embedded engine's (and remember why).
 
         A purge deleted the agent, as ARI's purge does: what a read as of an earlier seq must
@@ -67,7 +72,7 @@ class LettaEngine:
             return on_letta()
         except EmbeddingMismatch:
             raise
-        except Exception as exc:  # noqa: BLE001 - as in ready(): fall back, never fail a read
+        except Exception as exc:
             self.sync._failed(exc)
             self._failed_at = time.monotonic()
             return fallback()
@@ -88,8 +93,9 @@ class LettaEngine:
             self._rows_cache = AgentRows.of(self.projector)
         return self._rows_cache
 
-    def _planned(self, query: str, wanted: np.ndarray, limit: int, tags: list[str],
-                 unplanned: Callable[[], list[str]]) -> list[tuple[str, float]]:
+    def _planned(
+        self, query: str, wanted: np.ndarray, limit: int, tags: list[str], unplanned: Callable[[], list[str]]
+    ) -> list[tuple[str, float]]:
         """Letta's answer through a plan: the calls return the targets, whose best ``limit``
         are the answer; if a call came back without one of its targets (Letta ranked
         differently than the slack allows, or holds rows the fold does not), the unplanned,
@@ -103,9 +109,13 @@ class LettaEngine:
         if not all(rows.ids[i] in returned for i in plan.targets.tolist()):
             ids = unplanned()
             return self._scored(query, ids, lambda i: rows.text(self.projector, i))
-        self.letta.last_search = {"plan": "windows" if plan.calls and plan.calls[0].window is not None else "whole",
-                                  "calls": len(plan.calls), "top_k": [c.top_k for c in plan.calls],
-                                  "targets": len(plan.targets), "passages": len(rows.ids)}
+        self.letta.last_search = {
+            "plan": "windows" if plan.calls and plan.calls[0].window is not None else "whole",
+            "calls": len(plan.calls),
+            "top_k": [c.top_k for c in plan.calls],
+            "targets": len(plan.targets),
+            "passages": len(rows.ids),
+        }
         found = [i for i in np.flatnonzero(wanted).tolist() if rows.ids[i] in returned]
         found.sort(key=lambda i: (-cosine[i], rows.seq[i]))
         return [(rows.ids[i], float(np.clip((cosine[i] + 1.0) / 2.0, 0.0, 1.0))) for i in found[:limit]]
@@ -122,8 +132,13 @@ class LettaEngine:
             rows = self._rows()
             tags = [f"n:{n}" for n in dict.fromkeys(node_ids)]
             wanted = rows.in_scope(node_ids) & rows.visible(as_of)
-            return self._planned(query, wanted, limit, tags,
-                                 lambda: self.letta.search(query, tags, self._visible(node_ids, as_of), limit))
+            return self._planned(
+                query,
+                wanted,
+                limit,
+                tags,
+                lambda: self.letta.search(query, tags, self._visible(node_ids, as_of), limit),
+            )
 
         return self._answer(on_letta, lambda: self.fallback.search(query, node_ids, limit, as_of), as_of)
 
@@ -133,8 +148,9 @@ class LettaEngine:
             visible = {s.step_id for s in self.projector.catalog.steps_as_of(as_of)}
             wanted = rows.in_scope([REACT]) & rows.visible(as_of)
             tags = [self.letta.react_tag]
-            return self._planned(query, wanted, limit, tags,
-                                 lambda: self.letta.search(query, tags, visible.__contains__, limit))
+            return self._planned(
+                query, wanted, limit, tags, lambda: self.letta.search(query, tags, visible.__contains__, limit)
+            )
 
         return self._answer(on_letta, lambda: self.fallback.react_search(query, limit, as_of), as_of)
 

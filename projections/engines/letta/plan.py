@@ -14,10 +14,11 @@ vectors are float16); ``SLACK`` is twice the largest such difference, so a row i
 its cosine is within ``SLACK`` of the ``limit``-th in-scope one, and a call covering a target
 asks for every row of its window within ``SLACK`` of it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
@@ -25,8 +26,8 @@ SLACK = 0.01  # cosine; float16 rounding moves a cosine by well under 0.005
 CALL_COST_IN_ROWS = 150  # one call costs Letta about as much as returning 150 rows (270 ms / 1.6 ms)
 MAX_TARGETS = 32  # more near-tied targets than this: one call over the whole agent
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_LAST_US = int((datetime(9999, 12, 31, tzinfo=timezone.utc) - _EPOCH).total_seconds()) * 1_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_LAST_US = int((datetime(9999, 12, 31, tzinfo=UTC) - _EPOCH).total_seconds()) * 1_000_000
 
 
 def time_us(ts: float) -> int:
@@ -36,7 +37,7 @@ def time_us(ts: float) -> int:
 
 def iso_us(us: int) -> str:
     """Microseconds since the epoch as the ISO time Letta parses (UTC, to the microsecond)."""
-    return datetime.fromtimestamp(us // 1_000_000, timezone.utc).replace(microsecond=us % 1_000_000).isoformat()
+    return datetime.fromtimestamp(us // 1_000_000, UTC).replace(microsecond=us % 1_000_000).isoformat()
 
 
 def letta_time(ts: float) -> str:
@@ -117,7 +118,7 @@ def _windows(at_us: np.ndarray, cosine: np.ndarray, targets: np.ndarray, floor: 
     j = n
     while j:
         i = cut_at[j]
-        weakest = float(t_cos[i - 1:j].min())
+        weakest = float(t_cos[i - 1 : j].min())
         calls.append(Call(rows_for(i - 1, j - 1, weakest), (int(t_at[i - 1]), int(t_at[j - 1]))))
         j = i - 1
     return calls[::-1]

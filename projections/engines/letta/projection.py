@@ -10,26 +10,27 @@ replays from zero. Replay is idempotent: before pushing, the event ids already p
 read back from the passages' tags. Folding and searching may run on different threads (the
 background sync, a read): one lock keeps the agent's state consistent.
 """
+
 from __future__ import annotations
 
 import json
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ledger import config
 from ledger.errors import EmbeddingMismatch, ProjectionError
 from ledger.events import Event
 from ledger.typed import typed_kind
-
+from projections.engines.letta.plan import Call, iso_us, letta_time
 from projections.engines.letta.server import (
     META_KEY,
-    embedding_args,
-    same_embedding,
     configured_embedding,
     delete_agent,
+    embedding_args,
+    same_embedding,
 )
-from projections.engines.letta.plan import Call, iso_us, letta_time
 from projections.engines.local import Projector
 from projections.models.catalog import event_time
 
@@ -77,12 +78,22 @@ class LettaProjection:
                 memory_blocks=[{"label": label, "value": ""} for label in ("persona", "human", "ari_context")],
                 include_base_tools=False,
                 tags=["ari-memory-ledger"],
-                metadata={META_KEY: {"cursor": 0, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding, "dated": True}},
+                metadata={
+                    META_KEY: {
+                        "cursor": 0,
+                        "ckpt": self.projector.ledger.ckpt,
+                        "embedding": self.embedding,
+                        "dated": True,
+                    }
+                },
             )
         else:
             agent = found[0]
             ec = agent.embedding_config
-            recorded = {"embedding_model": getattr(ec, "embedding_model", None), "embedding_dim": getattr(ec, "embedding_dim", None)}
+            recorded = {
+                "embedding_model": getattr(ec, "embedding_model", None),
+                "embedding_dim": getattr(ec, "embedding_dim", None),
+            }
             if not same_embedding(recorded, self.embedding):
                 raise EmbeddingMismatch(
                     f"Letta agent {self.agent_name} embeds with {recorded.get('embedding_model')} "
@@ -108,7 +119,12 @@ class LettaProjection:
             self._checked_tail = False
 
     def _save_cursor(self) -> None:
-        meta = {"cursor": self.cursor, "ckpt": self.projector.ledger.ckpt, "embedding": self.embedding, "dated": self.dated}
+        meta = {
+            "cursor": self.cursor,
+            "ckpt": self.projector.ledger.ckpt,
+            "embedding": self.embedding,
+            "dated": self.dated,
+        }
         self.client.agents.update(self.agent_id, metadata={META_KEY: meta})
 
     def _present_event_ids(self) -> set[str]:
@@ -223,11 +239,17 @@ class LettaProjection:
         at = letta_time(event_time(event))
         if event.type == "memory_added":
             kind = typed_kind(event.body.get("metadata", {})) or "note"
-            return {"text": event.body["text"] or " ", "created_at": at,
-                    "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"]}
+            return {
+                "text": event.body["text"] or " ",
+                "created_at": at,
+                "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"],
+            }
         if event.type == "react_step":
-            return {"text": event.body["content"] or " ", "created_at": at,
-                    "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"]}
+            return {
+                "text": event.body["content"] or " ",
+                "created_at": at,
+                "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"],
+            }
         return None
 
     def _push(self, passages: list[dict[str, Any]]) -> None:
@@ -236,7 +258,7 @@ class LettaProjection:
         if self.archive_id is None:  # Letta makes the archive with the agent's first passage
             first = passages[0]
             self.client.agents.passages.create(self.agent_id, **first)
-            self.archive_id = list(self.client.archives.list(agent_id=self.agent_id))[0].id
+            self.archive_id = next(iter(self.client.archives.list(agent_id=self.agent_id))).id
             passages = passages[1:]
         if passages:
             self.client.archives.passages.create_many(self.archive_id, passages=passages)
@@ -262,7 +284,11 @@ class LettaProjection:
     def fetch(self, query: str, call: Call, tags: list[str]) -> list[str]:
         """Event ids of one planned call (see ``plan``), in Letta's rank order; ``tags`` only
         thin what comes back (Letta filters them after its cut)."""
-        window = {} if call.window is None else {"start_datetime": iso_us(call.window[0]), "end_datetime": iso_us(call.window[1])}
+        window = (
+            {}
+            if call.window is None
+            else {"start_datetime": iso_us(call.window[0]), "end_datetime": iso_us(call.window[1])}
+        )
         with self.guard:
             found = self.client.agents.passages.search(
                 self.agent_id, query=query, top_k=call.top_k, tags=tags, tag_match_mode="any", **window

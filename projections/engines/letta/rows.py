@@ -4,6 +4,7 @@ The agent holds one passage per node-scope entry and per ReAct step since the la
 (a purge deletes the agent), cleared or not. The local index holds the same rows with the
 same embedder, so their cosines to a query are known here before Letta is asked.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -45,7 +46,9 @@ class AgentRows:
             records: list[Entry] | list[Step] = catalog.every_step() if name == REACT else catalog.entries_of(name)
             by_id = {_id_of(r): r for r in records}
             row_ids = index.ids(name)
-            keep = np.fromiter((row_id in by_id and by_id[row_id].seq > purged for row_id in row_ids), bool, len(row_ids))
+            keep = np.fromiter(
+                (row_id in by_id and by_id[row_id].seq > purged for row_id in row_ids), bool, len(row_ids)
+            )
             kept[name] = keep
             names.append(name)
             for row_id in (i for i, k in zip(row_ids, keep.tolist()) if k):
@@ -55,8 +58,16 @@ class AgentRows:
                 seq.append(record.seq)
                 cleared.append(record.cleared_at)
                 at.append(time_us(record.ts))
-        return cls(projector.cursor, names, kept, ids, np.array(collection, np.int64), np.array(seq, np.int64),
-                   np.array(cleared, np.int64), np.array(at, np.int64))
+        return cls(
+            projector.cursor,
+            names,
+            kept,
+            ids,
+            np.array(collection, np.int64),
+            np.array(seq, np.int64),
+            np.array(cleared, np.int64),
+            np.array(at, np.int64),
+        )
 
     def cosine(self, projector: Projector, query: np.ndarray) -> np.ndarray:
         """Every row's cosine to the query vector, from the local index's vectors."""

@@ -5,6 +5,7 @@ path))[:12]`` as ARI names it, so a copied checkpoint gets its own agent. What n
 with comes from ``LETTA_EMBEDDING_CONFIG`` (ARI's default handles mean the project's offline
 endpoint, the same model as the embedded index).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,6 @@ from typing import Any
 
 from ledger import config
 from ledger.errors import ProjectionError
-
 
 META_KEY = "ari_ledger"
 
@@ -35,11 +35,15 @@ def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
     try:
         client = client or make_client()
         found = list(client.agents.list(name=name))
-    except Exception as exc:  # noqa: BLE001 - status reports an unreachable server, it does not fail
+    except Exception as exc:
         return {"agent": name, "cursor": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
     if not found:
         return {"agent": name, "cursor": 0, "error": "agent missing (the next read or `ari-ledger restore` replays)"}
-    return {"agent": name, "cursor": int(((found[0].metadata or {}).get(META_KEY) or {}).get("cursor", 0)), "error": None}
+    return {
+        "agent": name,
+        "cursor": int(((found[0].metadata or {}).get(META_KEY) or {}).get("cursor", 0)),
+        "error": None,
+    }
 
 
 def default_embedding_config(model: str, dim: int) -> dict[str, Any]:
@@ -74,7 +78,9 @@ def configured_embedding(model: str, dim: int) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:
-        raise ProjectionError("LETTA_EMBEDDING_CONFIG is neither a handle nor a JSON object of Letta's embedding_config") from None
+        raise ProjectionError(
+            "LETTA_EMBEDDING_CONFIG is neither a handle nor a JSON object of Letta's embedding_config"
+        ) from None
     if not isinstance(value, dict) or "embedding_model" not in value:
         raise ProjectionError("LETTA_EMBEDDING_CONFIG must be a JSON object with at least embedding_model")
     return value
@@ -84,7 +90,11 @@ def same_embedding(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """Same model, and the same dimension when both say one."""
     if a.get("embedding_model") != b.get("embedding_model"):
         return False
-    return a.get("embedding_dim") is None or b.get("embedding_dim") is None or a.get("embedding_dim") == b.get("embedding_dim")
+    return (
+        a.get("embedding_dim") is None
+        or b.get("embedding_dim") is None
+        or a.get("embedding_dim") == b.get("embedding_dim")
+    )
 
 
 def embedding_args(embedding: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +109,9 @@ def make_client(timeout: float | None = None):
     a failure falls back to the embedded engine at once)."""
     from letta_client import Letta
 
-    return Letta(base_url=config.letta_base_url(), api_key=config.letta_api_key(),
-                 timeout=timeout or config.letta_timeout_s(), max_retries=0)
-
-
+    return Letta(
+        base_url=config.letta_base_url(),
+        api_key=config.letta_api_key(),
+        timeout=timeout or config.letta_timeout_s(),
+        max_retries=0,
+    )

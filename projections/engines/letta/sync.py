@@ -6,6 +6,7 @@ and every few seconds for other processes' writes. When Letta cannot be reached,
 and the lag are what ``health()`` and ``status`` show, and the thread retries with a growing
 pause; when Letta is back the lag drains. Nothing here can fail a write or a read.
 """
+
 from __future__ import annotations
 
 import logging
@@ -14,7 +15,6 @@ import time
 from typing import Any
 
 from ledger.errors import EmbeddingMismatch, ProjectionError
-
 from projections.engines.letta.projection import LettaProjection
 
 log = logging.getLogger("projections.engines.letta")
@@ -44,11 +44,13 @@ class LettaSync:
         try:
             self.projection.catch_up()
             if self.projection.agent_id is None:
-                raise ProjectionError(f"agent {self.projection.agent_name} is missing and ARI_MEMORY_AUTO_RESTORE is off; "
-                                      "run `ari-ledger restore`")
+                raise ProjectionError(
+                    f"agent {self.projection.agent_name} is missing and ARI_MEMORY_AUTO_RESTORE is off; "
+                    "run `ari-ledger restore`"
+                )
         except EmbeddingMismatch:
             raise
-        except Exception as exc:  # noqa: BLE001 - any transport/server failure: report it, never fail the caller
+        except Exception as exc:
             self._failed(exc)
             return False
         self.error, self._retry = None, RETRY_S[0]
@@ -79,9 +81,12 @@ class LettaSync:
             if self._stop.is_set():
                 return
             try:
-                if self.projection.projector.ledger.refresh() > self.projection.cursor or self.projection.agent_id is None:
+                if (
+                    self.projection.projector.ledger.refresh() > self.projection.cursor
+                    or self.projection.agent_id is None
+                ):
                     self.catch_up()
-            except Exception as exc:  # noqa: BLE001 - the thread must outlive any failure (a closed ledger at exit)
+            except Exception as exc:
                 self._failed(exc)
 
     def _failed(self, exc: BaseException) -> None:
