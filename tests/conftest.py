@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from letta_support import letta_server  # noqa: F401 - the session fixture, for every test module
 
 from support.engines import ENGINES, backends_on
 from support.env import ARI_VARS
+from support.letta import letta_server  # noqa: F401 - the session fixture, for every test module
 
 
 def pytest_configure(config: pytest.Config) -> None:

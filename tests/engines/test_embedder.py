@@ -14,8 +14,8 @@ import pytest
 
 from ledger.errors import InvalidInput
 from projections.models.embedder import StaticEmbedder, cosine_scores, get_embedder
+from support.env import ROOT as REPO
 
-REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "fixtures" / "retrieval_quality.json"
 CASES = json.loads(FIXTURE.read_text(encoding="utf-8"))
 

@@ -9,8 +9,9 @@ import pytest
 
 from ledger.node_report import NodeReport, load_node_report
 from ledger.provenance import sha256_file
+from support.env import FIXTURES
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "ari_run"
+FIXTURE = FIXTURES / "ari_run"
 RUN_JSON = json.loads((FIXTURE / "run.json").read_text(encoding="utf-8"))
 RUN_DIR = FIXTURE / "experiments" / RUN_JSON["run_id"]
 

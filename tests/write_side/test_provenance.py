@@ -17,8 +17,9 @@ from ledger.errors import InvalidInput
 from ledger.node_report import load_node_report
 from ledger.provenance import artifact_refs, resolve_inside, sha256_file
 from ledger.typed import inspect_metadata
+from support.env import FIXTURES
 
-RUN_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "ari_run" / "experiments" / "run_20261128_stencil"
+RUN_DIR = FIXTURES / "ari_run" / "experiments" / "run_20261128_stencil"
 SECRET = b"outside the work dir: must never be hashed\n"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,8 +11,9 @@ from hypothesis import strategies as st
 
 from ledger.errors import InvalidInput
 from ledger.node_report import load_node_report, report_hash
+from support.env import FIXTURES
 
-RUN_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "ari_run" / "experiments" / "run_20261128_stencil"
+RUN_DIR = FIXTURES / "ari_run" / "experiments" / "run_20261128_stencil"
 GOOD_PATH = RUN_DIR / "node_A2" / "node_report.json"
 GOOD = json.loads(GOOD_PATH.read_text(encoding="utf-8"))
 _DROP = object()

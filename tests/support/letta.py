@@ -1,6 +1,6 @@
 """The ``letta_server`` fixture: a real Letta 0.16.7 server for the tests that need one.
 
-Import it from conftest (``from letta_support import letta_server``). It reuses a server that
+Import it from conftest (``from support.letta import letta_server``). It reuses a server that
 is already up and healthy for the harness home (``$ARI_LETTA_HOME`` or
 ``~/.cache/ari-ledger/letta``; e.g. one started with ``ari-ledger letta up``), otherwise it brings
 one up with :func:`projections.letta_server.up` -- the first time that installs Letta into its

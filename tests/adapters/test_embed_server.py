@@ -13,7 +13,6 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,8 +20,8 @@ import pytest
 
 from projections.adapters.embed_server import make_server
 from projections.models.embedder import get_embedder
+from support.env import ROOT as REPO
 
-REPO = Path(__file__).resolve().parents[1]
 TEXTS = [
     "RESULT SUMMARY metrics=[GFlops_per_s=15.82] loopline performance model",
     "BUILD FAILED: undefined reference to cublasDgemm_v2",
