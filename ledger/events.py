@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, ClassVar, Literal, TypeGuard, get_args
+from typing import Any, ClassVar, Literal, TypeGuard, TypeVar, get_args
 
 import msgspec
 
@@ -76,6 +76,9 @@ class UnsignedEvent(msgspec.Struct, frozen=True, gc=False):
     prev: str
 
 
+B = TypeVar("B", bound="Body")
+
+
 class Event(UnsignedEvent, frozen=True, gc=False):
     """One stored event, exactly as it appears on a line of the log (``hash`` last)."""
 
@@ -84,6 +87,13 @@ class Event(UnsignedEvent, frozen=True, gc=False):
     def typed_body(self) -> Body:
         """The body decoded into its typed Struct (it was validated when written)."""
         return msgspec.convert(self.body, BODY_TYPES[self.type])
+
+    def body_as(self, cls: type[B]) -> B:
+        """The body as ``cls``, the Struct of this event's type: what readers use instead of
+        string keys (a wrong ``cls`` is a programming error, raised as TypeError)."""
+        if BODY_TYPES.get(self.type) is not cls:
+            raise TypeError(f"a {self.type} event's body is not a {cls.__name__}")
+        return msgspec.convert(self.body, cls)
 
 
 class Finding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

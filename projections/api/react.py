@@ -7,7 +7,7 @@ from typing import Any
 
 from ledger import InvalidInput, config
 from ledger.ari_import import step_node
-from ledger.events import TRUNCATED, check_text
+from ledger.events import TRUNCATED, ReactStep, check_text
 from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import ReactAdded, StepView
@@ -34,7 +34,8 @@ class ReactTrace:
                 }
             ]
         event = self.session.append(step_node(meta, config.current_node()), "react_step", body)
-        self.session.access.write("react_step", event.id, event.body["content"], meta, tool="react_add", seq=event.seq)
+        stored = event.body_as(ReactStep)
+        self.session.access.write("react_step", event.id, stored.content, meta, tool="react_add", seq=event.seq)
         return {"ok": True, "id": event.id, "seq": event.seq}
 
     def search(self, query: str, limit: int, as_of: int | None) -> list[StepView]:

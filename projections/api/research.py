@@ -16,7 +16,7 @@ from typing import Any
 
 from ledger import CopyOnWriteViolation, InvalidInput, config
 from ledger.consolidation import plan, spec_dict
-from ledger.events import KINDS, REPRO_STATUSES, check_text
+from ledger.events import KINDS, REPRO_STATUSES, MemoryAdded, check_text
 from ledger.node_report import read_report_file
 from ledger.typed import typed_metadata
 from projections.api import checks
@@ -175,11 +175,12 @@ class Research:
                     "written": [{"kind": s.kind, "ok": False, "id": None} for s in consolidation.specs],
                 }
         for event in events:
+            stored = event.body_as(MemoryAdded)
             self.session.access.write(
                 "node_scope",
                 event.id,
-                event.body["text"],
-                event.body["metadata"],
+                stored.text,
+                stored.metadata,
                 tool="consolidate_node_memory",
                 node=current_node,
                 seq=event.seq,

@@ -20,7 +20,7 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 
-from ledger.events import Event
+from ledger.events import CoreSeeded, Event, NodeStarted, ReactStep
 from ledger.typed import kind_label, typed_kind
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
@@ -41,7 +41,7 @@ __all__ = [
 def event_time(event: Event) -> float:
     """An entry's ``ts`` as ARI gives it: float seconds — the original time of an imported
     entry, else when the event was appended."""
-    origin = event.body.get("origin") or {}
+    origin = event.body.get("origin") or {}  # memory_added, react_step and core_seeded all carry it
     ts = origin.get("ts")
     if isinstance(ts, (int, float)) and not isinstance(ts, bool):
         return float(ts)
@@ -240,11 +240,12 @@ class Catalog:
             record = EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {})))
             self._add(event.node, event.id, event.seq, _ENCODE(record))
         elif event.type == "react_step":
+            step = event.body_as(ReactStep)
             self._add(
                 REACT,
                 event.id,
                 event.seq,
-                _ENCODE(StepRecord(event.node, event_time(event), body["content"], body.get("metadata", {}))),
+                _ENCODE(StepRecord(event.node, event_time(event), step.content, step.metadata)),
             )
         elif event.type == "node_cleared":
             self.clears.setdefault(event.node, []).append(event.seq)
@@ -256,23 +257,16 @@ class Catalog:
             if self.base is not None and self._after_purge == NEVER:
                 self._after_purge = event.seq
         elif event.type == "node_started":
+            node = event.body_as(NodeStarted)
             self.nodes.setdefault(
                 event.node,
                 NodeInfo(
-                    event.node,
-                    event.seq,
-                    body.get("parent_id"),
-                    body.get("ancestor_ids", []),
-                    body.get("label", "other"),
-                    body.get("depth", 0),
-                    body.get("eval_summary"),
+                    event.node, event.seq, node.parent_id, node.ancestor_ids, node.label, node.depth, node.eval_summary
                 ),
             )
         elif event.type == "core_seeded":
-            seed = Seed(
-                event.seq, body.get("persona", ""), body.get("human", ""), body.get("context", {}), event_time(event)
-            )
-            self.seeds.append(seed)
+            core = event.body_as(CoreSeeded)
+            self.seeds.append(Seed(event.seq, core.persona, core.human, core.context, event_time(event)))
 
     def _add(self, name: str, item_id: str, seq: int, record: bytes) -> None:
         fresh = self._fresh.get(name)

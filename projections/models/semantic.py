@@ -142,6 +142,7 @@ class SemanticIndex:
             pending.clear()
 
         for event in events:
+            # only the text is read: decoding the typed body would copy its metadata for nothing
             if event.type == "memory_added":
                 target, text = event.node, event.body["text"]
             elif event.type == "react_step":

@@ -366,6 +366,9 @@ def test_typed_body_round_trip(ledger: Ledger) -> None:
     assert isinstance(body, schema.MemoryAdded)
     assert body.metadata == metadata and body.findings == []
     assert msgspec.to_builtins(body) == event.body
+    assert event.body_as(schema.MemoryAdded) == body  # how readers ask for it by type
+    with pytest.raises(TypeError, match="a memory_added event's body is not a ReactStep"):
+        event.body_as(schema.ReactStep)
 
 
 STORED_AND_FLAGGED = [

@@ -21,7 +21,7 @@ from typing import Any
 
 from ledger import config
 from ledger.errors import EmbeddingMismatch, ProjectionError
-from ledger.events import Event
+from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep
 from ledger.typed import typed_kind
 from projections.engines.letta.plan import Call, iso_us, letta_time
 from projections.engines.letta.server import (
@@ -238,15 +238,16 @@ class LettaProjection:
         lets a read ask Letta for a time window (see ``plan``)."""
         at = letta_time(event_time(event))
         if event.type == "memory_added":
-            kind = typed_kind(event.body.get("metadata", {})) or "note"
+            entry = event.body_as(MemoryAdded)
+            kind = typed_kind(entry.metadata) or "note"
             return {
-                "text": event.body["text"] or " ",
+                "text": entry.text or " ",
                 "created_at": at,
                 "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"],
             }
         if event.type == "react_step":
             return {
-                "text": event.body["content"] or " ",
+                "text": event.body_as(ReactStep).content or " ",
                 "created_at": at,
                 "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"],
             }
@@ -264,11 +265,11 @@ class LettaProjection:
             self.client.archives.passages.create_many(self.archive_id, passages=passages)
 
     def _seed_blocks(self, event: Event) -> None:
-        body = event.body
+        core = event.body_as(CoreSeeded)
         values = {
-            "persona": body.get("persona", ""),
-            "human": body.get("human", ""),
-            "ari_context": json.dumps(body.get("context", {}), ensure_ascii=False, sort_keys=True),
+            "persona": core.persona,
+            "human": core.human,
+            "ari_context": json.dumps(core.context, ensure_ascii=False, sort_keys=True),
         }
         for label, value in values.items():
             self.client.agents.blocks.update(label, agent_id=self.agent_id, value=value)
