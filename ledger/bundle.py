@@ -16,13 +16,14 @@ import os
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .anchor import HeadFile
 from .errors import InvalidInput, LogCorrupted
 from .events import Event
 from .ledger import Ledger, VerifyReport
 from .log import LOG_NAME
+from .output import write_output
 from .provenance import sha256_file
 
 MANIFEST = "manifest.json"
@@ -53,18 +54,17 @@ def export_bundle(checkpoint_dir: Path, out: Path) -> dict[str, Any]:
             "last_hash": last.hash if last else "",
             "log_sha256": sha256_file(ledger.path),
         }
-        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        try:
-            with tarfile.open(tmp, "w") as tar:
-                tar.add(ledger.path, arcname=LOG_NAME)
+        log_path = ledger.path
+
+        def write(raw: BinaryIO) -> None:
+            with tarfile.open(fileobj=raw, mode="w|") as tar:  # a stream: also into a pipe
+                tar.add(log_path, arcname=LOG_NAME)
                 data = json.dumps(manifest, indent=2).encode()
                 info = tarfile.TarInfo(MANIFEST)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
-            os.replace(tmp, out)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+
+        write_output(out, write)
     return manifest
 
 

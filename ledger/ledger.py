@@ -610,13 +610,14 @@ class Ledger:
                 if recover:
                     self._recover(bad)
                 else:
+                    if self.torn_tail is None or self.torn_tail.offset != bad.offset:  # said once per tail
+                        self._warn(
+                            "%s: torn tail at byte offset %d left in place (%s)",
+                            self.path,
+                            bad.offset,
+                            self.readonly_reason,
+                        )
                     self.torn_tail = bad
-                    self._warn(
-                        "%s: torn tail at byte offset %d left in place (%s)",
-                        self.path,
-                        bad.offset,
-                        self.readonly_reason,
-                    )
 
     def _load_start(self, *, persist: bool) -> None:
         """First sync: read the checkpoint id and start the head at the last indexed member."""

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from ledger import InvalidInput
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, plan_entries, read_ari_file
+from ledger.output import write_output
 from projections.api.backend import MemoryBackend
 
 
@@ -67,25 +67,10 @@ def write_ari_backup(
     """
     path = Path(path) if path is not None else backend.checkpoint_dir / BACKUP_NAME
     lines = list(backup_lines(backend))
-    special = path.exists() and not path.is_file()
-    if path.exists() and not special and not replace:
+    if path.is_file() and not replace:
         _refuse_to_lose(path, lines)
-    counts = {kind: 0 for kind in ARI_KINDS}
-    if special:
-        with open(path, "wb") as raw:
-            _write_gzip(raw, path.name, lines, counts)
-        return {"path": str(path), "lines": counts}
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as raw:
-            _write_gzip(raw, path.name, lines, counts)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+    counts = dict.fromkeys(ARI_KINDS, 0)
+    write_output(path, lambda raw: _write_gzip(raw, path.name, lines, counts))
     return {"path": str(path), "lines": counts}
 
 
@@ -119,11 +104,3 @@ def _refuse_to_lose(path: Path, lines: list[dict[str, Any]]) -> None:
             f"holds {lost} entries this checkpoint does not show; writing would lose them "
             "(import them first with import-ari, or replace the file on purpose with --force)",
         )
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

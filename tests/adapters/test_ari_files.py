@@ -405,6 +405,18 @@ def test_export_into_a_pipe_or_device_writes_through_it(full: Path, tmp_path: Pa
     ok("export-ari", full, "-o", "/dev/null")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
+    # a bundle too: streamed into the pipe, it imports like one written to a file
+    received.clear()
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    ok("export", full, fifo)
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    (tmp_path / "bundle.tar").write_bytes(received[0])
+    assert ok("import", tmp_path / "bundle.tar", tmp_path / "copy").startswith("imported")
+    ok("export", full, "/dev/null")
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
 
 def test_purge_then_import_restores_as_aris_overwrite_restore(tmp_path: Path) -> None:
     """ARI's ``_do_restore(on_conflict="overwrite")``: purge_checkpoint, then bulk_import per kind."""

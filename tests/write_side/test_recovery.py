@@ -143,6 +143,17 @@ def test_verify_is_read_only_and_reports_a_torn_tail(ckpt: Path) -> None:
     assert (ckpt / LOG_NAME).read_bytes() == raw and torn_files(ckpt) == []
 
 
+def test_a_read_only_open_says_once_that_it_left_a_torn_tail(ckpt: Path, caplog) -> None:
+    """A person's search refreshes the log several times; the torn tail is one warning."""
+    build_log(ckpt, [2, 2])
+    torn_append(ckpt)
+    with caplog.at_level("WARNING"), Ledger.open(ckpt, readonly=True) as ledger:
+        for _ in range(3):
+            ledger.refresh()
+        assert ledger.torn_tail is not None and ledger.last_seq == 4
+    assert sum("torn tail at byte offset" in r.getMessage() for r in caplog.records) == 1
+
+
 def _cli_verify(ckpt: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "projections", "verify", str(ckpt)], capture_output=True, text=True)
 

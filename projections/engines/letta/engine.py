@@ -106,9 +106,10 @@ class LettaEngine:
         returned: set[str] = set()
         for call in plan.calls:
             returned.update(self.letta.fetch(query, call, tags))
+        score = np.clip((cosine + 1.0) / 2.0, 0.0, 1.0)
         if not all(rows.ids[i] in returned for i in plan.targets.tolist()):
-            ids = unplanned()
-            return self._scored(query, ids, lambda i: rows.text(self.projector, i))
+            position = rows.positions()
+            return [(eid, float(score[position[eid]])) for eid in unplanned()]  # Letta's own order
         self.letta.last_search = {
             "plan": "windows" if plan.calls and plan.calls[0].window is not None else "whole",
             "calls": len(plan.calls),
@@ -118,14 +119,7 @@ class LettaEngine:
         }
         found = [i for i in np.flatnonzero(wanted).tolist() if rows.ids[i] in returned]
         found.sort(key=lambda i: (-cosine[i], rows.seq[i]))
-        return [(rows.ids[i], float(np.clip((cosine[i] + 1.0) / 2.0, 0.0, 1.0))) for i in found[:limit]]
-
-    def _scored(self, query: str, ids: list[str], text_of: Callable[[str], str]) -> list[tuple[str, float]]:
-        if not ids:
-            return []
-        vectors = self.projector.embedder.embed([query] + [text_of(i) for i in ids])
-        scores = np.clip((vectors[1:] @ vectors[0] + 1.0) / 2.0, 0.0, 1.0)
-        return list(zip(ids, map(float, scores)))
+        return [(rows.ids[i], float(score[i])) for i in found[:limit]]
 
     def search(self, query: str, node_ids: list[str], limit: int, as_of: int | None) -> list[tuple[str, float]]:
         def on_letta() -> list[tuple[str, float]]:

@@ -30,6 +30,7 @@ class AgentRows:
     seq: np.ndarray
     cleared: np.ndarray  # the seq of the tombstone that hid the row, or NEVER
     at_us: np.ndarray  # the row's created_at in Letta (see ``plan.letta_time``)
+    _positions: dict[str, int] | None = None
 
     @classmethod
     def of(cls, projector: Projector) -> AgentRows:
@@ -84,12 +85,11 @@ class AgentRows:
             return self.cleared == NEVER
         return (self.seq <= as_of) & (as_of < self.cleared)
 
-    def text(self, projector: Projector, row_id: str) -> str:
-        """A passage's text (an entry's or a step's), for scoring an unplanned answer."""
-        entry = projector.catalog.entries.get(row_id)
-        if entry is not None:
-            return entry.text
-        return next(s.content for s in projector.catalog.every_step() if s.step_id == row_id)
+    def positions(self) -> dict[str, int]:
+        """Row index by passage id (built on first use)."""
+        if self._positions is None:
+            self._positions = {row_id: i for i, row_id in enumerate(self.ids)}
+        return self._positions
 
 
 def _id_of(record: Entry | Step) -> str:
