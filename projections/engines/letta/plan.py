@@ -2,8 +2,8 @@
 
 Letta 0.16.7 ranks an agent's passages by cosine and cuts at ``top_k`` *before* it filters by
 tag, so a scope whose entries rank below many others' needs a wide ``top_k``; and every row it
-returns costs the server about 1.6 ms (it converts the row's padded 4,096-float embedding),
-against about 270 ms for the call itself. The one filter it applies before the cut is the
+returns costs the server about 1.3 ms (it converts the row's padded 4,096-float embedding),
+against about 120 ms for the call itself (measured by ``bench/letta_bench.py``). The one filter it applies before the cut is the
 passages' creation time. The projection writes each passage with its event's time
 (:func:`letta_time`), and the local index holds the same vectors, so a read can be planned
 here: which rows Letta must return (the *targets*: every in-scope row that can be among the
@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 SLACK = 0.01  # cosine; float16 rounding moves a cosine by well under 0.005
-CALL_COST_IN_ROWS = 150  # one call costs Letta about as much as returning 150 rows (270 ms / 1.6 ms)
+CALL_COST_IN_ROWS = 90  # one call costs Letta about as much as returning 90 rows (~120 ms / ~1.3 ms)
 MAX_TARGETS = 32  # more near-tied targets than this: one call over the whole agent
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
