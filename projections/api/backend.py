@@ -28,7 +28,7 @@ from projections.api.context import ExperimentContext
 from projections.api.imports import Imports
 from projections.api.nodes import DEFAULT_LIMIT, Nodes
 from projections.api.react import ReactTrace
-from projections.api.research import Research
+from projections.api.research import Pointers, Research
 from projections.api.session import Session
 from projections.api.shapes import (
     AddResult,
@@ -188,16 +188,8 @@ class MemoryBackend:
         current_node: str | None = None,
     ) -> AddResult:
         """ARI's ``writer.add_typed_memory``: an unknown kind is refused, the rest stored and flagged."""
-        return self._research.typed(
-            node_id,
-            kind,
-            text,
-            metric_ptr=metric_ptr,
-            artifact_refs=artifact_refs,
-            node_report_ref=node_report_ref,
-            extra=extra,
-            current_node=current_node,
-        )
+        pointers = Pointers(metric_ptr, artifact_refs, node_report_ref, extra)
+        return self._research.typed(node_id, kind, text, pointers, current_node=current_node)
 
     def add_experiment_result(
         self,
@@ -210,16 +202,9 @@ class MemoryBackend:
         extra: Mapping[str, Any] | None = None,
         current_node: str | None = None,
     ) -> AddResult:
+        pointers = Pointers(metric_ptr, artifact_refs, node_report_ref, extra)
         return self._research.typed(
-            node_id,
-            "experiment_result",
-            text,
-            metric_ptr=metric_ptr,
-            artifact_refs=artifact_refs,
-            node_report_ref=node_report_ref,
-            extra=extra,
-            tool="add_experiment_result",
-            current_node=current_node,
+            node_id, "experiment_result", text, pointers, tool="add_experiment_result", current_node=current_node
         )
 
     def add_failure_case(
@@ -233,16 +218,9 @@ class MemoryBackend:
         extra: Mapping[str, Any] | None = None,
         current_node: str | None = None,
     ) -> AddResult:
+        pointers = Pointers(metric_ptr, artifact_refs, node_report_ref, extra)
         return self._research.typed(
-            node_id,
-            "failure_case",
-            text,
-            metric_ptr=metric_ptr,
-            artifact_refs=artifact_refs,
-            node_report_ref=node_report_ref,
-            extra=extra,
-            tool="add_failure_case",
-            current_node=current_node,
+            node_id, "failure_case", text, pointers, tool="add_failure_case", current_node=current_node
         )
 
     def add_procedure_memory(
@@ -256,16 +234,9 @@ class MemoryBackend:
         extra: Mapping[str, Any] | None = None,
         current_node: str | None = None,
     ) -> AddResult:
+        pointers = Pointers(metric_ptr, artifact_refs, node_report_ref, extra)
         return self._research.typed(
-            node_id,
-            "procedure",
-            text,
-            metric_ptr=metric_ptr,
-            artifact_refs=artifact_refs,
-            node_report_ref=node_report_ref,
-            extra=extra,
-            tool="add_procedure_memory",
-            current_node=current_node,
+            node_id, "procedure", text, pointers, tool="add_procedure_memory", current_node=current_node
         )
 
     def add_reflection(
@@ -282,16 +253,9 @@ class MemoryBackend:
     ) -> AddResult:
         """A reflection (never a claim); ``confidence`` goes into metadata as ARI's writer puts it."""
         extra = {**(extra or {}), **({"confidence": confidence} if confidence is not None else {})}
+        pointers = Pointers(metric_ptr, artifact_refs, node_report_ref, extra)
         return self._research.typed(
-            node_id,
-            "reflection",
-            text,
-            metric_ptr=metric_ptr,
-            artifact_refs=artifact_refs,
-            node_report_ref=node_report_ref,
-            extra=extra,
-            tool="add_reflection",
-            current_node=current_node,
+            node_id, "reflection", text, pointers, tool="add_reflection", current_node=current_node
         )
 
     def add_reproducibility_event(

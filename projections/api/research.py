@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger import CopyOnWriteViolation, InvalidInput, config
 from ledger.consolidation import plan, spec_dict
@@ -36,6 +36,15 @@ def _metric_ptr(ptr: object) -> object:
     return ptr
 
 
+class Pointers(NamedTuple):
+    """What a typed entry points at, as ARI's writers take it (each becomes a metadata key)."""
+
+    metric_ptr: object = None
+    artifact_refs: Iterable[Any] | None = None
+    node_report_ref: object = None
+    extra: Mapping[str, Any] | None = None
+
+
 class Research:
     """Typed writers, consolidation and typed reads, over the node-scope service."""
 
@@ -49,17 +58,15 @@ class Research:
         node_id: str,
         kind: str,
         text: str,
+        pointers: Pointers,
         *,
-        metric_ptr: object = None,
-        artifact_refs: Iterable[Any] | None = None,
-        node_report_ref: object = None,
-        extra: Mapping[str, Any] | None = None,
         findings: list[dict[str, str]] | None = None,
         tool: str = "add_typed_memory",
         current_node: str | None = None,
     ) -> AddResult:
         """One typed entry, stamped as ARI's writer stamps it; an unknown kind is refused
         (a ValueError, as ARI's writer raises), anything else stored and flagged."""
+        metric_ptr, artifact_refs, node_report_ref, extra = pointers
         if kind not in KINDS:
             raise InvalidInput("kind", f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         if artifact_refs is not None and (
@@ -114,8 +121,9 @@ class Research:
                 node_id,
                 "reproducibility_event",
                 text if text is not None else f"reproducibility: {target_memory_id} -> {status}",
-                artifact_refs=artifact_refs,
-                extra={"repro_target_id": target_memory_id, "repro_status": status},
+                Pointers(
+                    artifact_refs=artifact_refs, extra={"repro_target_id": target_memory_id, "repro_status": status}
+                ),
                 findings=findings,
                 tool="add_reproducibility_event",
                 current_node=current_node,
