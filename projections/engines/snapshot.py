@@ -134,6 +134,9 @@ class SnapshotView:
         self.path = path
         self._fd = os.open(path, os.O_RDONLY)
         self._closer = weakref.finalize(self, os.close, self._fd)  # when the view is dropped (no warning)
+        # Not at exit: a cached backend saves its snapshot then, copying rows from this file, and
+        # finalizers would run first (a closed descriptor, or a reused one); the OS closes it after.
+        self._closer.atexit = False
         try:
             self.preamble, layout, digests, self._data_end = _read_header(self._fd)
             _check_layout(layout, self.preamble, self._data_end)

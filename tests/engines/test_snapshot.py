@@ -262,3 +262,29 @@ def test_a_large_snapshot_is_checked_a_collection_at_a_time_as_it_is_read(
     assert reader.get_node_memory("node_B")["entries"] == b_entries
     reader.close()  # the rebuilt state is saved, whole
     assert check_snapshot(Ledger.open_readonly(ckpt)).problem is None
+
+
+def test_a_cached_backend_left_open_saves_its_snapshot_at_exit(ckpt: Path) -> None:
+    """A process that ends with a cached backend still open (ARI's hooks never close theirs)
+    saves its snapshot at exit, copying the rows of the snapshot it has mapped. The mapped file's
+    descriptor stays open until then: closed first by the view's finalizer, the save read from
+    a closed (or reused) descriptor and was lost with a warning."""
+    make_checkpoint(ckpt)
+    cursor = open_snapshot(ckpt / SNAPSHOT_NAME).preamble.cursor
+    child = (
+        "import sys\n"
+        "from projections.api.backend import get_backend\n"
+        "backend = get_backend(sys.argv[1])\n"
+        "assert backend.search_memory('tile', ['root'], 3)['results']\n"  # reads the mapped rows
+        "for i in range(3):\n"
+        "    backend.add_memory('root', f'written at the end {i}', current_node='root')\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", child, str(ckpt)], capture_output=True, text=True, env=subprocess_env(), timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert "could not save" not in run.stderr
+    saved = open_snapshot(ckpt / SNAPSHOT_NAME, check=True)
+    assert saved.preamble.cursor == cursor + 3
+    loaded, texts = served(ckpt)
+    assert loaded and texts["root"][-3:] == [f"written at the end {i}" for i in range(3)]
