@@ -13,26 +13,21 @@ from pathlib import Path
 from support.env import ROOT, subprocess_env
 
 
+def pip(command: str, *args: str) -> None:
+    """``pip COMMAND -q --no-deps ARGS`` with this interpreter (the build fetches its setuptools)."""
+    subprocess.run([sys.executable, "-m", "pip", command, "-q", "--no-deps", *args], check=True, capture_output=True)
+
+
 def test_the_wheel_installs_two_packages_and_runs_the_demo_from_an_empty_folder(tmp_path: Path) -> None:
     built = tmp_path / "wheel"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(built), str(ROOT)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    pip("wheel", "-w", str(built), str(ROOT))
     (wheel,) = built.glob("ari_memory_ledger-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"ledger", "projections"}
     assert any(n.startswith("projections/adapters/fixtures/ari_run/") for n in names)
 
     site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
+    pip("install", "--target", str(site), str(wheel))
     empty = tmp_path / "empty"
     empty.mkdir()
     env = subprocess_env()
