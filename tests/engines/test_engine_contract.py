@@ -14,26 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-WORDS = ["stencil", "tiling", "cache", "omp", "roofline", "vector", "halo", "bandwidth", "failed", "build"]
-SUFFIXES = ["1", "12", "2", "21"]  # n1 / n12, n2 / n21: ids share prefixes, never scope
-
-
-@st.composite
-def trees(draw) -> dict[str, list[str]]:
-    """node id → ancestors (root→parent), three or four levels."""
-    tree: dict[str, list[str]] = {"root": []}
-    frontier = ["root"]
-    for depth in range(draw(st.integers(3, 4))):
-        nxt = []
-        for parent in frontier:
-            for suffix in draw(
-                st.lists(st.sampled_from(SUFFIXES), min_size=1 if depth < 2 else 0, max_size=2, unique=True)
-            ):
-                child = f"{parent}_{suffix}" if parent != "root" else f"n{suffix}"
-                tree[child] = tree[parent] + [parent]
-                nxt.append(child)
-        frontier = nxt
-    return tree
+from support.trees import WORDS, trees
 
 
 @pytest.fixture
@@ -47,7 +28,7 @@ def test_exact_scope_over_random_trees(make, request) -> None:
     examples = 3 if "letta" in request.node.name else 20
 
     @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(tree=trees(), seed=st.integers(0, 2**16))
+    @given(tree=trees(full_levels=2, max_children=2), seed=st.integers(0, 2**16))
     def check(tree: dict[str, list[str]], seed: int) -> None:
         rnd = random.Random(seed)
         backend = make()

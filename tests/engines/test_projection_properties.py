@@ -14,27 +14,7 @@ from ledger import Ledger
 from projections.api.backend import MemoryBackend
 from projections.engines.local import SNAPSHOT_NAME, Projector
 from projections.models.embedder import get_embedder
-
-SUFFIXES = ["1", "12", "2", "21"]  # sibling ids share prefixes: n_1 / n_12, n_2 / n_21
-WORDS = ["stencil", "tiling", "cache", "omp", "roofline", "vector", "halo", "bandwidth", "failed", "build"]
-
-
-@st.composite
-def trees(draw) -> dict[str, list[str]]:
-    """node id → ancestors (root→parent), at least 3 levels deep."""
-    tree = {"root": []}
-    frontier = ["root"]
-    for depth in range(draw(st.integers(3, 4))):
-        nxt = []
-        for parent in frontier:
-            for suffix in draw(
-                st.lists(st.sampled_from(SUFFIXES), min_size=1 if depth < 3 else 0, max_size=3, unique=True)
-            ):
-                child = f"{parent}_{suffix}" if parent != "root" else f"n{suffix}"
-                tree[child] = tree[parent] + [parent]
-                nxt.append(child)
-        frontier = nxt
-    return tree
+from support.trees import WORDS, trees
 
 
 def scope_of(tree: dict[str, list[str]], node: str) -> list[str]:
@@ -55,7 +35,7 @@ def answers(backend: MemoryBackend, tree: dict[str, list[str]], query: str, limi
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(tree=trees(), data=st.data())
+@given(tree=trees(full_levels=3, max_children=3), data=st.data())
 def test_exact_scope_replay_and_snapshot(tree: dict[str, list[str]], data) -> None:
     nodes = list(tree)
     writes = data.draw(
@@ -174,7 +154,7 @@ def test_snapshot_of_another_log_is_ignored(tmp_path: Path) -> None:
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(tree=trees(), data=st.data())
+@given(tree=trees(full_levels=3, max_children=3), data=st.data())
 def test_stored_rows_plus_a_folded_tail_answer_as_a_fold_from_scratch(tree: dict[str, list[str]], data) -> None:
     """Reopened from a snapshot (rows read in place, checked lazily), then written to and
     tombstoned again: every search, as of now and of earlier seqs, and every read equal a fold
