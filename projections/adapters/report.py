@@ -15,7 +15,9 @@ import json
 from collections.abc import Mapping, Sequence
 from html import escape
 from itertools import pairwise
-from typing import Any
+from typing import Any, get_args
+
+from projections.api.shapes import AuditStatus
 
 NODE_W = 224
 NODE_H = 112
@@ -25,7 +27,7 @@ MARGIN = 24
 SLOT = NODE_W + GAP_X
 
 _STATUSES = ("success", "failed", "unknown")
-_AUDITS = ("verified", "mismatch", "missing", "unhashed")
+_AUDITS = get_args(AuditStatus)  # the CSS classes of artifact rows
 _KIND_WORDS = {
     "experiment_result": "result",
     "failure_case": "failure",

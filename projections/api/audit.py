@@ -12,16 +12,16 @@ import stat
 from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from ledger import InvalidInput
 from ledger.events import is_sha256
 from ledger.provenance import resolve_inside, sha256_file
 from ledger.typed import evidence_refs
 from projections.api.session import Session
-from projections.api.shapes import AuditResult, AuditRow
+from projections.api.shapes import AuditResult, AuditRow, AuditStatus
 
-STATUSES = ("verified", "missing", "mismatch", "unhashed")
+STATUSES: tuple[str, ...] = get_args(AuditStatus)
 
 
 def audit_ref(work_dir: Path, path: str, recorded: str | None) -> tuple[str | None, str]:

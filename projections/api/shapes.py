@@ -144,6 +144,7 @@ class ResearchResult(TypedDict):
 
 
 Evidence = Literal["none", "cited", "hashed", "verified", "rerun_passed"]
+AuditStatus = Literal["verified", "missing", "mismatch", "unhashed"]
 
 
 class Claim(ResearchEntryView, total=False):
@@ -184,7 +185,7 @@ class AuditRow(TypedDict):
     role: str
     recorded_sha256: str | None
     current_sha256: str | None
-    status: Literal["verified", "missing", "mismatch", "unhashed"]
+    status: AuditStatus
     memory_ids: list[str]
 
 

@@ -21,7 +21,7 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 from ledger import InvalidInput, config
 from ledger.events import is_sha256
@@ -37,7 +37,7 @@ from projections.models.repro import repro_status
 
 VERIFIED_CONTEXT_NAME = "verified_context.json"
 CLAIM_KINDS = ("experiment_result", "paper_claim")
-EVIDENCE = ("none", "cited", "hashed", "verified", "rerun_passed")
+EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
 
 
 def is_grounded(entry: Entry) -> bool:

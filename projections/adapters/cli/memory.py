@@ -17,7 +17,7 @@ from ledger.bundle import check_output_path
 from ledger.log import LOG_NAME
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
 from projections.api.backend import MemoryBackend
-from projections.api.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
+from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, render_grounded_block
 
 
 def open_backend(path: str) -> MemoryBackend:
@@ -99,7 +99,7 @@ def _verified_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-evidence",
         default=None,
-        choices=("none", "cited", "hashed", "verified", "rerun_passed"),
+        choices=EVIDENCE,
         help="keep claims below this evidence level out of usable_for_claims",
     )
 
