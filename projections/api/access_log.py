@@ -112,6 +112,14 @@ class AccessLog:
             extra,
         )
 
+    def node_search(
+        self, query: str, scope: list[str], limit: int, results: list[Any], *, tool: str, as_of: int | None
+    ) -> None:
+        """The read line of a scored search of node memory (``results``: entry views with
+        ``entry_id``, ``node_id`` and ``score``)."""
+        refs = [{"entry_id": r["entry_id"], "src_node_id": r["node_id"], "score": r["score"]} for r in results]
+        self.read("node_scope", query, scope, limit, refs, tool=tool, as_of=as_of)
+
     def record(self, op: str, tool: str, *, node: str | None = None, **fields: Any) -> None:
         """A line for this library's other operations (``refused``, ``clear``, ``purge``,
         ``seed``, ``import``, ``audit``, ``context``, …): ARI's ``ts``/``node_id``/``op`` then

@@ -88,15 +88,7 @@ class Nodes:
         with self.session.reading() as catalog:
             hits = self.session.engine.search(query, scope, limit, as_of) if limit else []
             results = [{**entry_view(catalog.entries[entry_id]), "score": score} for entry_id, score in hits]
-        self.session.access.read(
-            "node_scope",
-            query,
-            scope,
-            limit,
-            [{"entry_id": r["entry_id"], "src_node_id": r["node_id"], "score": r["score"]} for r in results],
-            tool="search_memory",
-            as_of=as_of,
-        )
+        self.session.access.node_search(query, scope, limit, results, tool="search_memory", as_of=as_of)
         return {"results": results}  # type: ignore[typeddict-item]
 
     def get(self, node_id: str, as_of: int | None) -> NodeMemory:

@@ -234,15 +234,7 @@ class Research:
             results = [
                 {**research_view(catalog.entries[eid]), "score": score} for eid, score in hits if eid in allowed
             ][:limit]
-        self.session.access.read(
-            "node_scope",
-            query,
-            scope,
-            limit,
-            [{"entry_id": r["entry_id"], "src_node_id": r["node_id"], "score": r["score"]} for r in results],
-            tool="search_research_memory",
-            as_of=as_of,
-        )
+        self.session.access.node_search(query, scope, limit, results, tool="search_research_memory", as_of=as_of)
         return {"results": results}  # type: ignore[typeddict-item]
 
     def ancestors(
