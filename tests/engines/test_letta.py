@@ -42,22 +42,33 @@ def event_tags(backend: MemoryBackend) -> Counter:
     return Counter(t for p in passages_of(backend) for t in p.tags if t.startswith("e:"))
 
 
+CROWD_QUERY = "stencil GFlops roofline bandwidth result"
+
+
+def write_crowd(backend: MemoryBackend, n: int) -> None:
+    """``n`` entries of node ``crowd`` (one group commit) that match CROWD_QUERY better than any own entry."""
+    with backend.session.ledger.batch() as batch:
+        for i in range(n):
+            batch.append("crowd", "memory_added", {"text": f"{CROWD_QUERY} {i}"}, current_node="crowd")
+
+
+def write_own(backend: MemoryBackend, numbers: range) -> list[str]:
+    """Entries of node ``mine`` that match CROWD_QUERY worse than the crowd; their ids."""
+    return [
+        backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"]
+        for i in numbers
+    ]
+
+
 def test_crowded_pool_still_returns_every_in_scope_entry(on_letta, tmp_path: Path) -> None:
     """2,000 sibling passages match the query better than any of the node's own."""
     backend = on_letta(tmp_path / "ckpt")
     backend.start_node("root", None, [], "draft", current_node="root")
     backend.start_node("crowd", "root", ["root"], current_node="crowd")
     backend.start_node("mine", "root", ["root"], current_node="mine")
-    with backend.session.ledger.batch() as batch:
-        for i in range(2000):
-            batch.append(
-                "crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd"
-            )
-    own = [
-        backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"]
-        for i in range(5)
-    ]
-    results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=5)["results"]
+    write_crowd(backend, 2000)
+    own = write_own(backend, range(5))
+    results = backend.search_memory(CROWD_QUERY, ["root", "mine"], limit=5)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own)
     # ARI's fixed over-fetch (top_k 200) would have cut them off; the plan asks for the window
     # after the crowd, and no more rows than the scope's own
@@ -70,16 +81,9 @@ def test_crowded_pool_still_returns_every_in_scope_entry(on_letta, tmp_path: Pat
     }
     assert backend.health()["backend"] == "letta"
 
-    spread = [
-        backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"]
-        for i in range(5, 7)
-    ]
-    with backend.session.ledger.batch() as batch:  # the scope's newest entries, then a crowd after them too
-        for i in range(300):
-            batch.append(
-                "crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd"
-            )
-    results = backend.search_memory("stencil GFlops roofline bandwidth result", ["root", "mine"], limit=7)["results"]
+    spread = write_own(backend, range(5, 7))
+    write_crowd(backend, 300)  # the scope's newest entries, then a crowd after them too
+    results = backend.search_memory(CROWD_QUERY, ["root", "mine"], limit=7)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own + spread)
     assert backend.session.letta.projection.last_search["top_k"] == [7]
 
@@ -90,24 +94,17 @@ def test_a_passage_the_fold_does_not_know_costs_a_wider_read_not_a_wrong_one(on_
     from projections.engines.letta.plan import letta_time
 
     backend = on_letta(tmp_path / "ckpt")
-    with backend.session.ledger.batch() as batch:
-        for i in range(300):
-            batch.append(
-                "crowd", "memory_added", {"text": f"stencil GFlops roofline bandwidth result {i}"}, current_node="crowd"
-            )
-    own = [
-        backend.add_memory("mine", f"grocery list item {i}: apples and bread", current_node="mine")["id"]
-        for i in range(5)
-    ]
+    write_crowd(backend, 300)
+    own = write_own(backend, range(5))
     assert backend.flush_projections()
     letta = backend.session.letta.projection
     entries = backend.session.projector.catalog.entries
     letta.client.agents.passages.create(
         letta.agent_id,
-        text="stencil GFlops roofline bandwidth result, unknown",
+        text=f"{CROWD_QUERY}, unknown",
         created_at=letta_time(entries[own[2]].ts),
     )
-    results = backend.search_memory("stencil GFlops roofline bandwidth result", ["mine"], limit=5)["results"]
+    results = backend.search_memory(CROWD_QUERY, ["mine"], limit=5)["results"]
     assert sorted(r["entry_id"] for r in results) == sorted(own)
     assert letta.last_search["plan"] == "widened"
 
