@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -267,14 +267,19 @@ def sweep_positions(size: int, count: int, rnd: random.Random) -> list[int]:
     return sorted(rnd.sample(range(size), min(count, size)))
 
 
+def sweep_cases(size: int, flips: int, cuts: int, rnd: random.Random) -> list[tuple[str, int, Callable]]:
+    """(kind, position, change): one random bit flipped at ``flips`` positions, then ``cuts`` truncations."""
+    cases = [("flip", p, flip(p, 1 << rnd.randrange(8))) for p in sweep_positions(size, flips, rnd)]
+    return cases + [("cut", p, cut(p)) for p in sweep_positions(size, cuts, rnd)]
+
+
 def test_flip_and_cut_sweep_over_the_log(ckpt: Path, tmp_path: Path) -> None:
     """Every flip and every cut of an acknowledged log is detected by verify and refused by an
     open (nothing moved aside), or harmless: the events read back are exactly the originals."""
     truth = build_log(ckpt, 14, seed=1)
     size = (ckpt / LOG_NAME).stat().st_size
     rnd = random.Random(3)
-    cases = [("flip", p, flip(p, 1 << rnd.randrange(8))) for p in sweep_positions(size, 30 * SCALE, rnd)]
-    cases += [("cut", p, cut(p)) for p in sweep_positions(size, 30 * SCALE, rnd)]
+    cases = sweep_cases(size, 30 * SCALE, 30 * SCALE, rnd)
     outcome = {"detected": 0, "harmless": 0}
     for kind, pos, change in cases:
         with damaged_copy(ckpt, tmp_path, LOG_NAME, change) as case:
@@ -313,8 +318,7 @@ def test_flip_and_cut_sweep_over_the_snapshot(ckpt: Path, tmp_path: Path) -> Non
     backend.close()
     size = (ckpt / SNAPSHOT_NAME).stat().st_size
     rnd = random.Random(5)
-    cases = [("flip", p, flip(p, 1 << rnd.randrange(8))) for p in sweep_positions(size, 20 * SCALE, rnd)]
-    cases += [("cut", p, cut(p)) for p in sweep_positions(size, 10 * SCALE, rnd)]
+    cases = sweep_cases(size, 20 * SCALE, 10 * SCALE, rnd)
     embedder = get_embedder()
     for kind, pos, change in cases:
         with damaged_copy(ckpt, tmp_path, SNAPSHOT_NAME, change) as case, Ledger.open(case) as ledger:
@@ -335,8 +339,7 @@ def test_flip_and_cut_sweep_over_the_index(ckpt: Path, tmp_path: Path) -> None:
     size = (ckpt / idx).stat().st_size
     assert size >= 4 * 16
     rnd = random.Random(9)
-    cases = [("flip", p, flip(p, 1 << rnd.randrange(8))) for p in sweep_positions(size, 10 * SCALE, rnd)]
-    cases += [("cut", p, cut(p)) for p in sweep_positions(size, 5 * SCALE, rnd)]
+    cases = sweep_cases(size, 10 * SCALE, 5 * SCALE, rnd)
     outcome = {"detected": 0, "harmless": 0}
     for kind, pos, change in cases:
         with damaged_copy(ckpt, tmp_path, idx, change) as case:
