@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from ledger import Ledger
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 
 from .common import Figure, Timer, report, run_child
@@ -219,13 +220,13 @@ def bench_verify(work: Path, events: int, rounds: int = 3) -> list[Figure]:
             with ledger.batch() as batch:
                 for i in range(GROUP_SIZE):
                     batch.append("root", "memory_added", {"text": _text(b * GROUP_SIZE + i)}, current_node="root")
-    size_mb = (ckpt / LOG_NAME).stat().st_size / 1e6
+    size_mb = (store_dir(ckpt) / LOG_NAME).stat().st_size / 1e6
     seconds = {"ours": 0.0, "generic": 0.0, "typed": 0.0}
     ratios, rss = [], 0.0
     for _ in range(rounds):  # alternated, so both sides see the same weather
         ours = json.loads(run_child(VERIFY_CHILD, str(ckpt)))
-        raw = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME), "generic"))
-        typed = json.loads(run_child(RAW_CHILD, str(ckpt / LOG_NAME), "typed"))
+        raw = json.loads(run_child(RAW_CHILD, str(store_dir(ckpt) / LOG_NAME), "generic"))
+        typed = json.loads(run_child(RAW_CHILD, str(store_dir(ckpt) / LOG_NAME), "typed"))
         assert ours["ok"] and ours["events"] == events == raw["events"] == typed["events"]
         seconds["ours"] += ours["seconds"]
         seconds["generic"] += raw["seconds"]

@@ -155,7 +155,7 @@ with Ledger.open(sys.argv[1]) as ledger:
     t = time.perf_counter()
     p.save()
     save = time.perf_counter() - t
-size = (ledger.checkpoint_dir / SNAPSHOT_NAME).stat().st_size
+size = (store_dir(ledger.checkpoint_dir) / SNAPSHOT_NAME).stat().st_size
 print(json.dumps({"entries": entries, "cold_s": cold, "cold_cpu": cold_cpu, "save_s": save, "rss": own_peak_rss_mb(),
                   "snapshot_mb": size / 2**20}))
 """

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from . import layout
 from .anchor import HeadFile
 from .errors import InvalidInput, LogCorrupted
 from .events import Event
@@ -70,7 +71,9 @@ def export_bundle(checkpoint_dir: Path, out: Path) -> dict[str, Any]:
 
 def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
     """Place a bundle's log into an empty checkpoint after checking it against its manifest."""
-    target = checkpoint_dir / LOG_NAME
+    if checkpoint_dir.exists():
+        layout.move_legacy_files(checkpoint_dir)
+    target = layout.log_path(checkpoint_dir)
     if target.exists():
         raise InvalidInput("checkpoint", f"{checkpoint_dir} already has a ledger; import into an empty checkpoint")
     head = HeadFile(target)
@@ -85,8 +88,8 @@ def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
             log_member = tar.extractfile(LOG_NAME)
             if log_member is None:
                 raise InvalidInput("bundle", f"{bundle}: {LOG_NAME} is not a regular file")
-            checkpoint_dir.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=checkpoint_dir) as staging:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(dir=target.parent) as staging:
                 staged = Path(staging) / LOG_NAME
                 staged.write_bytes(log_member.read())
                 if sha256_file(staged) != manifest["log_sha256"]:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from . import events as schema
+from . import layout
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
 from .chain import ChainError, check_link, decode_line, decode_lines, sign
 from .errors import LedgerNotFound, LedgerReadOnly, LogCorrupted, RollbackDetected
@@ -174,7 +175,13 @@ class Ledger:
         (the log ends before, or differs from, the head file's anchor).
         """
         directory = Path(checkpoint_dir)
-        path = directory / LOG_NAME
+        if not readonly:
+            try:
+                layout.move_legacy_files(directory)
+            except OSError as exc:  # a read-only checkpoint: read it where it is
+                if not (readonly_fallback and exc.errno in _READONLY_ERRNOS):
+                    raise
+        path = layout.log_path(directory)
         if not path.exists():
             _refuse_missing_log(path)
             if not create or readonly:
@@ -184,7 +191,7 @@ class Ledger:
         if reason is None:
             try:
                 if not path.exists():
-                    directory.mkdir(parents=True, exist_ok=True)
+                    path.parent.mkdir(parents=True, exist_ok=True)
                 logfile = LogFile(path, create=create)
             except OSError as exc:
                 if not (readonly_fallback and exc.errno in _READONLY_ERRNOS):
@@ -214,7 +221,7 @@ class Ledger:
         (``torn_tail``) and a rollback (``head_problem()``) are left for the caller to report.
         """
         directory = Path(checkpoint_dir)
-        path = directory / LOG_NAME
+        path = layout.log_path(directory)
         if not path.exists():
             raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
         ledger = cls(directory, LogFile(path, writable=False), readonly=INSPECTING)
@@ -238,7 +245,8 @@ class Ledger:
         every anchor. Damage before the tail is still refused (LogCorrupted).
         """
         directory = Path(checkpoint_dir)
-        path = directory / LOG_NAME
+        layout.move_legacy_files(directory)
+        path = layout.log_path(directory)
         head = HeadFile(path)
         if not path.exists():  # every anchor points at events that are gone
             files = [head.path, *(file for file, _anchor in anchored_files)]

@@ -171,8 +171,13 @@ class LogFile:
         return os.lseek(self.fd, 0, os.SEEK_END)
 
     def reader(self) -> BinaryIO:
-        """A fresh read handle, so concurrent scans never share a file position."""
-        return open(self.path, "rb")
+        """A fresh read handle on the open file, so concurrent scans never share a file position;
+        opened through the descriptor (Linux's ``/proc/self/fd``), so a scan reads the file this
+        log has open even after its name was moved (``ledger.layout``)."""
+        try:
+            return open(f"/proc/self/fd/{self.fd}", "rb")
+        except OSError:
+            return open(self.path, "rb")
 
     def append(self, member: bytes, at: int) -> None:
         """Write one member at the end (which must be ``at``) and make it durable.

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ledger import Ledger, VerifyReport, config
+from ledger import Ledger, VerifyReport, config, layout
 from ledger.anchor import Anchor, AnchorUnreadable
 from ledger.events import CHECKPOINT_NODE
-from ledger.log import LOG_NAME
+from ledger.layout import SNAPSHOT_NAME
 from projections.api.verified import VERIFIED_CONTEXT_NAME
 from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
-from projections.engines.snapshot import SNAPSHOT_NAME, SnapshotError, read_preamble
+from projections.engines.snapshot import SnapshotError, read_preamble
 
 
 def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
@@ -145,18 +145,17 @@ def accept_rollback(checkpoint_dir: Path) -> list[str]:
     """Re-anchor at the log's end after a person looked; move aside (never delete) the derived
     files whose anchors name events the log no longer holds. Returns what was accepted."""
     candidates: list[tuple[Path, Anchor, Callable[[Ledger], str | None]]] = []
+    snapshot = layout.log_path(checkpoint_dir).with_name(SNAPSHOT_NAME)
     try:
-        preamble = read_preamble(checkpoint_dir / SNAPSHOT_NAME)
+        preamble = read_preamble(snapshot)
         if preamble.cursor:
-            candidates.append(
-                (checkpoint_dir / SNAPSHOT_NAME, snapshot_anchor(preamble), lambda lg: rollback_problem(lg, preamble))
-            )
+            candidates.append((snapshot, snapshot_anchor(preamble), lambda lg: rollback_problem(lg, preamble)))
     except (FileNotFoundError, SnapshotError):
         pass
     vc_anchor, _ = verified_context_anchor(checkpoint_dir)
     if vc_anchor:
         candidates.append((checkpoint_dir / VERIFIED_CONTEXT_NAME, vc_anchor, lambda lg: lg.anchor_problem(vc_anchor)))
-    if (checkpoint_dir / LOG_NAME).exists():  # keep only the anchors this log does not hold
+    if layout.has_ledger(checkpoint_dir):  # keep only the anchors this log does not hold
         with Ledger.open_readonly(checkpoint_dir) as ledger:
             candidates = [c for c in candidates if c[2](ledger)]
     return Ledger.accept_rollback(checkpoint_dir, [(path, anchor) for path, anchor, _ in candidates])

@@ -62,7 +62,7 @@ class Projector:
     def __init__(self, ledger: Ledger, embedder: Embedder, *, use_snapshot: bool = True) -> None:
         self.ledger = ledger
         self.embedder = embedder
-        self.snapshot_path = ledger.checkpoint_dir / SNAPSHOT_NAME
+        self.snapshot_path = ledger.path.with_name(SNAPSHOT_NAME)
         self.cursor = 0
         self.cursor_hash = ""
         self.catalog = Catalog()
@@ -276,7 +276,7 @@ def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bo
     fresh fold of the log and a sample of vectors against a fresh embedding. Otherwise
     (``status``): the header's own checksum and its anchor only.
     """
-    path = ledger.checkpoint_dir / SNAPSHOT_NAME
+    path = ledger.path.with_name(SNAPSHOT_NAME)
     try:
         if not deep:
             preamble = read_preamble(path)

@@ -46,11 +46,11 @@ from typing import Any, BinaryIO, cast
 import msgspec
 import numpy as np
 
+from ledger.layout import SNAPSHOT_NAME
 from projections.models.catalog import Catalog, CatalogTables
 from projections.models.frozen import NEVER, REACT, DamagedCache, Rows, effective_cleared
 from projections.models.semantic import SemanticIndex
 
-SNAPSHOT_NAME = "memory_projection.snapshot.zst"
 SNAPSHOT_FORMAT = 6
 MAGIC = b"ARISNAP\x00"
 PROLOGUE = (MAGIC + struct.pack("<I", SNAPSHOT_FORMAT)).ljust(64, b"\x00")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ledger.ari_import import BACKUP_NAME, read_ari_file
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from projections.api.backend import MemoryBackend
 from support.env import FIXTURES, subprocess_env
@@ -241,7 +242,8 @@ def answers(ckpt: Path) -> tuple[dict, list, dict]:
 
 
 def files_of(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())} if directory.exists() else {}
+    """Every file under ``directory`` (the ledger's live in its ``memory_ledger/``), by relative path."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -300,11 +302,11 @@ def test_a_checkpoint_imports_in_aris_order_and_twice_adds_nothing(full: Path) -
     nodes, steps, context = answers(full)
     assert nodes == {**BACKUP_NODES, **V05_NODES} and list(nodes)[:3] == [ROOT, MM_ROOT, MM_A]
     assert steps == V05_STEPS + BACKUP_STEPS and context == BACKUP_CONTEXT
-    log = (full / LOG_NAME).read_bytes()
+    log = (store_dir(full) / LOG_NAME).read_bytes()
     again = json.loads(ok("import-ari", full, "--json"))
     assert [Path(item["path"]).name for item in again] == [MIGRATED, "memory_store.jsonl", "memory.json", BACKUP_NAME]
     assert all(r["imported"] == 0 and r["skipped"] > 0 for item in again for r in item["kinds"].values())
-    assert (full / LOG_NAME).read_bytes() == log
+    assert (store_dir(full) / LOG_NAME).read_bytes() == log
 
 
 # ---------------------------------------------------------------------------- export-ari
@@ -348,13 +350,13 @@ def test_a_backup_of_a_checkpoint_imported_into_itself_adds_nothing(tmp_path: Pa
     assert ok("export-ari", ckpt) == f"wrote {ckpt / BACKUP_NAME}: 2 node_scope, 1 react_step, 1 core_seed\n"
     seed = [json.loads(x) for x in gzip.decompress((ckpt / BACKUP_NAME).read_bytes()).splitlines()][-1]
     assert (seed["persona"], seed["human"]) == ("You are ARI.", "An HPC researcher.")  # what ARI's own backup drops
-    before, log = answers(ckpt), (ckpt / LOG_NAME).read_bytes()
+    before, log = answers(ckpt), (store_dir(ckpt) / LOG_NAME).read_bytes()
     out = ok("import-ari", ckpt)
     assert out.strip().endswith(
         "node_scope 0 imported, 2 already there; react_step 0 imported, 1 already there; "
         "core_seed 0 imported, 1 already there"
     )
-    assert (ckpt / LOG_NAME).read_bytes() == log and answers(ckpt) == before
+    assert (store_dir(ckpt) / LOG_NAME).read_bytes() == log and answers(ckpt) == before
     assert answers(ckpt)[0]["root"][1][3] == "experiment_result"
 
 

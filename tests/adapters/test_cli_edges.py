@@ -12,6 +12,7 @@ import pytest
 
 from ledger import Ledger
 from ledger.bundle import MANIFEST, export_bundle
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from projections.adapters.cli import main
 
@@ -53,7 +54,7 @@ def test_a_manifest_that_is_not_an_object_is_one_error_line(capsys, bundle: Path
     code, _, err = run(capsys, "import", str(rebundle(bundle, [])), str(tmp_path / "new"))
     one_error(code, err, "bundle: ")
     assert "manifest.json must be a JSON object, got list" in err
-    assert not (tmp_path / "new" / LOG_NAME).exists()
+    assert not (store_dir(tmp_path / "new") / LOG_NAME).exists()
 
 
 def read_manifest(bundle: Path) -> dict:
@@ -100,7 +101,7 @@ def test_output_into_a_missing_folder_is_one_error_line(
 
 def test_an_oserror_escaping_a_command_is_one_error_line(capsys, tmp_path: Path) -> None:
     ckpt = tmp_path / "odd"
-    (ckpt / LOG_NAME).mkdir(parents=True)  # the log is a directory
+    (store_dir(ckpt) / LOG_NAME).mkdir(parents=True)  # the log is a directory
     for command in ("status", "log", "verify"):
         code, _, err = run(capsys, command, str(ckpt))
         one_error(code, err, "Is a directory")

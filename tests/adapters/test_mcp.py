@@ -500,11 +500,11 @@ def test_bad_input_is_a_tool_error_naming_the_field(tmp_path: Path) -> None:
 
     async def body(c: Client) -> None:
         assert (await c.call("add_memory", node_id="root", text="before"))["ok"]
-        before = (checkpoint / "memory_ledger.jsonl.gz").read_bytes()
+        before = (checkpoint / "memory_ledger" / "memory_ledger.jsonl.gz").read_bytes()
         for tool, args, message in MCP_BAD_INPUT:
             error = await c.error(tool, **args)
             assert message in error, (tool, error)
-        assert (checkpoint / "memory_ledger.jsonl.gz").read_bytes() == before
+        assert (checkpoint / "memory_ledger" / "memory_ledger.jsonl.gz").read_bytes() == before
         assert (await c.call("health"))["ok"] is True
 
     anyio.run(serve, params, body)

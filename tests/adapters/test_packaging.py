@@ -51,6 +51,6 @@ def test_the_wheel_installs_two_packages_and_runs_the_demo_from_an_empty_folder(
         timeout=600,
     )
     assert demo.returncode == 0, demo.stderr
-    assert (out / "checkpoint" / "memory_ledger.jsonl.gz").is_file()
+    assert (out / "checkpoint" / "memory_ledger" / "memory_ledger.jsonl.gz").is_file()
     assert (out / "report.html").is_file()
     assert os.listdir(empty) == []

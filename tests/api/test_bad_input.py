@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger import InvalidInput, LedgerError
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from ledger.node_report import MAX_REPORT_BYTES
 from projections.api.backend import MemoryBackend
@@ -82,13 +83,13 @@ def test_library_refuses_naming_the_field_and_writes_nothing(ckpt: Path, call, f
     backend = MemoryBackend(ckpt)
     try:
         backend.add_memory("root", "before", current_node="root")
-        before = (ckpt / LOG_NAME).read_bytes()
+        before = (store_dir(ckpt) / LOG_NAME).read_bytes()
         with pytest.raises(InvalidInput) as info:
             call(backend)
         assert isinstance(info.value, ValueError)
         assert info.value.field == field, str(info.value)
         assert reason in info.value.reason, str(info.value)
-        assert (ckpt / LOG_NAME).read_bytes() == before
+        assert (store_dir(ckpt) / LOG_NAME).read_bytes() == before
     finally:
         backend.close()
 

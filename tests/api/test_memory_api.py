@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ledger import InvalidInput
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from projections.api.access_log import ACCESS_LOG_NAME
 from support.env import FIXTURES, subprocess_env
@@ -90,7 +91,7 @@ def test_cow_violation_leaves_the_ancestor_byte_identical(backend, monkeypatch: 
     add(backend, "root", "the root's plan")
     start(backend, "node_A", ["root"])
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "node_A")
-    log_before = (backend.checkpoint_dir / LOG_NAME).read_bytes()
+    log_before = (store_dir(backend.checkpoint_dir) / LOG_NAME).read_bytes()
     root_before = backend.get_node_memory("root")
     assert backend.add_memory("root", "overwrite the plan") == {
         "ok": False,
@@ -102,7 +103,7 @@ def test_cow_violation_leaves_the_ancestor_byte_identical(backend, monkeypatch: 
     }
     monkeypatch.delenv("ARI_CURRENT_NODE_ID")
     assert backend.add_memory("root", "x") == {"ok": False, "error": "ARI_CURRENT_NODE_ID not set"}
-    assert (backend.checkpoint_dir / LOG_NAME).read_bytes() == log_before
+    assert (store_dir(backend.checkpoint_dir) / LOG_NAME).read_bytes() == log_before
     assert backend.get_node_memory("root") == root_before
 
 
@@ -122,7 +123,7 @@ def test_clear_is_a_tombstone_and_time_travel_sees_before(backend) -> None:
     texts = [
         json.loads(line)
         for line in subprocess.run(
-            ["zcat", str(backend.checkpoint_dir / LOG_NAME)], capture_output=True, text=True, check=True
+            ["zcat", str(store_dir(backend.checkpoint_dir) / LOG_NAME)], capture_output=True, text=True, check=True
         ).stdout.splitlines()
     ]
     assert sum(1 for t in texts if t["type"] == "memory_added") == 3  # the log keeps everything

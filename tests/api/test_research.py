@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from ledger import InvalidInput
 from ledger.events import REPRO_STATUSES
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from projections.adapters.demo import copy_run, replay_run
 from projections.api.backend import MemoryBackend
@@ -61,13 +62,13 @@ def test_consolidation_writes_typed_entries_with_provenance(replayed) -> None:
 
 def test_reconsolidating_the_same_report_writes_nothing(replayed) -> None:
     backend, replay = replayed
-    before = (backend.checkpoint_dir / LOG_NAME).read_bytes()
+    before = (store_dir(backend.checkpoint_dir) / LOG_NAME).read_bytes()
     work = replay.experiments_root / replay.run_id / "node_A2"
     again = backend.consolidate_node_memory("node_A2", work / "node_report.json", work, current_node="node_A2")
     assert again["written"] == [] and [a["id"] for a in again["already"]] == replay.consolidated["node_A2"]
     as_dict = json.loads((work / "node_report.json").read_text())
     assert backend.consolidate_node_memory("node_A2", as_dict, work, current_node="node_A2")["written"] == []
-    assert (backend.checkpoint_dir / LOG_NAME).read_bytes() == before
+    assert (store_dir(backend.checkpoint_dir) / LOG_NAME).read_bytes() == before
 
 
 def test_search_from_each_leaf_never_leaks_a_sibling(replayed) -> None:
@@ -125,7 +126,7 @@ def test_rerun_failed_removes_the_claim_but_not_the_entry(replayed) -> None:
     backend, _replay = replayed
     lineage = ["root", "node_A", "node_A2"]
     target = backend.get_verified_context(lineage)["claims"][1]  # node_A or root, unverified
-    raw_before = gzip.decompress((backend.checkpoint_dir / LOG_NAME).read_bytes())
+    raw_before = gzip.decompress((store_dir(backend.checkpoint_dir) / LOG_NAME).read_bytes())
     original_line = next(line for line in raw_before.splitlines() if target["entry_id"].encode() in line)
     out = backend.add_reproducibility_event(
         "node_A21", target["entry_id"], "rerun_failed", text="could not reproduce", current_node="node_A21"
@@ -134,7 +135,7 @@ def test_rerun_failed_removes_the_claim_but_not_the_entry(replayed) -> None:
     ctx = backend.get_verified_context(lineage)
     assert target["entry_id"] not in {c["entry_id"] for c in ctx["usable_for_claims"]}
     assert ctx["claims"][-1]["entry_id"] == target["entry_id"] and ctx["claims"][-1]["repro_status"] == "rerun_failed"
-    raw_after = gzip.decompress((backend.checkpoint_dir / LOG_NAME).read_bytes())
+    raw_after = gzip.decompress((store_dir(backend.checkpoint_dir) / LOG_NAME).read_bytes())
     assert raw_after.startswith(raw_before) and original_line in raw_after.splitlines()
 
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import Ledger
+from ledger.layout import store_dir
 from projections.api.backend import MemoryBackend
 from projections.engines.local import SNAPSHOT_NAME, Projector
 from projections.models.embedder import get_embedder
@@ -86,13 +87,13 @@ def test_exact_scope_replay_and_snapshot(tree: dict[str, list[str]], data) -> No
         assert answers(reopened, tree, query, 3) == incremental
         reopened.close()
 
-        (ckpt / SNAPSHOT_NAME).unlink()
+        (store_dir(ckpt) / SNAPSHOT_NAME).unlink()
         cold = MemoryBackend(ckpt)
         assert not cold.session.projector.loaded_from_snapshot
         assert answers(cold, tree, query, 3) == incremental
         cold.close()
 
-        (ckpt / SNAPSHOT_NAME).write_bytes(b"\x28\xb5\x2f\xfd garbage")
+        (store_dir(ckpt) / SNAPSHOT_NAME).write_bytes(b"\x28\xb5\x2f\xfd garbage")
         corrupt = MemoryBackend(ckpt)
         assert not corrupt.session.projector.loaded_from_snapshot
         assert answers(corrupt, tree, query, 3) == incremental
@@ -145,7 +146,7 @@ def test_snapshot_of_another_log_is_ignored(tmp_path: Path) -> None:
         p = Projector(ledger, get_embedder())
         p.catch_up()
         p.save()
-    (b / SNAPSHOT_NAME).write_bytes((a / SNAPSHOT_NAME).read_bytes())
+    (store_dir(b) / SNAPSHOT_NAME).write_bytes((store_dir(a) / SNAPSHOT_NAME).read_bytes())
     with Ledger.open(b) as ledger:
         p = Projector(ledger, get_embedder())
         assert not p.loaded_from_snapshot
@@ -226,7 +227,7 @@ def test_stored_rows_plus_a_folded_tail_answer_as_a_fold_from_scratch(tree: dict
         assert cold.catalog.state() == backend.session.projector.catalog.state()
         assert cold.catalog.collections() == backend.session.projector.catalog.collections()
         backend.close()
-        (ckpt / SNAPSHOT_NAME).unlink()
+        (store_dir(ckpt) / SNAPSHOT_NAME).unlink()
         scratch = MemoryBackend(ckpt)
         assert not scratch.session.projector.loaded_from_snapshot
         assert everything(scratch) == mixed

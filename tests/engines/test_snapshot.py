@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from ledger import Ledger
+from ledger.layout import store_dir
 from projections.api.backend import MemoryBackend
 from projections.engines import local as projector_module
 from projections.engines.local import Projector, check_snapshot
@@ -41,7 +42,7 @@ def make_checkpoint(ckpt: Path) -> bytes:
     backend.react_add("Action: run the benchmark")
     backend.seed_core_memory("persona", "human", {"goal": "fast stencil"})
     backend.close()
-    return (ckpt / SNAPSHOT_NAME).read_bytes()
+    return (store_dir(ckpt) / SNAPSHOT_NAME).read_bytes()
 
 
 def served(ckpt: Path) -> tuple[bool, dict[str, list[str]]]:
@@ -67,7 +68,7 @@ def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(
     for pos in positions:
         rotten = bytearray(original)
         rotten[pos] ^= 0x10
-        (ckpt / SNAPSHOT_NAME).write_bytes(bytes(rotten))
+        (store_dir(ckpt) / SNAPSHOT_NAME).write_bytes(bytes(rotten))
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="projections"):
             loaded, texts = served(ckpt)
@@ -81,7 +82,7 @@ def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(
 
 def test_a_rebuild_is_recorded_for_status(ckpt: Path) -> None:
     original = make_checkpoint(ckpt)
-    (ckpt / SNAPSHOT_NAME).write_bytes(original[:-10])
+    (store_dir(ckpt) / SNAPSHOT_NAME).write_bytes(original[:-10])
     status = subprocess.run(
         [sys.executable, "-m", "projections", "status", str(ckpt), "--json"],
         capture_output=True,
@@ -160,7 +161,7 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
 
 def test_an_older_format_snapshot_is_rebuilt(ckpt: Path, caplog: pytest.LogCaptureFixture) -> None:
     make_checkpoint(ckpt)
-    (ckpt / SNAPSHOT_NAME).write_bytes(bytes.fromhex("28b52ffd") + b"format 4 bytes")
+    (store_dir(ckpt) / SNAPSHOT_NAME).write_bytes(bytes.fromhex("28b52ffd") + b"format 4 bytes")
     with caplog.at_level(logging.WARNING, logger="projections"):
         loaded, _ = served(ckpt)
     assert not loaded and "unreadable" in caplog.text
@@ -190,7 +191,7 @@ def test_a_killed_save_leaves_its_temporary_file_only_until_the_next_save(ckpt: 
     stale.write_bytes(b"left by a killed save")
     with Ledger.open(ckpt) as ledger:
         p = Projector(ledger, get_embedder())
-        assert p.save() == ckpt / SNAPSHOT_NAME
+        assert p.save() == store_dir(ckpt) / SNAPSHOT_NAME
         assert not stale.exists()
     with Ledger.open(ckpt, readonly=True) as ledger:
         p = Projector(ledger, get_embedder())
@@ -199,7 +200,7 @@ def test_a_killed_save_leaves_its_temporary_file_only_until_the_next_save(ckpt: 
 
 def test_snapshot_preamble_keeps_its_fields(ckpt: Path) -> None:
     make_checkpoint(ckpt)
-    preamble = open_snapshot(ckpt / SNAPSHOT_NAME).preamble
+    preamble = open_snapshot(store_dir(ckpt) / SNAPSHOT_NAME).preamble
     assert isinstance(preamble, SnapshotPreamble) and preamble.format == SNAPSHOT_FORMAT == 6
     assert preamble.cursor == 19 and preamble.rebuilt is None
 
@@ -233,7 +234,7 @@ def test_a_large_snapshot_is_checked_a_collection_at_a_time_as_it_is_read(
     truth = backend.search_memory("tiling halo", ["root", "node_B"], 5)["results"]
     b_entries = backend.get_node_memory("node_B")["entries"]
     backend.close()
-    path = ckpt / SNAPSHOT_NAME
+    path = store_dir(ckpt) / SNAPSHOT_NAME
     view = open_snapshot(path, check=False)
     if section == "sorted":  # the sorted id of the entry looked up below
         lo = view._sections["sorted"][0] + 36 * [i.decode() for i in view._sorted].index(b_ids[7])
@@ -270,7 +271,7 @@ def test_a_cached_backend_left_open_saves_its_snapshot_at_exit(ckpt: Path) -> No
     descriptor stays open until then: closed first by the view's finalizer, the save read from
     a closed (or reused) descriptor and was lost with a warning."""
     make_checkpoint(ckpt)
-    cursor = open_snapshot(ckpt / SNAPSHOT_NAME).preamble.cursor
+    cursor = open_snapshot(store_dir(ckpt) / SNAPSHOT_NAME).preamble.cursor
     child = (
         "import sys\n"
         "from projections.api.backend import get_backend\n"
@@ -284,7 +285,7 @@ def test_a_cached_backend_left_open_saves_its_snapshot_at_exit(ckpt: Path) -> No
     )
     assert run.returncode == 0, run.stderr
     assert "could not save" not in run.stderr
-    saved = open_snapshot(ckpt / SNAPSHOT_NAME, check=True)
+    saved = open_snapshot(store_dir(ckpt) / SNAPSHOT_NAME, check=True)
     assert saved.preamble.cursor == cursor + 3
     loaded, texts = served(ckpt)
     assert loaded and texts["root"][-3:] == [f"written at the end {i}" for i in range(3)]

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from ledger import Ledger
+from ledger.layout import store_dir
 from support.env import subprocess_env
 
 WRITER = r"""
@@ -95,13 +96,13 @@ def test_a_member_a_writer_finishes_while_a_reader_reads_it_is_not_damage(ckpt: 
             from ledger.log import scan_members
 
             third = list(scan_members(f))[-1]
-    full, head = (ckpt / LOG_NAME).read_bytes(), (ckpt / (LOG_NAME + HEAD_SUFFIX)).read_bytes()
-    (ckpt / LOG_NAME).write_bytes(full[: third.offset + 10])  # the writer is inside its write()
+    full, head = (store_dir(ckpt) / LOG_NAME).read_bytes(), (store_dir(ckpt) / (LOG_NAME + HEAD_SUFFIX)).read_bytes()
+    (store_dir(ckpt) / LOG_NAME).write_bytes(full[: third.offset + 10])  # the writer is inside its write()
     real = Ledger._acknowledged
 
     def writer_finishes(self: Ledger) -> int:
-        (ckpt / LOG_NAME).write_bytes(full)
-        (ckpt / (LOG_NAME + HEAD_SUFFIX)).write_bytes(head)
+        (store_dir(ckpt) / LOG_NAME).write_bytes(full)
+        (store_dir(ckpt) / (LOG_NAME + HEAD_SUFFIX)).write_bytes(head)
         return real(self)
 
     monkeypatch.setattr(Ledger, "_acknowledged", writer_finishes)

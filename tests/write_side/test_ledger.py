@@ -16,6 +16,7 @@ import pytest
 
 from ledger import CopyOnWriteViolation, InvalidInput, Ledger, LedgerNotFound, UnsupportedVersion
 from ledger import events as schema
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 
 ENVELOPE_FIELDS = ["v", "seq", "id", "ts", "ckpt", "node", "type", "body", "prev", "hash"]
@@ -103,8 +104,8 @@ def test_ckpt_is_stable_across_copy_and_reopen(ledger: Ledger, tmp_path: Path) -
     ledger.append("root", "node_started", started())
     ckpt_id = ledger.ckpt
     copy = tmp_path / "copy"
-    copy.mkdir()
-    (copy / LOG_NAME).write_bytes(ledger.path.read_bytes())
+    store_dir(copy).mkdir(parents=True)
+    (store_dir(copy) / LOG_NAME).write_bytes(ledger.path.read_bytes())
     with Ledger.open(copy) as other:
         assert other.ckpt == ckpt_id
         other.append("root", "memory_added", {"text": "after copy"})
@@ -269,7 +270,7 @@ def test_registered_upcasters_run_on_read_and_never_rewrite(ckpt: Path, monkeypa
     monkeypatch.setenv("ARI_CURRENT_NODE_ID", "root")
     with Ledger.open(ckpt) as ledger:
         written = ledger.append("root", "memory_added", {"text": "old"})
-    raw_before = (ckpt / LOG_NAME).read_bytes()
+    raw_before = (store_dir(ckpt) / LOG_NAME).read_bytes()
     current = schema.SCHEMA_VERSION
 
     def next_version(raw: dict) -> dict:
@@ -282,7 +283,7 @@ def test_registered_upcasters_run_on_read_and_never_rewrite(ckpt: Path, monkeypa
         [event] = list(ledger.events())
         assert event.v == current + 1 and event.body["metadata"] == {"upcast_from": current}
         assert event.hash == written.hash  # the stored bytes are untouched
-    assert (ckpt / LOG_NAME).read_bytes() == raw_before
+    assert (store_dir(ckpt) / LOG_NAME).read_bytes() == raw_before
 
 
 def _write_v1_log(ckpt: Path, bodies: list[tuple[str, str, dict]]) -> None:
@@ -297,7 +298,8 @@ def _write_v1_log(ckpt: Path, bodies: list[tuple[str, str, dict]]) -> None:
         )
         lines.append(line)
         prev = event.hash
-    (ckpt / LOG_NAME).write_bytes(compress_member(b"".join(lines)))
+    store_dir(ckpt).mkdir(parents=True, exist_ok=True)
+    (store_dir(ckpt) / LOG_NAME).write_bytes(compress_member(b"".join(lines)))
 
 
 def test_version_1_typed_bodies_are_upcast_into_aris_metadata(ckpt: Path) -> None:

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger import CopyOnWriteViolation, InvalidInput, Ledger
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 
 NODES = ["root", "node_A", "node_A1", "node_B"]
@@ -36,7 +37,7 @@ def test_cow_byte_stability_and_exact_read_back(ops) -> None:
         acknowledged = []
         with Ledger.open(ckpt) as ledger:
             for kind, node, arg, body in ops:
-                before = (ckpt / LOG_NAME).read_bytes()
+                before = (store_dir(ckpt) / LOG_NAME).read_bytes()
                 try:
                     if kind == "append":
                         acknowledged.append(ledger.append(node, "memory_added", body, current_node=arg))
@@ -51,8 +52,8 @@ def test_cow_byte_stability_and_exact_read_back(ops) -> None:
                                 raise KeyError("abort")
                         acknowledged.extend(queued)
                 except (InvalidInput, CopyOnWriteViolation, KeyError):
-                    assert (ckpt / LOG_NAME).read_bytes() == before
-                after = (ckpt / LOG_NAME).read_bytes()
+                    assert (store_dir(ckpt) / LOG_NAME).read_bytes() == before
+                after = (store_dir(ckpt) / LOG_NAME).read_bytes()
                 assert after[: len(before)] == before
             assert list(ledger.events()) == acknowledged
         with Ledger.open(ckpt) as reopened:

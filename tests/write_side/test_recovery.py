@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ledger import Ledger, LogCorrupted
 from ledger.errors import RollbackDetected
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME, scan_members
 
 
@@ -25,7 +26,7 @@ def build_log(ckpt: Path, batches: list[int]) -> list[tuple[int, int, int]]:
             with ledger.batch() as batch:
                 for i in range(size):
                     batch.append("root", "memory_added", {"text": f"member {n} event {i}"}, current_node="root")
-    with open(ckpt / LOG_NAME, "rb") as f:
+    with open(store_dir(ckpt) / LOG_NAME, "rb") as f:
         members = list(scan_members(f))
     bounds, before = [], 0
     for member, size in zip(members, batches):
@@ -35,7 +36,7 @@ def build_log(ckpt: Path, batches: list[int]) -> list[tuple[int, int, int]]:
 
 
 def torn_files(ckpt: Path) -> list[Path]:
-    return sorted(ckpt.glob(LOG_NAME + ".torn-*"))
+    return sorted(store_dir(ckpt).glob(LOG_NAME + ".torn-*"))
 
 
 @pytest.mark.parametrize("keep_index", [False, True], ids=["no-index", "stale-index"])
@@ -43,15 +44,15 @@ def test_truncation_at_every_offset_of_the_last_two_members(tmp_path: Path, keep
     source = tmp_path / "source"
     batches = [3, 1, 2, 1, 4]
     bounds = build_log(source, batches)
-    original = (source / LOG_NAME).read_bytes()
-    index = (source / (LOG_NAME + ".idx")).read_bytes()
+    original = (store_dir(source) / LOG_NAME).read_bytes()
+    index = (store_dir(source) / (LOG_NAME + ".idx")).read_bytes()
     first_cut = bounds[-2][0]
     for cut in range(first_cut, len(original)):
         ckpt = tmp_path / f"cut{cut}"
-        ckpt.mkdir()
-        (ckpt / LOG_NAME).write_bytes(original[:cut])
+        store_dir(ckpt).mkdir(parents=True)
+        (store_dir(ckpt) / LOG_NAME).write_bytes(original[:cut])
         if keep_index:
-            (ckpt / (LOG_NAME + ".idx")).write_bytes(index)
+            (store_dir(ckpt) / (LOG_NAME + ".idx")).write_bytes(index)
         # the events that survive are exactly those of members complete before the cut
         start, _end, kept = max(b for b in bounds if b[0] <= cut)
         with Ledger.open(ckpt) as ledger:
@@ -62,7 +63,7 @@ def test_truncation_at_every_offset_of_the_last_two_members(tmp_path: Path, keep
             else:
                 assert len(torn) == 1 and torn[0].read_bytes() == original[start:cut], cut
                 assert ledger.recovered[0].torn_offset == start
-            assert (ckpt / LOG_NAME).read_bytes() == original[:start]
+            assert (store_dir(ckpt) / LOG_NAME).read_bytes() == original[:start]
             event = ledger.append("root", "memory_added", {"text": "after recovery"}, current_node="root")
             assert event.seq == kept + 1
             assert [e.seq for e in ledger.events()] == list(range(1, kept + 2))
@@ -76,7 +77,7 @@ def torn_append(ckpt: Path, text: str = "never acknowledged") -> bytes:
 
     member = compress_member(b'{"a line that was being written": "' + text.encode() + b'"}\n')
     torn = member[: len(member) // 2]
-    with open(ckpt / LOG_NAME, "ab") as f:
+    with open(store_dir(ckpt) / LOG_NAME, "ab") as f:
         f.write(torn)
     return torn
 
@@ -86,10 +87,10 @@ def test_damaged_trailer_of_last_member_is_damage_not_torn(ckpt: Path, head: boo
     """Issue 10.4: a complete member that fails its CRC was written whole: report, never cut."""
     bounds = build_log(ckpt, [2, 2])
     if not head:
-        (ckpt / (LOG_NAME + ".head")).unlink()
-    raw = bytearray((ckpt / LOG_NAME).read_bytes())
+        (store_dir(ckpt) / (LOG_NAME + ".head")).unlink()
+    raw = bytearray((store_dir(ckpt) / LOG_NAME).read_bytes())
     raw[-5] ^= 0xFF  # inside the CRC/length trailer of the last member
-    (ckpt / LOG_NAME).write_bytes(bytes(raw))
+    (store_dir(ckpt) / LOG_NAME).write_bytes(bytes(raw))
     # Python's gzip would still hand back the last member's lines; we must not.
     with pytest.raises(gzip.BadGzipFile):
         gzip.decompress(bytes(raw))
@@ -98,36 +99,36 @@ def test_damaged_trailer_of_last_member_is_damage_not_torn(ckpt: Path, head: boo
     assert exc.value.seq == 3 and exc.value.offset == bounds[1][0]
     report = Ledger.open_readonly(ckpt).verify()
     assert not report.ok and not report.torn_tail and report.first_bad_seq == 3
-    assert (ckpt / LOG_NAME).read_bytes() == bytes(raw) and torn_files(ckpt) == []
+    assert (store_dir(ckpt) / LOG_NAME).read_bytes() == bytes(raw) and torn_files(ckpt) == []
 
 
 def test_flip_inside_last_member_is_damage_when_the_head_file_acknowledged_it(ckpt: Path) -> None:
     """A flip that makes the last member look cut short (or invalid) is still damage: the
     head file says its events were acknowledged."""
     build_log(ckpt, [2, 2])
-    raw = (ckpt / LOG_NAME).read_bytes()
-    (ckpt / LOG_NAME).write_bytes(raw[:-3])  # cut inside the acknowledged last member
+    raw = (store_dir(ckpt) / LOG_NAME).read_bytes()
+    (store_dir(ckpt) / LOG_NAME).write_bytes(raw[:-3])  # cut inside the acknowledged last member
     with pytest.raises(LogCorrupted, match="records seq 4 as acknowledged"):
         Ledger.open(ckpt)
     report = Ledger.open_readonly(ckpt).verify()
     assert not report.ok and not report.torn_tail and report.first_bad_seq == 3
-    assert (ckpt / LOG_NAME).read_bytes() == raw[:-3] and torn_files(ckpt) == []
+    assert (store_dir(ckpt) / LOG_NAME).read_bytes() == raw[:-3] and torn_files(ckpt) == []
 
 
 def test_torn_append_after_acknowledged_events_is_moved_aside(ckpt: Path) -> None:
     build_log(ckpt, [2, 2])
-    good = (ckpt / LOG_NAME).read_bytes()
+    good = (store_dir(ckpt) / LOG_NAME).read_bytes()
     torn = torn_append(ckpt)
     with Ledger.open(ckpt) as ledger:
         assert ledger.last_seq == 4 and len(ledger.recovered) == 1
         assert torn_files(ckpt)[0].read_bytes() == torn
-        assert (ckpt / LOG_NAME).read_bytes() == good
+        assert (store_dir(ckpt) / LOG_NAME).read_bytes() == good
         assert ledger.append("root", "memory_added", {"text": "after"}, current_node="root").seq == 5
 
 
 def test_appended_garbage_after_a_valid_log_is_moved_aside(ckpt: Path) -> None:
     build_log(ckpt, [2])
-    with open(ckpt / LOG_NAME, "ab") as f:
+    with open(store_dir(ckpt) / LOG_NAME, "ab") as f:
         f.write(b'{"half": "a line that never got compres')
     with Ledger.open(ckpt) as ledger:
         assert ledger.last_seq == 2 and len(ledger.recovered) == 1
@@ -137,10 +138,10 @@ def test_appended_garbage_after_a_valid_log_is_moved_aside(ckpt: Path) -> None:
 def test_verify_is_read_only_and_reports_a_torn_tail(ckpt: Path) -> None:
     build_log(ckpt, [2, 2])
     torn_append(ckpt)
-    raw = (ckpt / LOG_NAME).read_bytes()
+    raw = (store_dir(ckpt) / LOG_NAME).read_bytes()
     report = Ledger.open_readonly(ckpt).verify()
     assert not report.ok and report.torn_tail and report.first_bad_seq == 5
-    assert (ckpt / LOG_NAME).read_bytes() == raw and torn_files(ckpt) == []
+    assert (store_dir(ckpt) / LOG_NAME).read_bytes() == raw and torn_files(ckpt) == []
 
 
 def test_a_read_only_open_says_once_that_it_left_a_torn_tail(ckpt: Path, caplog) -> None:
@@ -160,10 +161,10 @@ def _cli_verify(ckpt: Path) -> subprocess.CompletedProcess:
 
 def test_flipped_byte_in_the_middle_names_the_first_bad_seq(ckpt: Path) -> None:
     bounds = build_log(ckpt, [3, 3, 3, 3])
-    raw = bytearray((ckpt / LOG_NAME).read_bytes())
+    raw = bytearray((store_dir(ckpt) / LOG_NAME).read_bytes())
     start, end, before = bounds[1]
     raw[(start + end) // 2] ^= 0x01
-    (ckpt / LOG_NAME).write_bytes(bytes(raw))
+    (store_dir(ckpt) / LOG_NAME).write_bytes(bytes(raw))
     report = Ledger.open_readonly(ckpt).verify()
     assert not report.ok and not report.torn_tail
     assert report.first_bad_seq == before + 1 and report.offset == start
@@ -178,9 +179,9 @@ def test_flipped_byte_in_the_middle_names_the_first_bad_seq(ckpt: Path) -> None:
 
 
 def _rewrite_lines(ckpt: Path, edit) -> None:
-    lines = gzip.decompress((ckpt / LOG_NAME).read_bytes()).splitlines(keepends=True)
+    lines = gzip.decompress((store_dir(ckpt) / LOG_NAME).read_bytes()).splitlines(keepends=True)
     c = zlib.compressobj(6, zlib.DEFLATED, 31)
-    (ckpt / LOG_NAME).write_bytes(c.compress(b"".join(edit(lines))) + c.flush())
+    (store_dir(ckpt) / LOG_NAME).write_bytes(c.compress(b"".join(edit(lines))) + c.flush())
 
 
 @pytest.mark.parametrize(
@@ -236,7 +237,7 @@ def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
     assert result.returncode == 1
     assert "rolled back: the log ends at seq 4, but memory_ledger.jsonl.gz.head records seq 6" in result.stdout
     assert "rolled back: the log ends at seq 4, but memory_projection.snapshot.zst records seq 6" in result.stdout
-    snapshot = (ckpt / SNAPSHOT_NAME).read_bytes()
+    snapshot = (store_dir(ckpt) / SNAPSHOT_NAME).read_bytes()
     for attempt in ("with the head file", "without it"):
         search = _cli("search", str(ckpt), "--node", "root", "entry")
         assert search.returncode == 2 and search.stderr.startswith("error: the log ends at seq 4"), (
@@ -244,9 +245,9 @@ def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
             search.stderr,
         )
         assert "accept-rollback" in search.stderr and "Traceback" not in search.stderr
-        assert (ckpt / SNAPSHOT_NAME).read_bytes() == snapshot  # nothing rebuilt over the evidence
+        assert (store_dir(ckpt) / SNAPSHOT_NAME).read_bytes() == snapshot  # nothing rebuilt over the evidence
         assert _cli_verify(ckpt).returncode == 1
-        (ckpt / (LOG_NAME + ".head")).unlink(missing_ok=True)  # an attacker removes the head file too
+        (store_dir(ckpt) / (LOG_NAME + ".head")).unlink(missing_ok=True)  # an attacker removes the head file too
     status = _cli("status", str(ckpt), "--json")
     assert (
         status.returncode == 1
@@ -254,9 +255,9 @@ def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
     )
     accepted = _cli("verify", str(ckpt), "--accept-rollback")
     assert accepted.returncode == 0 and "memory_projection.snapshot.zst moved to" in accepted.stdout
-    [aside] = ckpt.glob(SNAPSHOT_NAME + ".rolled-back-*")
+    [aside] = store_dir(ckpt).glob(SNAPSHOT_NAME + ".rolled-back-*")
     assert aside.read_bytes() == snapshot  # the lost texts are still in it
-    record = json.loads((ckpt / (LOG_NAME + ".rollbacks")).read_text())
+    record = json.loads((store_dir(ckpt) / (LOG_NAME + ".rollbacks")).read_text())
     assert record["anchored_at"]["seq"] == 4 and len(record["accepted"]) == 1
     assert _cli_verify(ckpt).returncode == 0
     reopened = MemoryBackend(ckpt)
@@ -269,7 +270,7 @@ def _resign(ckpt: Path, edit) -> None:
     from ledger.chain import sign
     from ledger.events import UnsignedEvent
 
-    raw = [json.loads(line) for line in gzip.decompress((ckpt / LOG_NAME).read_bytes()).splitlines()]
+    raw = [json.loads(line) for line in gzip.decompress((store_dir(ckpt) / LOG_NAME).read_bytes()).splitlines()]
     prev, lines = "", []
     for obj in raw:
         obj.pop("hash")
@@ -279,7 +280,7 @@ def _resign(ckpt: Path, edit) -> None:
         prev = event.hash
         lines.append(line)
     c = zlib.compressobj(6, zlib.DEFLATED, 31)
-    (ckpt / LOG_NAME).write_bytes(c.compress(b"".join(lines)) + c.flush())
+    (store_dir(ckpt) / LOG_NAME).write_bytes(c.compress(b"".join(lines)) + c.flush())
 
 
 def test_a_rewrite_with_recomputed_hashes_is_caught_by_anchors_outside_the_log(ckpt: Path, tmp_path: Path) -> None:
@@ -295,8 +296,8 @@ def test_a_rewrite_with_recomputed_hashes_is_caught_by_anchors_outside_the_log(c
     both = _cli("verify", str(ckpt), "--head", manifest["last_hash"], "--head", middle.hash[:16])
     assert both.returncode == 0 and f"head {middle.hash[:12]}…: seq 3 of 6" in both.stdout
     _resign(ckpt, lambda e: {**e, "body": {**e["body"], "text": e["body"]["text"].replace("member 0", "MEMBER 0")}})
-    (ckpt / (LOG_NAME + ".head")).unlink()  # the rewriter removes the head file too
-    (ckpt / (LOG_NAME + ".idx")).unlink()
+    (store_dir(ckpt) / (LOG_NAME + ".head")).unlink()  # the rewriter removes the head file too
+    (store_dir(ckpt) / (LOG_NAME + ".idx")).unlink()
     assert Ledger.open_readonly(ckpt).verify().ok  # a valid chain on its own
     result = _cli("verify", str(ckpt), "--head", manifest["last_hash"])
     assert result.returncode == 1
@@ -310,12 +311,12 @@ def test_a_rewrite_with_recomputed_hashes_is_caught_by_anchors_outside_the_log(c
 
 def test_a_log_removed_under_its_head_file_is_refused_not_recreated(ckpt: Path) -> None:
     build_log(ckpt, [2])
-    (ckpt / LOG_NAME).unlink()
+    (store_dir(ckpt) / LOG_NAME).unlink()
     with pytest.raises(
         RollbackDetected, match=r"memory_ledger.jsonl.gz is missing, but memory_ledger.jsonl.gz.head records seq 2"
     ):
         Ledger.open(ckpt)
-    assert not (ckpt / LOG_NAME).exists()
+    assert not (store_dir(ckpt) / LOG_NAME).exists()
     assert Ledger.accept_rollback(ckpt)[0].startswith("memory_ledger.jsonl.gz is missing")
     with Ledger.open(ckpt) as ledger:
         assert ledger.last_seq == 0
@@ -328,23 +329,23 @@ def test_a_log_deleted_with_its_head_file_is_still_caught_by_the_snapshot(ckpt: 
     backend = MemoryBackend(ckpt)
     backend.add_memory("root", "remembered by the snapshot", current_node="root")
     backend.close()
-    (ckpt / LOG_NAME).unlink()
-    (ckpt / (LOG_NAME + ".head")).unlink()
+    (store_dir(ckpt) / LOG_NAME).unlink()
+    (store_dir(ckpt) / (LOG_NAME + ".head")).unlink()
     with pytest.raises(
         RollbackDetected, match=r"the log ends at seq 0, but memory_projection.snapshot.zst records seq 1"
     ):
         MemoryBackend(ckpt)
     accepted = _cli("verify", str(ckpt), "--accept-rollback")
     assert accepted.returncode == 0 and "memory_projection.snapshot.zst moved to" in accepted.stdout, accepted
-    assert list(ckpt.glob(SNAPSHOT_NAME + ".rolled-back-*"))
+    assert list(store_dir(ckpt).glob(SNAPSHOT_NAME + ".rolled-back-*"))
     MemoryBackend(ckpt).close()
 
 
 def test_a_log_cut_back_under_an_open_writer_is_refused(ckpt: Path) -> None:
     build_log(ckpt, [2, 2])
-    raw = (ckpt / LOG_NAME).read_bytes()
+    raw = (store_dir(ckpt) / LOG_NAME).read_bytes()
     with Ledger.open(ckpt) as ledger:
-        with open(ckpt / LOG_NAME, "r+b") as f:
+        with open(store_dir(ckpt) / LOG_NAME, "r+b") as f:
             f.truncate(len(raw) // 2)
         with pytest.raises(RollbackDetected, match="shrank from"):
             ledger.append("root", "memory_added", {"text": "would fork the chain"}, current_node="root")
@@ -358,14 +359,14 @@ def test_recovery_at_any_torn_offset_property(tmp_path: Path, batches: list[int]
     with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
         source, ckpt = Path(tmp) / "s", Path(tmp) / "c"
         bounds = build_log(source, batches)
-        original = (source / LOG_NAME).read_bytes()
+        original = (store_dir(source) / LOG_NAME).read_bytes()
         cut = bounds[-2][0] + int(where * (len(original) - bounds[-2][0]))
-        ckpt.mkdir()
-        (ckpt / LOG_NAME).write_bytes(original[:cut])
+        store_dir(ckpt).mkdir(parents=True)
+        (store_dir(ckpt) / LOG_NAME).write_bytes(original[:cut])
         start, _end, kept = max(b for b in bounds if b[0] <= cut)
         with Ledger.open(ckpt) as ledger:
             assert ledger.last_seq == kept
-            assert (ckpt / LOG_NAME).read_bytes() == original[:start]
+            assert (store_dir(ckpt) / LOG_NAME).read_bytes() == original[:start]
             saved = b"".join(p.read_bytes() for p in torn_files(ckpt))
             assert saved == original[start:cut]
             assert ledger.append("root", "memory_added", {"text": "next"}, current_node="root").seq == kept + 1

@@ -33,6 +33,7 @@ import pytest
 
 from ledger import Ledger, LedgerError
 from ledger.errors import LedgerReadOnly
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME, scan_members
 from support.env import subprocess_env
 
@@ -128,7 +129,7 @@ def test_sigkill_loop_on_appends_and_batches(ckpt: Path) -> None:
     assert not missing, f"{len(missing)} acknowledged events lost"
     acknowledged = set(acked)
     assert [i for i in stored if i in acknowledged] == acked  # in the order they were acknowledged
-    torn = sorted(ckpt.glob(LOG_NAME + ".torn-*"))
+    torn = sorted(store_dir(ckpt).glob(LOG_NAME + ".torn-*"))
     figures(
         "sigkill-ledger",
         kills=rounds,
@@ -153,7 +154,7 @@ def test_sigkill_loop_on_the_backend(ckpt: Path) -> None:
     served = {e["entry_id"] for e in backend.get_node_memory("root")["entries"]}
     assert set(acked) <= served
     backend.close()  # a save, which also removes temporary files killed saves left
-    assert list(ckpt.glob(SNAPSHOT_NAME + ".*.tmp")) == []
+    assert list(store_dir(ckpt).glob(SNAPSHOT_NAME + ".*.tmp")) == []
     with Ledger.open_readonly(ckpt) as ledger:
         check = check_snapshot(ledger)
         assert check.problem is None and check.rollback is None and check.cursor == ledger.last_seq
@@ -245,7 +246,7 @@ def damaged_copy(source: Path, scratch: Path, name: str, change) -> Iterator[Pat
     target = scratch / "case"
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target)
-    path = target / name
+    path = store_dir(target) / name
     path.write_bytes(change(path.read_bytes()))
     yield target
 
@@ -277,7 +278,7 @@ def test_flip_and_cut_sweep_over_the_log(ckpt: Path, tmp_path: Path) -> None:
     """Every flip and every cut of an acknowledged log is detected by verify and refused by an
     open (nothing moved aside), or harmless: the events read back are exactly the originals."""
     truth = build_log(ckpt, 14, seed=1)
-    size = (ckpt / LOG_NAME).stat().st_size
+    size = (store_dir(ckpt) / LOG_NAME).stat().st_size
     rnd = random.Random(3)
     cases = sweep_cases(size, 30 * SCALE, 30 * SCALE, rnd)
     outcome = {"detected": 0, "harmless": 0}
@@ -292,7 +293,9 @@ def test_flip_and_cut_sweep_over_the_log(ckpt: Path, tmp_path: Path) -> None:
                 refused = False
             except LedgerError:
                 refused = True
-            assert list(case.glob(LOG_NAME + ".torn-*")) == [], f"{kind} at {pos}: acknowledged bytes moved aside"
+            assert list(store_dir(case).glob(LOG_NAME + ".torn-*")) == [], (
+                f"{kind} at {pos}: acknowledged bytes moved aside"
+            )
             if report.ok and not report.rollback:
                 assert not refused and read_back == truth, f"{kind} at {pos} served other events"
                 outcome["harmless"] += 1
@@ -316,7 +319,7 @@ def test_flip_and_cut_sweep_over_the_snapshot(ckpt: Path, tmp_path: Path) -> Non
         )
     truth = {n: [e["text"] for e in es] for n, es in backend.list_all_nodes()["by_node"].items()}
     backend.close()
-    size = (ckpt / SNAPSHOT_NAME).stat().st_size
+    size = (store_dir(ckpt) / SNAPSHOT_NAME).stat().st_size
     rnd = random.Random(5)
     cases = sweep_cases(size, 20 * SCALE, 10 * SCALE, rnd)
     embedder = get_embedder()
@@ -336,7 +339,7 @@ def test_flip_and_cut_sweep_over_the_snapshot(ckpt: Path, tmp_path: Path) -> Non
 def test_flip_and_cut_sweep_over_the_index(ckpt: Path, tmp_path: Path) -> None:
     truth = build_log(ckpt, 24, seed=7, big=True)  # ~1.2 MB: several index records
     idx = LOG_NAME + ".idx"
-    size = (ckpt / idx).stat().st_size
+    size = (store_dir(ckpt) / idx).stat().st_size
     assert size >= 4 * 16
     rnd = random.Random(9)
     cases = sweep_cases(size, 10 * SCALE, 5 * SCALE, rnd)
@@ -416,7 +419,7 @@ def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
         backend.health()  # folds everything; the snapshot cannot be saved on the full disk
         assert backend.session.projector.save() is None
         backend.close()
-        assert list(ckpt.glob(SNAPSHOT_NAME + ".*.tmp")) == []
+        assert list(store_dir(ckpt).glob(SNAPSHOT_NAME + ".*.tmp")) == []
         filler.unlink()
         with Ledger.open(ckpt) as ledger:
             assert ledger.append("root", "memory_added", {"text": "after freeing space"}, current_node="root")
@@ -436,7 +439,7 @@ def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None
         for i in range(8):
             backend.add_memory("root", f"entry {i}", current_node="root")
         backend.close()
-        with open(ckpt / LOG_NAME, "ab") as f:  # and a torn tail nobody may move aside now
+        with open(store_dir(ckpt) / LOG_NAME, "ab") as f:  # and a torn tail nobody may move aside now
             f.write(b"\x1f\x8b\x08\x00torn")
         subprocess.run(["mount", "-o", "remount,ro", str(fs)], check=True)
         before = tree_digest(ckpt)
@@ -504,7 +507,7 @@ def test_reading_commands_never_modify_the_checkpoint(ckpt: Path, tmp_path: Path
     for i in range(12):
         backend.add_memory("root", f"entry {i}", current_node="root")
     backend.close()
-    with open(ckpt / LOG_NAME, "rb") as f:
+    with open(store_dir(ckpt) / LOG_NAME, "rb") as f:
         last = list(scan_members(f))[-1]
     states = {
         "healthy": (LOG_NAME, lambda raw: raw),

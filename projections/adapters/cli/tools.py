@@ -11,8 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ledger import InvalidInput
-from ledger.log import LOG_NAME
+from ledger import InvalidInput, layout
 from projections.adapters.cli.framework import EXIT_OK, checkpoint_arg, command, console, emit
 from projections.adapters.cli.memory import open_backend
 from projections.api.backend import MemoryBackend
@@ -31,7 +30,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from projections.api.lineage import lineage_data, render_tree
 
     out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))
-    if (out / "checkpoint" / LOG_NAME).exists() or (out / "experiments").exists():
+    if layout.has_ledger(out / "checkpoint") or (out / "experiments").exists():
         raise InvalidInput("dir", f"{out} already holds a demo; pass a new directory")
     out.mkdir(parents=True, exist_ok=True)
     experiments = copy_run(FIXTURE_RUN, out)

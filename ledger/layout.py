@@ -1,0 +1,130 @@
+"""Where a checkpoint's memory files live: one subdirectory, out of ARI's way.
+
+ARI's loop copies every top-level *file* of the checkpoint that its ``PathManager.META_FILES``
+does not name into each node's work dir (and the node report then lists them as the node's
+files), but it never copies a subdirectory. So everything this project writes lives in
+``{checkpoint}/memory_ledger/`` — the log, its head file, side index, snapshot, set-aside and
+rollback records — which ``cp -r`` still carries. The files ARI itself names stay where ARI
+reads them (``memory_access.jsonl``, ``memory_backup.jsonl.gz``, ``verified_context.json``).
+
+Checkpoints written before (the same files at the top level) keep working: reading commands
+find the log in either place, and the first writable open moves the old files in, under a
+lock, one atomic rename each, so several processes may open at once and a crash at any point
+leaves a checkpoint that opens (each file is in exactly one of the two places).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import logging
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+
+from .log import LOG_NAME, fsync_dir
+
+log = logging.getLogger("ledger")
+
+STORE_DIR = "memory_ledger"
+SNAPSHOT_NAME = "memory_projection.snapshot.zst"  # the local projection's snapshot, beside the log
+
+# What earlier versions wrote at the checkpoint's top level: the log and every file named
+# after it (.head, .idx, .rollbacks, .torn-*, .rolled-back-*), the snapshot and its leftovers.
+_LEGACY = re.compile(rf"^(?:{re.escape(LOG_NAME)}|{re.escape(SNAPSHOT_NAME)})(?:\..+)?$")
+
+# Files that are memory, never a node's evidence: this project's, and ARI's own memory files
+# (the backup, the access log and its rotations, the v0.5 store and trace, the paper context).
+_MEMORY_FILE = re.compile(
+    r"^(?:memory_ledger\.jsonl\.gz|memory_projection\.snapshot\.zst|memory_backup\.jsonl\.gz"
+    r"|memory_store\.jsonl|memory\.json|verified_context\.json)(?:\..+)?$"
+    r"|^memory_access(?:\.[^/]+)?\.jsonl$|^memory_access\.summary\.json$"
+)
+
+
+def store_dir(checkpoint_dir: str | Path) -> Path:
+    """``{checkpoint}/memory_ledger``: where this project's files of a checkpoint live."""
+    return Path(checkpoint_dir) / STORE_DIR
+
+
+def log_path(checkpoint_dir: str | Path) -> Path:
+    """The checkpoint's log as it is on disk: in the store directory, or at the top level for a
+    checkpoint not yet moved; the store directory's path when there is none yet."""
+    new = store_dir(checkpoint_dir) / LOG_NAME
+    if new.exists():
+        return new
+    old = Path(checkpoint_dir) / LOG_NAME
+    return old if old.exists() else new
+
+
+def has_ledger(checkpoint_dir: str | Path) -> bool:
+    """True when the checkpoint holds a log, in either layout."""
+    return log_path(checkpoint_dir).exists()
+
+
+def is_memory_file(path: str) -> bool:
+    """True for a path naming a memory file (this project's or ARI's), which is never evidence:
+    by its name, or by lying in a ``memory_ledger/`` directory."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    return bool(parts) and (_MEMORY_FILE.match(parts[-1]) is not None or STORE_DIR in parts[:-1])
+
+
+def move_legacy_files(checkpoint_dir: str | Path) -> list[str]:
+    """Move the files an earlier version left at the top level into the store directory.
+
+    Called by every writable open; costs one directory listing when there is nothing to move.
+    Under a lock on the store directory, so concurrent openers move each file once; the log
+    goes first and each file is one ``rename``, so whatever a crash interrupts, the next open
+    finishes. A file whose name is already taken in the store directory is kept beside it as
+    ``<name>.pre-move-<stamp>``, never written over. Returns one line per file moved.
+    """
+    top = Path(checkpoint_dir)
+    if not _legacy_files(top):
+        return []
+    store = store_dir(top)
+    store.mkdir(exist_ok=True)
+    moved = []
+    with _locked(store):
+        for name in sorted(_legacy_files(top), key=lambda n: (n != LOG_NAME, n)):
+            target = store / name
+            if target.exists():
+                stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+                target = store / f"{name}.pre-move-{stamp}"
+            try:
+                os.rename(top / name, target)
+            except FileNotFoundError:
+                continue
+            moved.append(f"{name} -> {STORE_DIR}/{target.name}")
+        if moved:
+            fsync_dir(store)
+            fsync_dir(top)
+    if moved:
+        log.warning("%s: moved the memory's files into %s/ (out of ARI's node work dirs): %s", top, STORE_DIR, moved)
+    return moved
+
+
+def _legacy_files(top: Path) -> list[str]:
+    try:
+        with os.scandir(top) as entries:
+            return [e.name for e in entries if _LEGACY.match(e.name) and e.is_file(follow_symlinks=False)]
+    except FileNotFoundError:
+        return []
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """An exclusive lock on ``directory`` (a no-op where the file system has no ``flock``:
+    each move is still one rename that never overwrites a file this version wrote)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK):
+                raise
+        yield
+    finally:
+        os.close(fd)
