@@ -23,6 +23,7 @@ import msgspec
 
 from ledger.errors import InvalidInput
 from ledger.events import Finding, is_sha256
+from ledger.layout import is_memory_file
 
 SOURCE_ROLE = "source"
 _CHUNK = 1 << 20
@@ -38,7 +39,8 @@ def artifact_refs(report: Mapping[str, Any], work_dir: Path) -> Provenance:
 
     Hashes recorded in the report are kept as they are (the audit checks them); a listed
     file without one is hashed now if it is a regular file inside the work dir. Deleted and
-    inherited files get no ref: they are not this node's evidence. When a path is listed
+    inherited files get no ref: they are not this node's evidence, and neither is a memory
+    file (the log, its snapshot, ARI's backup or access log: :func:`ledger.layout.is_memory_file`). When a path is listed
     twice the first recorded hash wins and an artifact role replaces the generic "source".
     """
     work = Path(work_dir)
@@ -46,6 +48,9 @@ def artifact_refs(report: Mapping[str, Any], work_dir: Path) -> Provenance:
     findings: list[Finding] = []
     merged: dict[str, dict[str, Any]] = {}
     for where, raw, sha, role in _candidates(report, findings):
+        if is_memory_file(raw):  # ARI's loop may have copied memory files into the work dir
+            findings.append(Finding(f"{where}.path", f"{raw} is a memory file, not the node's evidence; left out"))
+            continue
         path, target = _place(work, base, raw, where, findings)
         if path in merged:
             old = merged[path]

@@ -290,3 +290,21 @@ def test_good_refs_and_free_text_have_no_findings():
         == []
     )
     assert inspect_metadata({"type": "result_summary", "metrics": {"g": "not checked"}}) == []
+
+
+def test_memory_files_copied_into_the_work_dir_are_never_evidence(tmp_path):
+    """ARI's loop copied an older layout's top-level memory files into every node's work dir, its
+    node report listed them, and consolidation cited them: they are left out, with a finding."""
+    (tmp_path / "run.c").write_text("int main(void) { return 0; }\n")
+    memory = ["memory_ledger.jsonl.gz", "memory_ledger.jsonl.gz.head", "memory_projection.snapshot.zst"]
+    for name in memory:
+        (tmp_path / name).write_bytes(b"")
+    report = {
+        "files_changed": {
+            "added": [{"path": p, "sha256": hashlib.sha256(b"").hexdigest()} for p in [*memory, "run.c"]]
+        },
+        "artifacts": [{"path": "memory_backup.jsonl.gz", "role": "log"}, {"path": "memory_ledger/x", "role": "log"}],
+    }
+    prov = artifact_refs(report, tmp_path)
+    assert [r["path"] for r in prov.refs] == ["run.c"]
+    assert len(prov.findings) == 5 and all("is a memory file" in f.reason for f in prov.findings)
