@@ -39,6 +39,14 @@ def audit_ref(work_dir: Path, path: str, recorded: str | None) -> tuple[str | No
     return current, "verified" if current == recorded else "mismatch"
 
 
+def experiments_roots(checkpoint_dir: str | Path) -> list[Path]:
+    """Where a checkpoint's node work dirs (``<root>/<run_id>/<node_id>``) may be, in order:
+    ``experiments`` inside it or beside it, and ARI's layout, ``<workspace>/experiments``
+    beside ``<workspace>/checkpoints/<run_id>``."""
+    ckpt = Path(checkpoint_dir).resolve()
+    return [ckpt / "experiments", ckpt.parent / "experiments", ckpt.parent.parent / "experiments"]
+
+
 def check_run_id(run_id: object, field: str = "run_id") -> str:
     """A run id is one directory name under the experiments root, never a path."""
     if not isinstance(run_id, str) or run_id in ("", ".", "..") or "/" in run_id or "\\" in run_id or "\x00" in run_id:

@@ -1,8 +1,8 @@
 """The lineage of a checkpoint: its tree, with per-node memory counts, metrics and claims.
 
 One data structure feeds the ``tree`` command, the HTML report (R30) and the demo. Status
-and headline metric come from the node's consolidated entries (a failure_case means the
-node failed) and, when an experiments directory is given, from its node_report.json.
+comes from the node's newest consolidated outcome (experiment_result or failure_case), the
+headline metric from its node_report.json when an experiments directory is given.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
             None,
         )
         report = _report(experiments_root, run_id, nid)
-        status = "failed" if kinds.get("failure_case") else "success" if kinds.get("experiment_result") else "unknown"
+        status = _latest_status(entries)
         metric = headline_metric(report.get("metrics") or {}, primary) if report is not None else None
         claims = verified_context(entries, repro)["claims"]
         nodes.append(
@@ -79,6 +79,13 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
         "best_lineage": verified.get("lineage", []),
         "nodes": nodes,
     }
+
+
+def _latest_status(entries: list[Any]) -> str:
+    """The node's newest outcome in log order: a node that failed and then succeeded on
+    ``ari resume`` is a success (and the other way round)."""
+    outcome = {"experiment_result": "success", "failure_case": "failed"}
+    return next((outcome[e.kind] for e in reversed(entries) if e.kind in outcome), "unknown")
 
 
 def _read_verified(checkpoint: Path) -> dict[str, Any]:

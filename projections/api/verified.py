@@ -27,7 +27,7 @@ from ledger import InvalidInput, config
 from ledger.events import is_sha256
 from ledger.typed import evidence_refs
 from projections.api import checks
-from projections.api.audit import audit_ref, check_run_id
+from projections.api.audit import audit_ref, check_run_id, experiments_roots
 from projections.api.context import ExperimentContext
 from projections.api.session import Session
 from projections.api.shapes import Claim, Evidence, VerifiedContextView
@@ -227,13 +227,8 @@ class VerifiedContext:
         return ctx
 
     def _experiments_roots(self, given: str | Path | None) -> list[Path]:
-        """Where node work dirs may be: the given root, else ARI's layout
-        (``<root>/checkpoints/<run>`` beside ``<root>/experiments``) or ``experiments`` beside
-        the checkpoint."""
-        if given is not None:
-            return [Path(given)]
-        ckpt = self.session.checkpoint_dir.resolve()
-        return [ckpt.parent.parent / "experiments", ckpt.parent / "experiments"]
+        """Where node work dirs may be: the given root, else :func:`experiments_roots`."""
+        return [Path(given)] if given is not None else experiments_roots(self.session.checkpoint_dir)
 
     def write(self, nodes: Iterable[Mapping[str, Any]], experiments_root: str | Path | None) -> Path | None:
         """Pick the best node, take its root→best lineage, write ``verified_context.json``.

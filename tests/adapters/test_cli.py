@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from ledger.layout import store_dir
 from ledger.log import LOG_NAME
+from projections.api.backend import MemoryBackend
 from support.env import subprocess_env
 
 
@@ -36,7 +39,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_demo_writes_the_checkpoint_verified_context_and_report(demo: Path) -> None:
-    assert (demo / "checkpoint" / LOG_NAME).exists()
+    assert (store_dir(demo / "checkpoint") / LOG_NAME).exists()
     ctx = json.loads((demo / "checkpoint" / "verified_context.json").read_text())
     assert ctx["best_node"] == "node_A2"
     html = (demo / "report.html").read_text()
@@ -88,8 +91,8 @@ def test_export_import_round_trip(demo: Path, tmp_path: Path) -> None:
     bundle = tmp_path / "bundle.tar"
     assert cli("export", str(demo / "checkpoint"), str(bundle)).returncode == 0
     assert cli("import", str(bundle), str(tmp_path / "restored")).returncode == 0
-    original = gzip.decompress((demo / "checkpoint" / LOG_NAME).read_bytes())
-    assert gzip.decompress((tmp_path / "restored" / LOG_NAME).read_bytes()) == original
+    original = gzip.decompress((store_dir(demo / "checkpoint") / LOG_NAME).read_bytes())
+    assert gzip.decompress((store_dir(tmp_path / "restored") / LOG_NAME).read_bytes()) == original
     again = cli("import", str(bundle), str(tmp_path / "restored"))
     assert again.returncode == 2 and "already has a ledger" in again.stderr
     tampered = tmp_path / "bad.tar"
@@ -99,10 +102,10 @@ def test_export_import_round_trip(demo: Path, tmp_path: Path) -> None:
 
 def _corrupt(tmp_path: Path, demo: Path) -> Path:
     ckpt = tmp_path / "corrupt"
-    ckpt.mkdir()
-    raw = bytearray((demo / "checkpoint" / LOG_NAME).read_bytes())
+    store_dir(ckpt).mkdir(parents=True)
+    raw = bytearray((store_dir(demo / "checkpoint") / LOG_NAME).read_bytes())
     raw[len(raw) // 3] ^= 0xFF
-    (ckpt / LOG_NAME).write_bytes(bytes(raw))
+    (store_dir(ckpt) / LOG_NAME).write_bytes(bytes(raw))
     return ckpt
 
 
@@ -159,3 +162,35 @@ def test_every_command_has_help() -> None:
 def test_restore_without_letta_is_a_clear_error(demo: Path) -> None:
     run = cli("restore", str(demo / "checkpoint"))
     assert run.returncode == 2 and run.stderr.startswith("error: LETTA_BASE_URL: is not set")
+
+
+def test_audit_and_verified_find_aris_experiments_beside_its_checkpoints(demo: Path, tmp_path: Path) -> None:
+    """ARI keeps ``<workspace>/checkpoints/<run_id>`` beside ``<workspace>/experiments/<run_id>``."""
+    run_id = "run_20261128_stencil"
+    workspace = tmp_path / "workspace"
+    shutil.copytree(demo / "checkpoint", workspace / "checkpoints" / run_id)
+    shutil.copytree(demo / "experiments", workspace / "experiments")
+    ckpt = str(workspace / "checkpoints" / run_id)
+    explicit = cli("audit", ckpt, "--experiments", str(workspace / "experiments"), "--json")
+    found = cli("audit", ckpt, "--json")
+    assert found.returncode == explicit.returncode and json.loads(found.stdout) == json.loads(explicit.stdout)
+    assert json.loads(found.stdout)["summary"]["verified"] > 0
+    verified = json.loads(cli("verified", ckpt, "--node", "node_A2", "--json").stdout)
+    assert any(c["evidence"] in ("verified", "rerun_passed") for c in verified["claims"])
+
+
+def test_tree_shows_a_nodes_latest_outcome(tmp_path: Path) -> None:
+    """A node that failed and then succeeded on ``ari resume`` is a success, and the other way round."""
+    ckpt = tmp_path / "ckpt"
+    backend = MemoryBackend(ckpt)
+    backend.add_failure_case("node_A", "build failed: missing -fopenmp", current_node="node_A")
+    backend.add_experiment_result(
+        "node_A", "GFlops_per_s=9.87", {"name": "GFlops_per_s", "value": 9.87}, current_node="node_A"
+    )
+    backend.add_experiment_result(
+        "node_B", "GFlops_per_s=3.1", {"name": "GFlops_per_s", "value": 3.1}, current_node="node_B"
+    )
+    backend.add_failure_case("node_B", "rerun crashed", current_node="node_B")
+    backend.close()
+    nodes = {n["node_id"]: n["status"] for n in json.loads(cli("tree", str(ckpt), "--json").stdout)["nodes"]}
+    assert nodes == {"node_A": "success", "node_B": "failed"}

@@ -12,10 +12,10 @@ from typing import Any
 
 from rich.table import Table
 
-from ledger import InvalidInput, LedgerNotFound
+from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.bundle import check_output_path
-from ledger.log import LOG_NAME
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
+from projections.api.audit import experiments_roots
 from projections.api.backend import MemoryBackend
 from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, render_grounded_block
 
@@ -23,8 +23,8 @@ from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, render_gro
 def open_backend(path: str) -> MemoryBackend:
     """An existing checkpoint, opened only to read it: a command for people changes nothing
     in the directory (no recovery, no snapshot, no access-log line)."""
-    if not (Path(path) / LOG_NAME).exists():
-        raise LedgerNotFound(f"no ledger at {Path(path) / LOG_NAME} (is {path} a checkpoint directory?)")
+    if not layout.has_ledger(path):
+        raise LedgerNotFound(f"no ledger at {layout.log_path(path)} (is {path} a checkpoint directory?)")
     return MemoryBackend(path, readonly=True)
 
 
@@ -141,7 +141,9 @@ def cmd_verified(args: argparse.Namespace) -> int:
 def _audit_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     p.add_argument(
-        "--experiments", default=None, help="experiments root (default: CKPT/experiments or CKPT/../experiments)"
+        "--experiments",
+        default=None,
+        help="experiments root (default: CKPT/experiments, CKPT/../experiments, or ARI's CKPT/../../experiments)",
     )
     p.add_argument("--run-id", default=None)
 
@@ -164,10 +166,12 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def _experiments_root(ckpt: Path, given: str | None) -> Path:
     if given:
         return Path(given)
-    for candidate in (ckpt / "experiments", ckpt.parent / "experiments"):
+    for candidate in experiments_roots(ckpt):
         if candidate.is_dir():
             return candidate
-    raise InvalidInput("--experiments", f"no experiments directory next to {ckpt}; pass --experiments DIR")
+    raise InvalidInput(
+        "--experiments", f"no experiments directory in, beside or (ARI's layout) above {ckpt}; pass --experiments DIR"
+    )
 
 
 def _tree_args(p: argparse.ArgumentParser) -> None:
