@@ -131,8 +131,11 @@ class NodeStarted(Body):
     label: str = "other"
     depth: int = 0
     eval_summary: str | None = None
+    origin: dict[str, Any] | None = None  # where the event came from when not from its caller (a repair)
 
     def check(self) -> None:
+        if self.origin is not None:
+            check_metadata(self.origin, "body.origin")
         if self.parent_id is not None:
             check_node_id(self.parent_id, "body.parent_id")
         for i, aid in enumerate(self.ancestor_ids):
@@ -226,9 +229,12 @@ class NodeCleared(Body):
 
     type_name: ClassVar[str] = "node_cleared"
     reason: str = ""
+    origin: dict[str, Any] | None = None
 
     def check(self) -> None:
         check_text(self.reason, "body.reason")
+        if self.origin is not None:
+            check_metadata(self.origin, "body.origin")
 
 
 class CheckpointPurged(Body):
@@ -237,9 +243,12 @@ class CheckpointPurged(Body):
 
     type_name: ClassVar[str] = "checkpoint_purged"
     reason: str = ""
+    origin: dict[str, Any] | None = None
 
     def check(self) -> None:
         check_text(self.reason, "body.reason")
+        if self.origin is not None:
+            check_metadata(self.origin, "body.origin")
 
 
 BODY_TYPES: dict[str, type[Body]] = {

@@ -19,6 +19,8 @@ from ledger import Ledger, VerifyReport, config, layout
 from ledger.anchor import Anchor, AnchorUnreadable
 from ledger.events import CHECKPOINT_NODE
 from ledger.layout import SNAPSHOT_NAME
+from ledger.repair import RepairReport
+from ledger.repair import repair as repair_log
 from projections.api.verified import VERIFIED_CONTEXT_NAME
 from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
 from projections.engines.snapshot import SnapshotError, read_preamble
@@ -179,3 +181,11 @@ def _head_note(ledger: Ledger) -> str | None:
     if ledger.head_damaged_slot and anchor is not None:
         return f"one of the head file's two records is damaged; the other (seq {anchor.seq}) is used"
     return None
+
+
+def repair(checkpoint_dir: Path) -> tuple[RepairReport, list[str]]:
+    """``ari-ledger repair``: the log repaired (:func:`ledger.repair.repair`), then each derived file
+    whose anchor the repaired log no longer holds (the snapshot, verified_context.json) moved aside
+    as :func:`accept_rollback` does. Returns the repair and what was moved aside."""
+    report = repair_log(checkpoint_dir)
+    return report, accept_rollback(checkpoint_dir) if report.reason is not None else []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 
@@ -103,3 +104,25 @@ def cmd_log(args: argparse.Namespace) -> int:
                 out.write(encoder.encode(event) + b"\n")
     out.flush()
     return EXIT_OK
+
+
+@command(
+    "repair",
+    "explicitly repair a damaged log: keep the valid prefix, move the rest aside byte for byte, "
+    "re-append what can be salvaged from it (marked salvaged); exit 0 when the result verifies",
+    checkpoint_arg,
+)
+def cmd_repair(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    report, aside = state.repair(Path(args.checkpoint))
+    found = state.verify(args.checkpoint)
+    if args.json:
+        emit({"repair": dataclasses.asdict(report), "moved_aside": aside, "verify": found.as_dict()})
+    else:
+        print(
+            "\n".join(
+                [*report.lines(), *(f"moved aside: {line}" for line in aside), f"verify: {found.report.summary()}"]
+            )
+        )
+    return EXIT_OK if found.passed else EXIT_CHECK_FAILED
