@@ -36,7 +36,8 @@ from typing import Any
 import msgspec
 
 from .errors import InvalidInput
-from .events import CHECKPOINT_NODE, Finding, check_node_id, validate_body
+from .events import CHECKPOINT_NODE, check_node_id, validate_body
+from .vocabulary import Finding
 
 ARI_KINDS = ("node_scope", "react_step", "core_seed")
 _key_encoder = msgspec.json.Encoder(order="deterministic")

@@ -20,11 +20,16 @@ import threading
 import time
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, ClassVar, Literal, TypeGuard, TypeVar, get_args
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from . import typed
 from .errors import InvalidInput, UnsupportedVersion
+from .vocabulary import (
+    Finding,
+    is_sha256,
+)
 
 SCHEMA_VERSION = 2  # 2: typed fields live in ``metadata`` as ARI stores them; findings; checkpoint_purged
 
@@ -34,23 +39,8 @@ MAX_METADATA_BYTES = 1024 * 1024  # a JSON object beyond this is refused: event 
 MAX_JSON_DEPTH = 32
 TRUNCATED = "…[truncated]"  # ARI's marker for a cut ReAct step, used for every cut text
 
-KINDS = (
-    "observation",
-    "experiment_result",
-    "failure_case",
-    "procedure",
-    "reflection",
-    "artifact_summary",
-    "paper_claim",
-    "reproducibility_event",
-)
-REPRO_STATUSES = ("unverified", "rerun_passed", "rerun_failed", "paper_only_reproduced")
-ReportRole = Literal["data_output", "log", "binary", "figure", "unknown"]  # node_report.json's roles
-REPORT_ROLES: tuple[str, ...] = get_args(ReportRole)
-ARTIFACT_ROLES = (*REPORT_ROLES, "source")  # plus the files a node added or modified
 NODE_LABELS = ("draft", "improve", "debug", "ablation", "validation", "other")
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _FORBIDDEN_IN_ID = re.compile(r"[/\\\x00-\x1f\x7f\ud800-\udfff]")  # no /, \, NUL, control, lone surrogate
 
 # Node id used for checkpoint-wide events (ReAct steps, core seed, purge) written with no current node.
@@ -94,17 +84,6 @@ class Event(UnsignedEvent, frozen=True, gc=False):
         if BODY_TYPES.get(self.type) is not cls:
             raise TypeError(f"a {self.type} event's body is not a {cls.__name__}")
         return msgspec.convert(self.body, cls)
-
-
-class Finding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Something this library knows is wrong with a value it stored anyway.
-
-    ARI's hooks must never lose a write to validation stricter than ARI's, so what ARI
-    would store is stored, and what is wrong with it is recorded next to it.
-    """
-
-    field: str
-    reason: str
 
 
 # ---------------------------------------------------------------------------- bodies
@@ -384,11 +363,6 @@ def _plain_json(value: dict[Any, Any]) -> bool:
     )
 
 
-def is_sha256(value: object) -> TypeGuard[str]:
-    """True for a sha256 digest written as 64 lowercase hex characters."""
-    return isinstance(value, str) and _SHA256.fullmatch(value) is not None
-
-
 def validate_body(event_type: str, body: object) -> dict[str, Any]:
     """Validate ``body`` for ``event_type``; return its canonical dict (defaults omitted).
 
@@ -552,6 +526,3 @@ def upcast(event: Event, current: int | None = None) -> Event:
         raw = step(raw)
         raw["v"] += 1
     return Event(**raw)
-
-
-from . import typed  # noqa: E402  (the typed representation builds on the bodies above)

@@ -35,7 +35,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
-from ledger.events import Finding, ReportRole, is_sha256
+from ledger.vocabulary import Finding, ReportRole, is_sha256
 
 Label = Literal["draft", "improve", "debug", "ablation", "validation", "other"]
 ArtifactRole = ReportRole  # one list of roles, defined with the events

@@ -22,8 +22,8 @@ from typing import Any
 import msgspec
 
 from ledger.errors import InvalidInput
-from ledger.events import Finding, is_sha256
 from ledger.layout import is_memory_file
+from ledger.vocabulary import Finding, is_sha256
 
 SOURCE_ROLE = "source"
 _CHUNK = 1 << 20

@@ -9,7 +9,7 @@ library: one representation, whoever wrote the entry.
 
 What ARI accepts is stored. What this library knows is wrong with it — a sha256 that is not
 64 hex, an unknown role, an absolute or escaping path (never read), an unknown kind or
-status, a missing pointer — becomes a :class:`~ledger.events.Finding` on the entry.
+status, a missing pointer — becomes a :class:`~ledger.vocabulary.Finding` on the entry.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from .events import ARTIFACT_ROLES, KINDS, REPRO_STATUSES, Finding, is_sha256
+from .vocabulary import ARTIFACT_ROLES, KINDS, REPRO_STATUSES, Finding, is_sha256
 
 TYPED_KEYS = ("metric_ptr", "artifact_refs", "node_report_ref", "repro_target_id", "repro_status", "confidence")
 _TYPED_KEYS = frozenset(TYPED_KEYS)

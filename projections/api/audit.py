@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ledger import InvalidInput
-from ledger.events import is_sha256
 from ledger.provenance import resolve_inside, sha256_file
 from ledger.typed import evidence_refs
+from ledger.vocabulary import is_sha256
 from projections.api.session import Session
 from projections.api.shapes import AuditResult, AuditRow, AuditStatus
 

@@ -406,6 +406,11 @@ class MemoryBackend:
         return self.session.letta.flush(timeout) if self.session.letta is not None else True
 
 
+def write_verified_context(checkpoint_dir: str | Path, nodes: Iterable[Mapping[str, Any]]) -> Path | None:
+    """ARI's pipeline entry point: the checkpoint's backend writes its verified context."""
+    return get_backend(checkpoint_dir).write_verified_context(nodes)
+
+
 # ---------------------------------------------------------------------------- the cache
 
 _backends: dict[Path, MemoryBackend] = {}
@@ -456,4 +461,4 @@ def _close_all() -> None:
     clear_backend_cache()
 
 
-__all__ = ["MemoryBackend", "clear_backend_cache", "get_backend"]
+__all__ = ["MemoryBackend", "clear_backend_cache", "get_backend", "write_verified_context"]

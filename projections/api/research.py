@@ -16,9 +16,10 @@ from typing import Any, NamedTuple
 
 from ledger import CopyOnWriteViolation, InvalidInput, config
 from ledger.consolidation import plan, spec_dict
-from ledger.events import KINDS, REPRO_STATUSES, MemoryAdded, check_text
+from ledger.events import MemoryAdded, check_text
 from ledger.node_report import read_report_file
 from ledger.typed import typed_metadata
+from ledger.vocabulary import KINDS, REPRO_STATUSES
 from projections.api import checks
 from projections.api.context import ExperimentContext
 from projections.api.nodes import Nodes

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from ledger import InvalidInput, config
-from ledger.events import is_sha256
 from ledger.typed import evidence_refs
+from ledger.vocabulary import is_sha256
 from projections.api import checks
 from projections.api.audit import audit_ref, check_run_id, experiments_roots
 from projections.api.context import ExperimentContext
@@ -283,10 +283,3 @@ def _work_dir(entry: Entry, roots: list[Path]) -> Path | None:
         if candidate.is_dir():
             return candidate
     return None
-
-
-def write_verified_context(checkpoint_dir: str | Path, nodes: Iterable[Mapping[str, Any]]) -> Path | None:
-    """ARI's pipeline entry point: the checkpoint's backend writes its verified context."""
-    from projections.api.backend import get_backend
-
-    return get_backend(checkpoint_dir).write_verified_context(nodes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ledger.events import REPRO_STATUSES
+from ledger.vocabulary import REPRO_STATUSES
 from projections.models.catalog import Entry
 
 

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import InvalidInput
-from ledger.events import REPRO_STATUSES
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
+from ledger.vocabulary import REPRO_STATUSES
 from projections.adapters.demo import copy_run, replay_run
 from projections.api.backend import MemoryBackend
 from projections.api.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
