@@ -30,16 +30,17 @@ from .log import LOG_NAME, fsync_dir
 log = logging.getLogger("ledger")
 
 STORE_DIR = "memory_ledger"
-SNAPSHOT_NAME = "memory_projection.snapshot.zst"  # the local projection's snapshot, beside the log
+SNAPSHOT_NAME = "memory_projection.snapshot"  # the local projection's snapshot, beside the log
+OLD_SNAPSHOT_NAME = "memory_projection.snapshot.zst"  # its layout-1 name (it was never zstd in format 6)
 
 # What earlier versions wrote at the checkpoint's top level: the log and every file named
 # after it (.head, .idx, .rollbacks, .torn-*, .rolled-back-*), the snapshot and its leftovers.
-_LEGACY = re.compile(rf"^(?:{re.escape(LOG_NAME)}|{re.escape(SNAPSHOT_NAME)})(?:\..+)?$")
+_LEGACY = re.compile(rf"^(?:{re.escape(LOG_NAME)}|{re.escape(OLD_SNAPSHOT_NAME)})(?:\..+)?$")
 
 # Files that are memory, never a node's evidence: this project's, and ARI's own memory files
 # (the backup, the access log and its rotations, the v0.5 store and trace, the paper context).
 _MEMORY_FILE = re.compile(
-    r"^(?:memory_ledger\.jsonl\.gz|memory_projection\.snapshot\.zst|memory_backup\.jsonl\.gz"
+    r"^(?:memory_ledger\.jsonl\.gz|memory_projection\.snapshot|memory_backup\.jsonl\.gz"
     r"|memory_store\.jsonl|memory\.json|verified_context\.json)(?:\..+)?$"
     r"|^memory_access(?:\.[^/]+)?\.jsonl$|^memory_access\.summary\.json$"
 )
@@ -79,7 +80,8 @@ def move_legacy_files(checkpoint_dir: str | Path) -> list[str]:
     Under a lock on the store directory, so concurrent openers move each file once; the log
     goes first and each file is one ``rename``, so whatever a crash interrupts, the next open
     finishes. A file whose name is already taken in the store directory is kept beside it as
-    ``<name>.pre-move-<stamp>``, never written over. Returns one line per file moved.
+    ``<name>.pre-move-<stamp>``, never written over; the snapshot drops the ``.zst`` of its old
+    name (it was never compressed). Returns one line per file moved.
     """
     top = Path(checkpoint_dir)
     if not _legacy_files(top):
@@ -89,7 +91,7 @@ def move_legacy_files(checkpoint_dir: str | Path) -> list[str]:
     moved = []
     with _locked(store):
         for name in sorted(_legacy_files(top), key=lambda n: (n != LOG_NAME, n)):
-            target = store / name
+            target = store / name.replace(OLD_SNAPSHOT_NAME, SNAPSHOT_NAME, 1)
             if target.exists():
                 stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
                 target = store / f"{name}.pre-move-{stamp}"

@@ -76,7 +76,7 @@ def test_every_flipped_byte_of_the_snapshot_is_rebuilt_never_served(
         assert texts == truth
         assert "not used: unreadable" in caplog.text and "rebuilding from the log" in caplog.text
         check = check_snapshot(Ledger.open_readonly(ckpt))
-        assert check.problem and check.problem.startswith("memory_projection.snapshot.zst: unreadable")
+        assert check.problem and check.problem.startswith("memory_projection.snapshot: unreadable")
     assert len(positions) >= 20
 
 
@@ -142,7 +142,7 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
     )
     assert (
         verify.returncode == 1
-        and "problem: memory_projection.snapshot.zst: its content disagrees with the log" in verify.stdout
+        and "problem: memory_projection.snapshot: its content disagrees with the log" in verify.stdout
     )
     loaded, texts = served(ckpt)
     assert texts == truth
@@ -187,7 +187,7 @@ def test_a_killed_save_leaves_its_temporary_file_only_until_the_next_save(ckpt: 
     """(Disk full during a save is tested on a real full filesystem in test_torture.)"""
     make_checkpoint(ckpt)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    stale = ckpt / f"{SNAPSHOT_NAME}.{dead.stdout.strip()}.tmp"
+    stale = store_dir(ckpt) / f"{SNAPSHOT_NAME}.{dead.stdout.strip()}.tmp"
     stale.write_bytes(b"left by a killed save")
     with Ledger.open(ckpt) as ledger:
         p = Projector(ledger, get_embedder())

@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
-from ledger.layout import STORE_DIR, is_memory_file, log_path, move_legacy_files, store_dir
+from ledger.layout import (
+    OLD_SNAPSHOT_NAME,
+    SNAPSHOT_NAME,
+    STORE_DIR,
+    is_memory_file,
+    log_path,
+    move_legacy_files,
+    store_dir,
+)
 from ledger.log import LOG_NAME
 from projections.api.backend import MemoryBackend
 from support.env import FIXTURES, subprocess_env
@@ -45,9 +53,9 @@ def old_layout(tmp_path: Path, name: str = "old") -> tuple[Path, list[str], list
     for i in range(5):
         backend.add_memory("root", f"RESULT SUMMARY run {i}", {"type": "result_summary"}, current_node="root")
     backend.close()
-    moved = sorted(p.name for p in store_dir(ckpt).iterdir())
-    for file in moved:
-        shutil.move(store_dir(ckpt) / file, ckpt / file)
+    moved = sorted(p.name.replace(SNAPSHOT_NAME, OLD_SNAPSHOT_NAME) for p in store_dir(ckpt).iterdir())
+    for file in moved:  # layout 1 named the snapshot .zst
+        shutil.move(store_dir(ckpt) / file.replace(OLD_SNAPSHOT_NAME, SNAPSHOT_NAME), ckpt / file)
     store_dir(ckpt).rmdir()
     with Ledger.open_readonly(ckpt) as ledger:
         return ckpt, moved, [e.hash for e in ledger.events()]
@@ -71,7 +79,7 @@ def test_a_checkpoint_written_through_aris_calls_has_no_memory_file_at_its_top_l
     backend.close()  # saves the snapshot
     assert top_level_files(ckpt) <= ARI_NAMES
     assert {p.name for p in ckpt.iterdir() if p.is_dir()} == {STORE_DIR}
-    assert {"memory_ledger.jsonl.gz", "memory_ledger.jsonl.gz.head", "memory_projection.snapshot.zst"} <= {
+    assert {"memory_ledger.jsonl.gz", "memory_ledger.jsonl.gz.head", SNAPSHOT_NAME} <= {
         p.name for p in store_dir(ckpt).iterdir()
     }
     copy = tmp_path / "copy"
@@ -92,7 +100,8 @@ def test_the_first_writable_open_moves_an_old_layout_and_keeps_every_event(tmp_p
     ckpt, moved, hashes = old_layout(tmp_path)
     backend = MemoryBackend(ckpt)
     assert top_level_files(ckpt) <= ARI_NAMES
-    assert {p.name for p in store_dir(ckpt).iterdir()} >= set(moved)
+    assert {p.name for p in store_dir(ckpt).iterdir()} >= {n.replace(OLD_SNAPSHOT_NAME, SNAPSHOT_NAME) for n in moved}
+    assert OLD_SNAPSHOT_NAME in moved and backend.session.projector.loaded_from_snapshot  # kept, not rebuilt
     assert [e["text"] for e in backend.get_node_memory("root")["entries"]][-1] == "RESULT SUMMARY run 4"
     backend.add_memory("root", "after the move", {}, current_node="root")
     backend.close()
@@ -110,7 +119,7 @@ def test_a_move_interrupted_after_any_file_leaves_a_checkpoint_that_opens(tmp_pa
     assert len(order) >= 4
     store_dir(ckpt).mkdir()
     for name in order[:done]:
-        (ckpt / name).rename(store_dir(ckpt) / name)
+        (ckpt / name).rename(store_dir(ckpt) / name.replace(OLD_SNAPSHOT_NAME, SNAPSHOT_NAME))
     verify = cli("verify", str(ckpt))
     assert verify.returncode == 0, verify.stdout + verify.stderr
     with Ledger.open(ckpt) as ledger:
@@ -123,7 +132,7 @@ def test_a_move_interrupted_after_any_file_leaves_a_checkpoint_that_opens(tmp_pa
 def test_a_name_taken_in_the_store_is_kept_beside_it_never_written_over(tmp_path: Path) -> None:
     ckpt, _moved, _ = old_layout(tmp_path)
     store_dir(ckpt).mkdir()
-    stray = store_dir(ckpt) / "memory_projection.snapshot.zst"
+    stray = store_dir(ckpt) / SNAPSHOT_NAME
     stray.write_bytes(b"another snapshot")
     lines = move_legacy_files(ckpt)
     assert stray.read_bytes() == b"another snapshot"
@@ -159,6 +168,7 @@ def test_processes_opening_an_old_layout_at_once_move_it_once_and_lose_nothing(t
     [
         ("memory_ledger.jsonl.gz", True),
         ("memory_ledger.jsonl.gz.head", True),
+        ("memory_projection.snapshot", True),
         ("memory_projection.snapshot.zst", True),
         ("memory_backup.jsonl.gz", True),
         ("memory_access.jsonl", True),

@@ -236,7 +236,7 @@ def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
     result = _cli_verify(ckpt)
     assert result.returncode == 1
     assert "rolled back: the log ends at seq 4, but memory_ledger.jsonl.gz.head records seq 6" in result.stdout
-    assert "rolled back: the log ends at seq 4, but memory_projection.snapshot.zst records seq 6" in result.stdout
+    assert "rolled back: the log ends at seq 4, but memory_projection.snapshot records seq 6" in result.stdout
     snapshot = (store_dir(ckpt) / SNAPSHOT_NAME).read_bytes()
     for attempt in ("with the head file", "without it"):
         search = _cli("search", str(ckpt), "--node", "root", "entry")
@@ -250,11 +250,10 @@ def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
         (store_dir(ckpt) / (LOG_NAME + ".head")).unlink(missing_ok=True)  # an attacker removes the head file too
     status = _cli("status", str(ckpt), "--json")
     assert (
-        status.returncode == 1
-        and "memory_projection.snapshot.zst records seq 6" in json.loads(status.stdout)["alarms"][0]
+        status.returncode == 1 and "memory_projection.snapshot records seq 6" in json.loads(status.stdout)["alarms"][0]
     )
     accepted = _cli("verify", str(ckpt), "--accept-rollback")
-    assert accepted.returncode == 0 and "memory_projection.snapshot.zst moved to" in accepted.stdout
+    assert accepted.returncode == 0 and "memory_projection.snapshot moved to" in accepted.stdout
     [aside] = store_dir(ckpt).glob(SNAPSHOT_NAME + ".rolled-back-*")
     assert aside.read_bytes() == snapshot  # the lost texts are still in it
     record = json.loads((store_dir(ckpt) / (LOG_NAME + ".rollbacks")).read_text())
@@ -331,12 +330,10 @@ def test_a_log_deleted_with_its_head_file_is_still_caught_by_the_snapshot(ckpt: 
     backend.close()
     (store_dir(ckpt) / LOG_NAME).unlink()
     (store_dir(ckpt) / (LOG_NAME + ".head")).unlink()
-    with pytest.raises(
-        RollbackDetected, match=r"the log ends at seq 0, but memory_projection.snapshot.zst records seq 1"
-    ):
+    with pytest.raises(RollbackDetected, match=r"the log ends at seq 0, but memory_projection.snapshot records seq 1"):
         MemoryBackend(ckpt)
     accepted = _cli("verify", str(ckpt), "--accept-rollback")
-    assert accepted.returncode == 0 and "memory_projection.snapshot.zst moved to" in accepted.stdout, accepted
+    assert accepted.returncode == 0 and "memory_projection.snapshot moved to" in accepted.stdout, accepted
     assert list(store_dir(ckpt).glob(SNAPSHOT_NAME + ".rolled-back-*"))
     MemoryBackend(ckpt).close()
 

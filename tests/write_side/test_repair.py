@@ -82,7 +82,7 @@ def test_the_command_says_what_it_kept_set_aside_and_salvaged(ckpt: Path) -> Non
     backend = MemoryBackend(ckpt)
     backend.search_memory("stencil", ["root"], 1)
     backend.close()  # saves a snapshot anchored at the end of the log, which the repair cuts
-    assert (store_dir(ckpt) / "memory_projection.snapshot.zst").exists()
+    assert (store_dir(ckpt) / "memory_projection.snapshot").exists()
     damage(ckpt, offsets[5] + 20)
     run = cli("repair", str(ckpt))
     assert run.returncode == 0, run.stdout + run.stderr
@@ -90,7 +90,7 @@ def test_the_command_says_what_it_kept_set_aside_and_salvaged(ckpt: Path) -> Non
     assert lines[0].startswith("found: ") and lines[1] == f"kept: seq 1..15 ({offsets[5]} bytes), untouched"
     assert lines[2].startswith("set aside: ") and ".damaged-" in lines[2]
     assert lines[3].startswith("salvaged: ") and "marked salvaged" in lines[3]
-    assert any(line.startswith("moved aside: ") and "memory_projection.snapshot.zst" in line for line in lines)
+    assert any(line.startswith("moved aside: ") and "memory_projection.snapshot" in line for line in lines)
     assert lines[-1].startswith("verify: ok: ")
     status = json.loads(cli("status", str(ckpt), "--json").stdout)
     assert status["alarms"] == []
