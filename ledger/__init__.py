@@ -1,8 +1,8 @@
 """ari-memory-ledger: an event-sourced, hash-chained memory for ARI's experiment tree.
 
 The write side lives here (events, log, chain, guard, provenance); the read side lives in
-``projections``. ``from ledger import Ledger`` is the log; ``get_backend`` is ARI's front door
-to the memory API, resolved through an entry point so this package never imports upward.
+``projections``. ``from ledger import Ledger`` is the log. The memory API's front door is
+``projections.api.backend.get_backend``; ``ledger.get_backend`` is a deprecated second door.
 """
 
 from .errors import (

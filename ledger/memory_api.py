@@ -1,14 +1,16 @@
-"""ARI's front door on the write side, without the write side knowing the read side.
+"""A retired front door: ``from ledger import get_backend`` (deprecated).
 
-ARI's hooks call ``from ledger import get_backend``. The backend lives on the read side
-(``projections.api``), which the write side must never import. So the write side only names
-an extension point — the entry-point group ``ari_memory_ledger.memory`` — and the installed
-read side registers its factory there (``pyproject.toml``). The dependency points up only in
-package metadata, never in an import.
+The front door is :func:`projections.api.backend.get_backend` (typed; ARI's ari-core reaches it
+through the skill directory's ``ari_skill_memory.backends``). This one still answers, with a
+``DeprecationWarning``, for code written against it. The backend lives on the read side, which
+the write side must never import, so this only names an extension point — the entry-point group
+``ari_memory_ledger.memory`` — where the installed read side registers its factory
+(``pyproject.toml``): the dependency points up only in package metadata, never in an import.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import cache
 from importlib.metadata import entry_points
@@ -33,10 +35,20 @@ def _registered(name: str) -> Callable[..., Any]:
 
 
 def get_backend(checkpoint_dir: str | Path | None = None, *, reset: bool = False) -> Any:
-    """ARI's ``get_backend``: the checkpoint's memory backend (one per checkpoint per process)."""
+    """Deprecated: ``projections.api.backend.get_backend`` (the same backend, typed)."""
+    _retired("get_backend")
     return _registered("get_backend")(checkpoint_dir, reset=reset)
 
 
 def clear_backend_cache() -> None:
-    """ARI's ``clear_backend_cache``: close and forget every cached backend."""
+    """Deprecated: ``projections.api.backend.clear_backend_cache``."""
+    _retired("clear_backend_cache")
     _registered("clear_backend_cache")()
+
+
+def _retired(name: str) -> None:
+    warnings.warn(
+        f"ledger.{name} is deprecated; use projections.api.backend.{name} (the same call, typed)",
+        DeprecationWarning,
+        stacklevel=3,
+    )

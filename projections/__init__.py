@@ -9,19 +9,25 @@ The layers point one way (``CONTRIBUTING.md``; checked by import-linter):
 - ``adapters``— the CLI, the MCP server, the embeddings endpoint, the HTML report, the demo;
 - ``letta_server`` — a local Letta server for tests, benchmarks and people (a tool beside the layers).
 
-The front door is ``get_backend`` (also ``from ledger import get_backend``).
+The front door is ``projections.api.backend.get_backend``; ``from projections import
+get_backend`` is a deprecated second door, loaded on first use (importing a model does not load
+the API).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
-__all__ = ["MemoryBackend", "clear_backend_cache", "get_backend"]
+_RETIRED = ("MemoryBackend", "clear_backend_cache", "get_backend")
 
 
 def __getattr__(name: str) -> Any:
-    """The API's front door, loaded on first use (importing a model does not load the API)."""
-    if name in __all__:
+    """Deprecated: the names of ``projections.api.backend``, imported from there."""
+    if name in _RETIRED:
+        warnings.warn(
+            f"projections.{name} is deprecated; use projections.api.backend.{name}", DeprecationWarning, stacklevel=2
+        )
         from projections.api import backend
 
         return getattr(backend, name)

@@ -168,7 +168,7 @@ def test_health_reports_engine_events_and_lag(backend) -> None:
 
 WRITER = r"""
 import sys
-from ledger import get_backend
+from projections.api.backend import get_backend
 b = get_backend(sys.argv[1])
 print(b.add_memory("root", sys.argv[2])["id"])
 """
@@ -201,3 +201,18 @@ def test_access_log_records_reads_and_writes(backend, monkeypatch: pytest.Monkey
     size = (backend.checkpoint_dir / ACCESS_LOG_NAME).stat().st_size
     backend.search_memory("logged", ["root"], limit=1)
     assert (backend.checkpoint_dir / ACCESS_LOG_NAME).stat().st_size == size
+
+
+def test_the_retired_front_doors_warn_and_answer_with_the_same_backend(tmp_path: Path) -> None:
+    import ledger
+    import projections
+    from projections.api.backend import get_backend
+
+    typed = get_backend(tmp_path / "ckpt")
+    with pytest.warns(DeprecationWarning, match=r"use projections\.api\.backend\.get_backend"):
+        assert ledger.get_backend(tmp_path / "ckpt") is typed
+    with pytest.warns(DeprecationWarning, match=r"use projections\.api\.backend\.get_backend"):
+        assert projections.get_backend(tmp_path / "ckpt") is typed
+    with pytest.warns(DeprecationWarning):
+        ledger.clear_backend_cache()
+    assert typed.closed
