@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar, get_args
 
 import msgspec
 
@@ -230,10 +230,32 @@ class CheckpointPurged(Body):
             check_metadata(self.origin, "body.origin")
 
 
+EventType = Literal["node_started", "memory_added", "react_step", "core_seeded", "node_cleared", "checkpoint_purged"]
+EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)  # the closed set: a new type starts here
 BODY_TYPES: dict[str, type[Body]] = {
     cls.type_name: cls for cls in (NodeStarted, MemoryAdded, ReactStep, CoreSeeded, NodeCleared, CheckpointPurged)
 }
-EVENT_TYPES = tuple(BODY_TYPES)
+if set(BODY_TYPES) != set(EVENT_TYPES):  # checked at import: each type has its body, each body its type
+    raise ImportError(f"event types {sorted(EVENT_TYPES)} and body types {sorted(BODY_TYPES)} differ")
+
+Handler = TypeVar("Handler")
+FOLDS: dict[str, frozenset[str]] = {}  # every fold's dispatch table, by fold name (for the test that lists them)
+
+
+def handlers(fold: str, table: dict[str, Handler]) -> dict[str, Handler]:
+    """A fold's handler for each event type, checked complete when the fold's module is imported.
+
+    Every fold of the log says what it does with every event type (a handler that does nothing
+    included), so a new type in :data:`EVENT_TYPES` fails at import naming each fold that does
+    not handle it yet, instead of being skipped silently by an ``if``/``elif`` chain.
+    """
+    missing, unknown = set(EVENT_TYPES) - set(table), set(table) - set(EVENT_TYPES)
+    if missing or unknown:
+        raise TypeError(f"{fold}: no handler for event types {sorted(missing)}; unknown types {sorted(unknown)}")
+    FOLDS[fold] = frozenset(table)
+    return table
+
+
 JSON_FIELDS = ("metadata", "origin", "context")  # bodies' caller-given JSON objects
 _JSON_FIELD_SET = frozenset(JSON_FIELDS)
 

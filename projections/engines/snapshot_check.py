@@ -22,7 +22,7 @@ import msgspec
 import numpy as np
 
 from ledger import Ledger
-from ledger.events import Event
+from ledger.events import Event, handlers
 from projections.engines.snapshot import SnapshotView
 from projections.models.catalog import NEVER, REACT, Catalog, Entry, Step
 from projections.models.semantic import Embedder, SemanticIndex
@@ -93,22 +93,46 @@ def _row_claim(view: SnapshotView, row: int) -> Claim:
 
 def event_problem(catalog: Catalog, event: Event) -> str | None:
     """Why the catalog does not hold what this event makes, or None."""
-    seq, mine = event.seq, _fold_one(event)
-    if event.type in ("memory_added", "react_step"):
-        item = catalog.lookup(event.id)
-        if item is None or _normalised(item) != mine:
-            return f"its record of seq {seq} is not the log's event seq {seq}"
-    elif event.type == "node_started":
-        info = catalog.nodes.get(event.node)
-        if info is None or info.seq > seq or (info.seq == seq and info != mine):
-            return f"its node {event.node!r} is not the one the log's seq {seq} started"
-    elif event.type == "core_seeded" and mine not in catalog.seeds:
-        return f"it lacks the core seed of seq {seq}"
-    elif event.type == "node_cleared" and seq not in catalog.clears.get(event.node, ()):
-        return f"it lacks the tombstone of seq {seq}"
-    elif event.type == "checkpoint_purged" and seq not in catalog.purges:
-        return f"it lacks the purge of seq {seq}"
+    return _CHECKS[event.type](catalog, event)
+
+
+def _row_problem(catalog: Catalog, event: Event) -> str | None:
+    item = catalog.lookup(event.id)
+    if item is None or _normalised(item) != _fold_one(event):
+        return f"its record of seq {event.seq} is not the log's event seq {event.seq}"
     return None
+
+
+def _node_problem(catalog: Catalog, event: Event) -> str | None:
+    info = catalog.nodes.get(event.node)
+    if info is None or info.seq > event.seq or (info.seq == event.seq and info != _fold_one(event)):
+        return f"its node {event.node!r} is not the one the log's seq {event.seq} started"
+    return None
+
+
+def _seed_problem(catalog: Catalog, event: Event) -> str | None:
+    return None if _fold_one(event) in catalog.seeds else f"it lacks the core seed of seq {event.seq}"
+
+
+def _clear_problem(catalog: Catalog, event: Event) -> str | None:
+    return None if event.seq in catalog.clears.get(event.node, ()) else f"it lacks the tombstone of seq {event.seq}"
+
+
+def _purge_problem(catalog: Catalog, event: Event) -> str | None:
+    return None if event.seq in catalog.purges else f"it lacks the purge of seq {event.seq}"
+
+
+_CHECKS = handlers(
+    "snapshot_check.event_problem",
+    {
+        "memory_added": _row_problem,
+        "react_step": _row_problem,
+        "node_started": _node_problem,
+        "core_seeded": _seed_problem,
+        "node_cleared": _clear_problem,
+        "checkpoint_purged": _purge_problem,
+    },
+)
 
 
 def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int) -> str | None:

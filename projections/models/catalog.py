@@ -20,7 +20,7 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 
-from ledger.events import CoreSeeded, Event, NodeStarted, ReactStep
+from ledger.events import CoreSeeded, Event, NodeStarted, ReactStep, handlers
 from ledger.typed import kind_label, typed_kind
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
@@ -235,38 +235,41 @@ class Catalog:
     # -- folding ---------------------------------------------------------------------
 
     def apply(self, event: Event) -> None:
+        _APPLY[event.type](self, event)
+
+    def _entry(self, event: Event) -> None:
         body = event.body
-        if event.type == "memory_added":
-            record = EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {})))
-            self._add(event.node, event.id, event.seq, _ENCODE(record))
-        elif event.type == "react_step":
-            step = event.body_as(ReactStep)
-            self._add(
-                REACT,
-                event.id,
-                event.seq,
-                _ENCODE(StepRecord(event.node, event_time(event), step.content, step.metadata)),
-            )
-        elif event.type == "node_cleared":
-            self.clears.setdefault(event.node, []).append(event.seq)
-            self._tombstone(event.node, event.seq)
-        elif event.type == "checkpoint_purged":
-            self.purges.append(event.seq)
-            for fresh in self._fresh.values():
-                fresh.clear(event.seq)
-            if self.base is not None and self._after_purge == NEVER:
-                self._after_purge = event.seq
-        elif event.type == "node_started":
-            node = event.body_as(NodeStarted)
-            self.nodes.setdefault(
-                event.node,
-                NodeInfo(
-                    event.node, event.seq, node.parent_id, node.ancestor_ids, node.label, node.depth, node.eval_summary
-                ),
-            )
-        elif event.type == "core_seeded":
-            core = event.body_as(CoreSeeded)
-            self.seeds.append(Seed(event.seq, core.persona, core.human, core.context, event_time(event)))
+        record = EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {})))
+        self._add(event.node, event.id, event.seq, _ENCODE(record))
+
+    def _step(self, event: Event) -> None:
+        step = event.body_as(ReactStep)
+        record = StepRecord(event.node, event_time(event), step.content, step.metadata)
+        self._add(REACT, event.id, event.seq, _ENCODE(record))
+
+    def _clear(self, event: Event) -> None:
+        self.clears.setdefault(event.node, []).append(event.seq)
+        self._tombstone(event.node, event.seq)
+
+    def _purge(self, event: Event) -> None:
+        self.purges.append(event.seq)
+        for fresh in self._fresh.values():
+            fresh.clear(event.seq)
+        if self.base is not None and self._after_purge == NEVER:
+            self._after_purge = event.seq
+
+    def _node(self, event: Event) -> None:
+        node = event.body_as(NodeStarted)
+        self.nodes.setdefault(
+            event.node,
+            NodeInfo(
+                event.node, event.seq, node.parent_id, node.ancestor_ids, node.label, node.depth, node.eval_summary
+            ),
+        )
+
+    def _seed(self, event: Event) -> None:
+        core = event.body_as(CoreSeeded)
+        self.seeds.append(Seed(event.seq, core.persona, core.human, core.context, event_time(event)))
 
     def _add(self, name: str, item_id: str, seq: int, record: bytes) -> None:
         fresh = self._fresh.get(name)
@@ -463,6 +466,19 @@ class Catalog:
         """Root→node ids from the recorded tree (the node's scope is this minus itself)."""
         info = self.nodes.get(node_id)
         return [*info.ancestor_ids, node_id] if info else [node_id]
+
+
+_APPLY = handlers(
+    "Catalog.apply",
+    {
+        "memory_added": Catalog._entry,
+        "react_step": Catalog._step,
+        "node_cleared": Catalog._clear,
+        "checkpoint_purged": Catalog._purge,
+        "node_started": Catalog._node,
+        "core_seeded": Catalog._seed,
+    },
+)
 
 
 class EntryMap(Mapping[str, Entry]):

@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ledger.events import Event
+from ledger.events import Event, handlers
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
 __all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dots"]
@@ -142,16 +142,17 @@ class SemanticIndex:
             pending.clear()
 
         for event in events:
+            action = _ACTIONS[event.type]
             # only the text is read: decoding the typed body would copy its metadata for nothing
-            if event.type == "memory_added":
+            if action == "node text":
                 target, text = event.node, event.body["text"]
-            elif event.type == "react_step":
+            elif action == "react text":
                 target, text = REACT, event.body["content"]
-            elif event.type == "node_cleared":
+            elif action == "tombstone":
                 flush()
                 self._tombstone(event.node, event.seq)
                 continue
-            elif event.type == "checkpoint_purged":
+            elif action == "purge":
                 flush()
                 for block in self.blocks.values():
                     block.clear(event.seq)
@@ -242,6 +243,20 @@ class SemanticIndex:
                 parts.append((name, block, shown))
                 cos.append(scores)
         return _top(parts, cos, limit)
+
+
+# What each event type is to the index: a text to embed into a collection, a tombstone, or nothing.
+_ACTIONS = handlers(
+    "SemanticIndex.apply_batch",
+    {
+        "memory_added": "node text",
+        "react_step": "react text",
+        "node_cleared": "tombstone",
+        "checkpoint_purged": "purge",
+        "node_started": "nothing",
+        "core_seeded": "nothing",
+    },
+)
 
 
 def _no_rows(name: str) -> None:
