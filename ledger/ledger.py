@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -150,6 +151,8 @@ class Ledger:
         self._last_member = (0, 1)  # (offset, first seq) of the newest member seen: cheap tail reads
         self._thread_lock = threading.RLock()
         self._in_batch = False
+        self._inherited = False  # set in a forked child: reopen before the next locked section
+        _LIVE.add(self)
 
     # -- opening ---------------------------------------------------------------------
 
@@ -319,6 +322,7 @@ class Ledger:
     def refresh(self) -> int:
         """Catch up with appends made by other processes; return the last seq on disk."""
         with self._thread_lock:
+            self._own()
             if self._file.size() != self._head.end:
                 self._sync(recover=False)
             return self._head.seq
@@ -581,6 +585,7 @@ class Ledger:
     def _lock(self, *, accept: bool = False) -> None:
         """Take the log's lock and bring the head up to date; the caller holds the thread lock
         and unlocks the file when done (this unlocks it itself when it raises)."""
+        self._own()
         self._file.lock()
         try:
             self._sync(recover=True, accept=accept)
@@ -590,6 +595,30 @@ class Ledger:
         except BaseException:
             self._file.unlock()
             raise
+
+    def _forked(self) -> None:
+        """In a forked child, at once (no I/O): the thread lock may be held by a parent thread
+        that does not exist here, so it is replaced; the rest waits for :meth:`_own`."""
+        self._thread_lock = threading.RLock()
+        self._in_batch = False
+        self._inherited = not self.closed
+
+    def _own(self) -> None:
+        """Reopen the log in this process if it was opened in another (a fork), before any
+        locked section or refresh. ``flock`` belongs to the open file description, which a
+        fork shares: through the parent's descriptor, parent and child would both hold the lock
+        and append at once. So the child gets its own descriptor (its own lock) and forgets
+        what it inherited of the log's end: the head is read again from the file."""
+        if not self._inherited:
+            return
+        self._inherited = False
+        inherited = self._file
+        self._file = LogFile(self.path, writable=inherited.writable)
+        inherited.close()  # the parent's description stays open (and locked, if it was) in the parent
+        self._head_file.close()
+        self._head_file = HeadFile(self.path)
+        self._head, self._index, self._last_member, self._index_dirty = _Head(), [], (0, 1), False
+        self._sync(recover=False)
 
     def _sync(self, *, recover: bool, accept: bool = False) -> None:
         """Bring the head up to the end of the file; recover a torn tail when holding the lock."""
@@ -795,6 +824,17 @@ class Ledger:
             return 0, 1
         i = bisect.bisect_right([rec[1] for rec in self._index], seq) - 1
         return self._index[i] if i >= 0 else (0, 1)
+
+
+_LIVE: weakref.WeakSet[Ledger] = weakref.WeakSet()  # every ledger not yet collected, for the fork hook
+
+
+def _after_fork_in_child() -> None:
+    for ledger in list(_LIVE):
+        ledger._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _refuse_missing_log(path: Path) -> None:

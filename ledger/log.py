@@ -148,6 +148,7 @@ class LogFile:
     def __init__(self, path: Path, *, create: bool = False, writable: bool = True) -> None:
         self.path = path
         self.idx_path = path.with_name(path.name + ".idx")
+        self.writable = writable
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | (os.O_CREAT if create else 0)
         existed = path.exists()
         self.fd = os.open(path, flags, 0o644)
