@@ -144,9 +144,24 @@ class Session:
     @contextmanager
     def batch(self) -> Iterator[Batch]:
         """Group commit (one member, one fsync), folded once it is durable."""
+        with self._batch(fold_first=False) as (_catalog, batch):
+            yield batch
+
+    @contextmanager
+    def deciding(self) -> Iterator[tuple[Catalog, Batch]]:
+        """A group commit whose content is decided under the log's lock: the catalog is folded
+        to the end of the log after the lock is taken, so what another process wrote a moment
+        ago counts as there. What is promised once (an import, a consolidation) decides here."""
+        with self._batch(fold_first=True) as pair:
+            yield pair
+
+    @contextmanager
+    def _batch(self, *, fold_first: bool) -> Iterator[tuple[Catalog, Batch]]:
         with self.lock:
             with self.ledger.batch() as batch:
-                yield batch
+                if fold_first:
+                    self._fold()
+                yield self.projector.catalog, batch
             if batch.events:
                 self.after_durable("folding the new events", self._written)
 
