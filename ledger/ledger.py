@@ -347,7 +347,13 @@ class Ledger:
         return None if anchor is None else self.anchor_problem(anchor)
 
     def anchor_problem(self, anchor: Anchor) -> str | None:
-        """Why the log does not hold ``anchor`` (an event seen from outside), or None."""
+        """Why the log does not hold ``anchor`` (an event seen from outside), or None.
+
+        An anchor beyond what this ledger has read may just be newer than its last look (other
+        processes append, then advance the head file and save snapshots): the log is read
+        again first, so only events the log no longer holds are called removed."""
+        if anchor.seq is not None and anchor.seq > self._head.seq and not self.closed:
+            self.refresh()
         return anchor_problem(anchor, self._ckpt, self._head.seq, self._hash_at)
 
     def event_at(self, seq: int) -> Event | None:
@@ -720,6 +726,8 @@ class Ledger:
                 self._persist_index(offset, first_seq)
         self._head = _Head(end, events[-1].seq, events[-1].hash)
         self._last_member = (offset, first_seq)
+        if self.torn_tail is not None and self.torn_tail.offset <= offset:
+            self.torn_tail = None  # what looked torn was finished after all
 
     def _warn(self, message: str, *args: object) -> None:
         """A warning, unless this ledger was opened to inspect: its caller reports what it finds."""
@@ -778,9 +786,17 @@ class Ledger:
             if not locked and self._complete_now(bad.offset):
                 return IN_FLIGHT
             return f"{self._head_file.source} records seq {acknowledged} as acknowledged, so these bytes held acknowledged events: damaged, not torn"
+        if not locked and self._in_flight(bad.offset):
+            return IN_FLIGHT
         if not bad.incomplete and valid_member_after(f, bad.offset) is not None:
             return "a complete member follows it"
         return None
+
+    def _in_flight(self, offset: int) -> bool:
+        """An unfinished member met without the lock is being appended (a writer holds the
+        lock), or was finished before the shared lock was had; otherwise it is torn."""
+        with self._file.quiet() as quiet:
+            return quiet is False or (quiet is True and self._complete_now(offset))
 
     def _complete_now(self, offset: int) -> bool:
         with self._file.reader() as f:

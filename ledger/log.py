@@ -14,11 +14,13 @@ it is rebuilt from the log.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import struct
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -38,6 +40,8 @@ _GZIP_TRAILER = struct.Struct("<II")  # CRC-32, length mod 2**32
 _STORED_MAX = 0xFFFF
 IDX_STRIDE = 256 * 1024  # record a member in the side index at most every this many bytes
 _IDX_RECORD = struct.Struct("<QQ")
+# What a file system without flock answers (Lustre mounted without -o flock: ENOSYS).
+NO_FLOCK_ERRNOS = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK})
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,28 @@ class LogFile:
     def unlock(self) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
 
+    @contextmanager
+    def quiet(self) -> Iterator[bool | None]:
+        """For an unlocked reader that met an unfinished member: is a writer appending now?
+        Tries a shared lock on a description of its own (never the writer's): False while a
+        writer holds the exclusive lock (the member is in flight); True once the shared lock is
+        held, kept for the block, so nothing is appended while the caller looks again; None
+        where the file system has no ``flock`` (cannot tell)."""
+        fd = os.open(f"/proc/self/fd/{self.fd}" if os.path.exists("/proc/self/fd") else self.path, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                held: bool | None = True
+            except BlockingIOError:
+                held = False
+            except OSError as exc:
+                if exc.errno not in NO_FLOCK_ERRNOS:
+                    raise
+                held = None
+            yield held
+        finally:
+            os.close(fd)  # releases the shared lock
+
     def size(self) -> int:
         """The file's length. ``lseek`` to the end costs a third of ``fstat``; the descriptor's
         offset means nothing here (appends are O_APPEND, reads use their own handles)."""
@@ -226,7 +252,20 @@ class LogFile:
         return [rec for rec in _IDX_RECORD.iter_unpack(raw[:usable])]
 
     def add_index(self, offset: int, first_seq: int) -> None:
-        with open(self.idx_path, "ab") as f:
+        """Append a record unless the index already ends at or past it (under the log's lock).
+        Every writer process folds every member, so each would append the record of a member
+        another wrote: the file's own last record says whether it is there yet. A trailing
+        partial record (a crash mid-write) is cut off first, so records stay aligned."""
+        with open(self.idx_path, "a+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            usable = end - end % _IDX_RECORD.size
+            if usable != end:
+                f.truncate(usable)
+            if usable:
+                f.seek(usable - _IDX_RECORD.size)
+                last_offset, _seq = _IDX_RECORD.unpack(f.read(_IDX_RECORD.size))
+                if last_offset >= offset:
+                    return
             f.write(_IDX_RECORD.pack(offset, first_seq))
 
     def write_index(self, records: list[tuple[int, int]]) -> None:
