@@ -31,7 +31,7 @@ from . import events as schema
 from . import layout
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
 from .chain import ChainError, check_link, decode_line, decode_lines, sign
-from .errors import LedgerNotFound, LedgerReadOnly, LogCorrupted, RollbackDetected
+from .errors import LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
 from .events import (
     Event,
     UnsignedEvent,
@@ -211,6 +211,14 @@ class Ledger:
             else:
                 with ledger._locked():
                     ledger._check_head(adopt=True)
+        except LockUnavailable as exc:
+            ledger.close()
+            if not readonly_fallback:
+                raise
+            log.warning("%s cannot be opened for writing (%s): opened read-only", path, exc)
+            ledger = cls(directory, LogFile(path, writable=False), readonly=str(exc))
+            ledger._sync(recover=False)
+            ledger._check_head(adopt=False)
         except BaseException:
             ledger.close()
             raise

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import LockUnavailable
+
 LOG_NAME = "memory_ledger.jsonl.gz"
 GZIP_MAGIC = b"\x1f\x8b\x08"
 READ_CHUNK = 1 << 20
@@ -165,7 +167,13 @@ class LogFile:
             self.fd = -1
 
     def lock(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        """The exclusive lock every append holds; LockUnavailable where the file system has none."""
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in NO_FLOCK_ERRNOS:
+                raise
+            raise LockUnavailable(no_flock_reason(exc)) from None
 
     def unlock(self) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
@@ -277,6 +285,16 @@ class LogFile:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+
+
+def no_flock_reason(exc: OSError) -> str:
+    """What to tell a user whose checkpoint is on a file system without ``flock``."""
+    name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    return (
+        f"the file system cannot lock files (flock: {exc.strerror or name}, {name}), so writes from several "
+        "processes cannot be kept apart; mount it with `-o flock` (Lustre: `-o flock`, not `-o localflock`), "
+        "or put the checkpoint on a local directory"
+    )
 
 
 def index_shape_problem(records: list[tuple[int, int]], size: int) -> str | None:
