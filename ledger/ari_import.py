@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 
 from .errors import InvalidInput
-from .events import CHECKPOINT_NODE, check_node_id, validate_body
+from .events import CHECKPOINT_NODE, MAX_JSON_DEPTH, check_node_id, validate_body
 from .vocabulary import Finding
 
 ARI_KINDS = ("node_scope", "react_step", "core_seed")
@@ -329,6 +329,8 @@ def _json_lines(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
             obj = json.loads(line)  # Python's reader: ARI writes NaN as a bare token
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name}:{n}", f"is not JSON ({exc.msg} at column {exc.colno})") from None
+        except RecursionError:
+            raise _too_deep(line, name, n) from None
         if not isinstance(obj, dict):
             raise InvalidInput(f"{name}:{n}", f"must be a JSON object, got {type(obj).__name__}")
         out.append((n, obj))
@@ -341,6 +343,8 @@ def _json_array(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"{name}:{exc.lineno}", f"is not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise _too_deep(text, name, 1, item_depth=2) from None
     decoder, out, pos = json.JSONDecoder(), [], text.index("[") + 1
     for i, item in enumerate(data):
         while text[pos].isspace() or text[pos] == ",":  # the text is valid JSON: find item i
@@ -353,3 +357,35 @@ def _json_array(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
         _, pos = decoder.raw_decode(text, pos)
         out.append((line, item))
     return out
+
+
+def _too_deep(text: str, name: str, first_line: int, *, item_depth: int = 1) -> InvalidInput:
+    """The error for JSON nested deeper than Python's reader can go (it raises RecursionError):
+    named ``file:line.field`` like every other refusal, with the line and top-level field where
+    the nesting first passes what an entry may hold (``item_depth``: how deep the entries are,
+    1 for a line that is one, 2 for the items of an array)."""
+    where, depth, key, last, in_string, escaped, start = f"{name}:{first_line}", 0, None, None, False, False, 0
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+                if depth == item_depth:
+                    last = text[start + 1 : i]
+        elif ch == '"':
+            in_string, start = True, i
+        elif ch in "[{":
+            depth += 1
+            if depth == item_depth + 1:
+                key = last
+            if depth > MAX_JSON_DEPTH + item_depth:
+                where = f"{name}:{first_line + text.count(chr(10), 0, i)}" + (f".{key}" if key else "")
+                break
+        elif ch in "]}":
+            depth -= 1
+    return InvalidInput(
+        where, f"is nested too deeply for a JSON reader (a memory entry may nest at most {MAX_JSON_DEPTH} levels)"
+    )

@@ -71,3 +71,9 @@ class RollbackDetected(LogCorrupted):
     """The log is shorter than, or differs from, what an anchor outside it has seen: the head
     file, a projection snapshot, ``verified_context.json`` or ``verify --head``. Refused until a
     person acts (restores the missing events, or runs ``ari-ledger verify --accept-rollback``)."""
+
+
+class LockUnavailable(LedgerReadOnly):
+    """The checkpoint's file system cannot lock files (``flock`` answers ENOSYS, EOPNOTSUPP or
+    ENOLCK: Lustre mounted without ``-o flock``, some NFS setups), so appends, which must be
+    serialized across processes, are refused; reads still work."""

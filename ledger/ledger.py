@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from . import events as schema
 from . import layout
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
 from .chain import ChainError, check_link, decode_line, decode_lines, sign
-from .errors import LedgerNotFound, LedgerReadOnly, LogCorrupted, RollbackDetected
+from .errors import LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
 from .events import (
     Event,
     UnsignedEvent,
@@ -150,6 +151,8 @@ class Ledger:
         self._last_member = (0, 1)  # (offset, first seq) of the newest member seen: cheap tail reads
         self._thread_lock = threading.RLock()
         self._in_batch = False
+        self._inherited = False  # set in a forked child: reopen before the next locked section
+        _LIVE.add(self)
 
     # -- opening ---------------------------------------------------------------------
 
@@ -208,6 +211,14 @@ class Ledger:
             else:
                 with ledger._locked():
                     ledger._check_head(adopt=True)
+        except LockUnavailable as exc:
+            ledger.close()
+            if not readonly_fallback:
+                raise
+            log.warning("%s cannot be opened for writing (%s): opened read-only", path, exc)
+            ledger = cls(directory, LogFile(path, writable=False), readonly=str(exc))
+            ledger._sync(recover=False)
+            ledger._check_head(adopt=False)
         except BaseException:
             ledger.close()
             raise
@@ -319,6 +330,7 @@ class Ledger:
     def refresh(self) -> int:
         """Catch up with appends made by other processes; return the last seq on disk."""
         with self._thread_lock:
+            self._own()
             if self._file.size() != self._head.end:
                 self._sync(recover=False)
             return self._head.seq
@@ -343,7 +355,13 @@ class Ledger:
         return None if anchor is None else self.anchor_problem(anchor)
 
     def anchor_problem(self, anchor: Anchor) -> str | None:
-        """Why the log does not hold ``anchor`` (an event seen from outside), or None."""
+        """Why the log does not hold ``anchor`` (an event seen from outside), or None.
+
+        An anchor beyond what this ledger has read may just be newer than its last look (other
+        processes append, then advance the head file and save snapshots): the log is read
+        again first, so only events the log no longer holds are called removed."""
+        if anchor.seq is not None and anchor.seq > self._head.seq and not self.closed:
+            self.refresh()
         return anchor_problem(anchor, self._ckpt, self._head.seq, self._hash_at)
 
     def event_at(self, seq: int) -> Event | None:
@@ -581,6 +599,7 @@ class Ledger:
     def _lock(self, *, accept: bool = False) -> None:
         """Take the log's lock and bring the head up to date; the caller holds the thread lock
         and unlocks the file when done (this unlocks it itself when it raises)."""
+        self._own()
         self._file.lock()
         try:
             self._sync(recover=True, accept=accept)
@@ -590,6 +609,30 @@ class Ledger:
         except BaseException:
             self._file.unlock()
             raise
+
+    def _forked(self) -> None:
+        """In a forked child, at once (no I/O): the thread lock may be held by a parent thread
+        that does not exist here, so it is replaced; the rest waits for :meth:`_own`."""
+        self._thread_lock = threading.RLock()
+        self._in_batch = False
+        self._inherited = not self.closed
+
+    def _own(self) -> None:
+        """Reopen the log in this process if it was opened in another (a fork), before any
+        locked section or refresh. ``flock`` belongs to the open file description, which a
+        fork shares: through the parent's descriptor, parent and child would both hold the lock
+        and append at once. So the child gets its own descriptor (its own lock) and forgets
+        what it inherited of the log's end: the head is read again from the file."""
+        if not self._inherited:
+            return
+        self._inherited = False
+        inherited = self._file
+        self._file = LogFile(self.path, writable=inherited.writable)
+        inherited.close()  # the parent's description stays open (and locked, if it was) in the parent
+        self._head_file.close()
+        self._head_file = HeadFile(self.path)
+        self._head, self._index, self._last_member, self._index_dirty = _Head(), [], (0, 1), False
+        self._sync(recover=False)
 
     def _sync(self, *, recover: bool, accept: bool = False) -> None:
         """Bring the head up to the end of the file; recover a torn tail when holding the lock."""
@@ -691,6 +734,8 @@ class Ledger:
                 self._persist_index(offset, first_seq)
         self._head = _Head(end, events[-1].seq, events[-1].hash)
         self._last_member = (offset, first_seq)
+        if self.torn_tail is not None and self.torn_tail.offset <= offset:
+            self.torn_tail = None  # what looked torn was finished after all
 
     def _warn(self, message: str, *args: object) -> None:
         """A warning, unless this ledger was opened to inspect: its caller reports what it finds."""
@@ -749,9 +794,17 @@ class Ledger:
             if not locked and self._complete_now(bad.offset):
                 return IN_FLIGHT
             return f"{self._head_file.source} records seq {acknowledged} as acknowledged, so these bytes held acknowledged events: damaged, not torn"
+        if not locked and self._in_flight(bad.offset):
+            return IN_FLIGHT
         if not bad.incomplete and valid_member_after(f, bad.offset) is not None:
             return "a complete member follows it"
         return None
+
+    def _in_flight(self, offset: int) -> bool:
+        """An unfinished member met without the lock is being appended (a writer holds the
+        lock), or was finished before the shared lock was had; otherwise it is torn."""
+        with self._file.quiet() as quiet:
+            return quiet is False or (quiet is True and self._complete_now(offset))
 
     def _complete_now(self, offset: int) -> bool:
         with self._file.reader() as f:
@@ -795,6 +848,17 @@ class Ledger:
             return 0, 1
         i = bisect.bisect_right([rec[1] for rec in self._index], seq) - 1
         return self._index[i] if i >= 0 else (0, 1)
+
+
+_LIVE: weakref.WeakSet[Ledger] = weakref.WeakSet()  # every ledger not yet collected, for the fork hook
+
+
+def _after_fork_in_child() -> None:
+    for ledger in list(_LIVE):
+        ledger._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _refuse_missing_log(path: Path) -> None:

@@ -14,14 +14,18 @@ it is rebuilt from the log.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import struct
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+from .errors import LockUnavailable
 
 LOG_NAME = "memory_ledger.jsonl.gz"
 GZIP_MAGIC = b"\x1f\x8b\x08"
@@ -38,6 +42,8 @@ _GZIP_TRAILER = struct.Struct("<II")  # CRC-32, length mod 2**32
 _STORED_MAX = 0xFFFF
 IDX_STRIDE = 256 * 1024  # record a member in the side index at most every this many bytes
 _IDX_RECORD = struct.Struct("<QQ")
+# What a file system without flock answers (Lustre mounted without -o flock: ENOSYS).
+NO_FLOCK_ERRNOS = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK})
 
 
 @dataclass(frozen=True)
@@ -148,6 +154,7 @@ class LogFile:
     def __init__(self, path: Path, *, create: bool = False, writable: bool = True) -> None:
         self.path = path
         self.idx_path = path.with_name(path.name + ".idx")
+        self.writable = writable
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | (os.O_CREAT if create else 0)
         existed = path.exists()
         self.fd = os.open(path, flags, 0o644)
@@ -160,10 +167,38 @@ class LogFile:
             self.fd = -1
 
     def lock(self) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        """The exclusive lock every append holds; LockUnavailable where the file system has none."""
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        except OSError as exc:
+            if exc.errno not in NO_FLOCK_ERRNOS:
+                raise
+            raise LockUnavailable(no_flock_reason(exc)) from None
 
     def unlock(self) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    @contextmanager
+    def quiet(self) -> Iterator[bool | None]:
+        """For an unlocked reader that met an unfinished member: is a writer appending now?
+        Tries a shared lock on a description of its own (never the writer's): False while a
+        writer holds the exclusive lock (the member is in flight); True once the shared lock is
+        held, kept for the block, so nothing is appended while the caller looks again; None
+        where the file system has no ``flock`` (cannot tell)."""
+        fd = os.open(f"/proc/self/fd/{self.fd}" if os.path.exists("/proc/self/fd") else self.path, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                held: bool | None = True
+            except BlockingIOError:
+                held = False
+            except OSError as exc:
+                if exc.errno not in NO_FLOCK_ERRNOS:
+                    raise
+                held = None
+            yield held
+        finally:
+            os.close(fd)  # releases the shared lock
 
     def size(self) -> int:
         """The file's length. ``lseek`` to the end costs a third of ``fstat``; the descriptor's
@@ -225,7 +260,20 @@ class LogFile:
         return [rec for rec in _IDX_RECORD.iter_unpack(raw[:usable])]
 
     def add_index(self, offset: int, first_seq: int) -> None:
-        with open(self.idx_path, "ab") as f:
+        """Append a record unless the index already ends at or past it (under the log's lock).
+        Every writer process folds every member, so each would append the record of a member
+        another wrote: the file's own last record says whether it is there yet. A trailing
+        partial record (a crash mid-write) is cut off first, so records stay aligned."""
+        with open(self.idx_path, "a+b") as f:
+            end = f.seek(0, os.SEEK_END)
+            usable = end - end % _IDX_RECORD.size
+            if usable != end:
+                f.truncate(usable)
+            if usable:
+                f.seek(usable - _IDX_RECORD.size)
+                last_offset, _seq = _IDX_RECORD.unpack(f.read(_IDX_RECORD.size))
+                if last_offset >= offset:
+                    return
             f.write(_IDX_RECORD.pack(offset, first_seq))
 
     def write_index(self, records: list[tuple[int, int]]) -> None:
@@ -237,6 +285,16 @@ class LogFile:
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+
+
+def no_flock_reason(exc: OSError) -> str:
+    """What to tell a user whose checkpoint is on a file system without ``flock``."""
+    name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+    return (
+        f"the file system cannot lock files (flock: {exc.strerror or name}, {name}), so writes from several "
+        "processes cannot be kept apart; mount it with `-o flock` (Lustre: `-o flock`, not `-o localflock`), "
+        "or put the checkpoint on a local directory"
+    )
 
 
 def index_shape_problem(records: list[tuple[int, int]], size: int) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -415,6 +416,18 @@ def write_verified_context(checkpoint_dir: str | Path, nodes: Iterable[Mapping[s
 
 _backends: dict[Path, MemoryBackend] = {}
 _backends_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """The cache's lock may be held by a parent thread that does not exist in the child. The
+    cached backends themselves are kept: their ledger and session repair themselves in the
+    child (their own descriptor and lock, head re-read, no Letta thread), so ``get_backend``
+    in a forked child hands back a backend that is safe to write through."""
+    global _backends_lock
+    _backends_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def get_backend(checkpoint_dir: str | Path | None = None, *, reset: bool = False) -> MemoryBackend:

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger import CopyOnWriteViolation, InvalidInput, config
-from ledger.consolidation import plan, spec_dict
-from ledger.events import MemoryAdded, check_text
+from ledger.consolidation import Consolidation, plan, spec_dict
+from ledger.events import Event, MemoryAdded, check_text
+from ledger.ledger import Batch
 from ledger.node_report import read_report_file
 from ledger.typed import typed_metadata
 from ledger.vocabulary import KINDS, REPRO_STATUSES
@@ -26,7 +27,7 @@ from projections.api.nodes import Nodes
 from projections.api.session import Session
 from projections.api.shapes import AddResult, ConsolidationResult, ResearchEntryView, ResearchResult, Written
 from projections.api.views import research_view
-from projections.models.catalog import Entry
+from projections.models.catalog import Catalog, Entry
 from projections.models.repro import repro_status
 
 
@@ -153,29 +154,14 @@ class Research:
         if report.get("node_id") not in (None, "", node_id):
             raise InvalidInput("node_report.node_id", f"is {report.get('node_id')!r}, but consolidating {node_id!r}")
         report = {**report, "node_id": node_id}
-        with self.session.reading() as catalog:
+        with self.session.reading() as catalog:  # a report consolidated before needs no lock
             consolidation = plan(report, work, run_id, self.context.get().get("primary_metric"))
-            done = [e for e in catalog.node_entries(node_id) if e.body.get("report_hash") == consolidation.report_hash]
-            if done:
-                return {"ok": True, "written": [], "already": [{"kind": e.kind, "id": e.entry_id} for e in done]}
+            done = _already(catalog, node_id, consolidation.report_hash)
+        if not done:
             try:
-                with self.session.batch() as batch:
-                    if consolidation.lineage is not None and node_id not in catalog.nodes:
-                        batch.append(node_id, "node_started", consolidation.lineage, current_node=current_node)
-                    events = [
-                        batch.append(
-                            node_id,
-                            "memory_added",
-                            {
-                                "text": s.text,
-                                "metadata": s.metadata,
-                                "report_hash": consolidation.report_hash,
-                                "findings": [{"field": f.field, "reason": f.reason} for f in s.findings],
-                            },
-                            current_node=current_node,
-                        )
-                        for s in consolidation.specs
-                    ]
+                with self.session.deciding() as (catalog, batch):  # decided again under the log's lock
+                    done = _already(catalog, node_id, consolidation.report_hash)
+                    events = [] if done else self._consolidated(batch, catalog, node_id, consolidation, current_node)
             except CopyOnWriteViolation as exc:
                 self.session.refused("consolidate_node_memory", exc, current_node)
                 return {
@@ -183,6 +169,8 @@ class Research:
                     "error": exc.message,
                     "written": [{"kind": s.kind, "ok": False, "id": None} for s in consolidation.specs],
                 }
+        if done:
+            return {"ok": True, "written": [], "already": done}
         for event in events:
             stored = event.body_as(MemoryAdded)
             self.session.access.write(
@@ -199,6 +187,28 @@ class Research:
         if consolidation.findings:
             result["findings"] = [{"field": f.field, "reason": f.reason} for f in consolidation.findings]
         return result
+
+    @staticmethod
+    def _consolidated(
+        batch: Batch, catalog: Catalog, node_id: str, consolidation: Consolidation, current_node: str | None
+    ) -> list[Event]:
+        """Queue a report's entries (and the node's place in the tree, when new) in ``batch``."""
+        if consolidation.lineage is not None and node_id not in catalog.nodes:
+            batch.append(node_id, "node_started", consolidation.lineage, current_node=current_node)
+        return [
+            batch.append(
+                node_id,
+                "memory_added",
+                {
+                    "text": s.text,
+                    "metadata": s.metadata,
+                    "report_hash": consolidation.report_hash,
+                    "findings": [{"field": f.field, "reason": f.reason} for f in s.findings],
+                },
+                current_node=current_node,
+            )
+            for s in consolidation.specs
+        ]
 
     def plan(self, node_report: Mapping[str, Any], work_dir: str | Path, run_id: str | None) -> list[dict[str, Any]]:
         """ARI's pure planner: the specs a report consolidates to, in ARI's shape (no writes)."""
@@ -259,6 +269,15 @@ class Research:
         with self.session.reading() as catalog:
             entries = catalog.scope_entries(scope, as_of)
         return {target: {"status": status} for target, status in repro_status(entries).items()}
+
+
+def _already(catalog: Catalog, node_id: str, report_hash: str) -> list[dict[str, str | None]]:
+    """The node's entries a report with this hash already consolidated to (ARI's "already")."""
+    return [
+        {"kind": e.kind, "id": e.entry_id}
+        for e in catalog.node_entries(node_id)
+        if e.body.get("report_hash") == report_hash
+    ]
 
 
 def _report(node_report: object, work: Path) -> Mapping[str, Any]:

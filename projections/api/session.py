@@ -10,7 +10,9 @@ fold, the access log and a snapshot save only leave a line in ``problems``.
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,6 +60,8 @@ class Session:
         self.access = AccessLog(self.checkpoint_dir, muted=self.ledger.readonly)
         self.lock = threading.RLock()
         self.problems: list[str] = []  # what failed after a write was already durable
+        self._refold = False  # forked while another thread held the lock: the fold may be half done
+        _LIVE.add(self)
 
     def _keep_letta(self, reads: str) -> None:
         """Keep a Letta projection current (a background thread); read from it only if chosen."""
@@ -86,13 +90,46 @@ class Session:
             self.access.flush_and_close()
             self.ledger.close()
 
+    # -- after a fork --------------------------------------------------------------------
+
+    def _forked(self) -> None:
+        """In a forked child, at once: a fresh lock (the inherited one may be held by a parent
+        thread that does not exist here, and then the fold it guarded may be half done), no
+        Letta thread. The ledger reopens itself (``Ledger._own``); the projector's state is a
+        fold of a log that only grows, so it stays, unless a parent thread was changing it."""
+        inherited, self.lock = self.lock, threading.RLock()
+        if inherited.acquire(blocking=False):  # only this (the forking) thread could have held it
+            inherited.release()
+        else:
+            self._refold = True
+        self._drop_letta_in_child()
+
+    def _drop_letta_in_child(self) -> None:
+        """The Letta sync thread did not survive the fork, so the child must never wait on it
+        (``close`` joins it): the child reads from the local projection and leaves pushing its
+        writes to Letta to a process that keeps a sync (issue 17, item 4: the cross-process
+        pusher is the hook for a child's writes; a child that should push recreates the sync
+        here with ``self._keep_letta(config.search_engine())``)."""
+        if self.letta is None:
+            return
+        self.letta = None
+        self.projections = [self.projector]
+        self.engine = EmbeddedEngine(self.projector)
+
+    def _fold(self) -> None:
+        """Fold the log's tail (all of it again when a fork cut a fold short)."""
+        if self._refold:
+            self._refold = False
+            self.projector.reset()
+        self.projector.catch_up()
+
     # -- the read helper --------------------------------------------------------------
 
     @contextmanager
     def reading(self) -> Iterator[Catalog]:
         """Hold the lock with the catalog folded to the end of the log."""
         with self.lock:
-            self.projector.catch_up()
+            self._fold()
             yield self.projector.catalog
 
     # -- the write helpers --------------------------------------------------------------
@@ -107,15 +144,30 @@ class Session:
     @contextmanager
     def batch(self) -> Iterator[Batch]:
         """Group commit (one member, one fsync), folded once it is durable."""
+        with self._batch(fold_first=False) as (_catalog, batch):
+            yield batch
+
+    @contextmanager
+    def deciding(self) -> Iterator[tuple[Catalog, Batch]]:
+        """A group commit whose content is decided under the log's lock: the catalog is folded
+        to the end of the log after the lock is taken, so what another process wrote a moment
+        ago counts as there. What is promised once (an import, a consolidation) decides here."""
+        with self._batch(fold_first=True) as pair:
+            yield pair
+
+    @contextmanager
+    def _batch(self, *, fold_first: bool) -> Iterator[tuple[Catalog, Batch]]:
         with self.lock:
             with self.ledger.batch() as batch:
-                yield batch
+                if fold_first:
+                    self._fold()
+                yield self.projector.catalog, batch
             if batch.events:
                 self.after_durable("folding the new events", self._written)
 
     def _written(self) -> None:
         """Fold what was just written; wake the Letta projection's thread."""
-        self.projector.catch_up()
+        self._fold()
         if self.letta is not None:
             self.letta.poke()
 
@@ -131,3 +183,14 @@ class Session:
     def refused(self, tool: str, exc: CopyOnWriteViolation, current_node: str | None) -> None:
         """A refused write leaves a line in the access log (nothing in the ledger)."""
         self.access.record("refused", tool, node=current_node, error=exc.message)
+
+
+_LIVE: weakref.WeakSet[Session] = weakref.WeakSet()  # open sessions, for the fork hook
+
+
+def _after_fork_in_child() -> None:
+    for session in list(_LIVE):
+        session._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

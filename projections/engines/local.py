@@ -115,6 +115,13 @@ class Projector:
         self.save()
         return {"name": self.name, "cursor": self.cursor, "events": self.cursor}
 
+    def reset(self) -> None:
+        """Forget the folded state and load it again (the snapshot, then what the log adds):
+        for a process that cannot trust its in-memory fold, e.g. forked mid-fold."""
+        self._install(None)
+        self.cursor, self.cursor_hash, self._unsaved, self._next_save = 0, "", 0, SNAPSHOT_EVERY
+        self.loaded_from_snapshot = self._load()
+
     def _fold_from_scratch(self, target: int, progress=None) -> None:
         """Empty the state and fold events 1..target into it."""
         self._install(None)

@@ -494,6 +494,25 @@ BAD_FILES = {
         f"{BACKUP_NAME}: is not a complete gzip file",
     ),
     "empty file": ("memory.json", b"", "memory.json: is empty (0 bytes)"),
+    "nested 100,000 levels": (  # Python's JSON reader raises RecursionError here
+        BACKUP_NAME,
+        _gz(
+            '{"kind": "node_scope", "node_id": "root", "text": "x"}\n{"kind": "node_scope", "node_id": "root", '
+            '"text": "y", "metadata": ' + "[" * 100_000 + "]" * 100_000 + "}\n"
+        ),
+        f"{BACKUP_NAME}:2.metadata: is nested too deeply for a JSON reader",
+    ),
+    "array nested 100,000 levels": (
+        "memory.json",
+        (
+            '[\n  {"content": "ok"},\n  {"content": "x", "metadata": '
+            + '{"a": ' * 100_000
+            + "1"
+            + "}" * 100_000
+            + "}\n]"
+        ).encode(),
+        "memory.json:3.metadata: is nested too deeply for a JSON reader",
+    ),
 }
 
 

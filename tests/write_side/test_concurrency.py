@@ -109,3 +109,30 @@ def test_a_member_a_writer_finishes_while_a_reader_reads_it_is_not_damage(ckpt: 
     with Ledger.open_readonly(ckpt) as reader:
         assert reader.damage is None and reader.torn_tail is None and reader.last_seq == 2
         assert reader.refresh() == 3 and [e.body["text"] for e in reader.events()] == ["entry 0", "entry 1", "entry 2"]
+
+
+def test_an_unfinished_member_is_in_flight_while_a_writer_holds_the_lock(ckpt: Path) -> None:
+    """A writer is inside its write(): part of a member at the end of the log, the lock held (on
+    a description of its own, as another process's). An unlocked reader must not take it for a
+    torn tail; once nobody holds the lock and it is still unfinished, it is one."""
+    import fcntl
+
+    from ledger.log import LOG_NAME, compress_member
+
+    with Ledger.open(ckpt) as ledger:
+        for i in range(3):
+            ledger.append("root", "memory_added", {"text": f"entry {i}"}, current_node="root")
+    path = store_dir(ckpt) / LOG_NAME
+    writer = os.open(path, os.O_RDWR | os.O_APPEND)
+    try:
+        fcntl.flock(writer, fcntl.LOCK_EX)
+        os.write(writer, compress_member(b'{"half": "written"}\n' * 50)[:40])
+        with Ledger.open_readonly(ckpt) as reader:
+            assert reader.torn_tail is None and reader.last_seq == 3
+            assert reader.refresh() == 3 and len(list(reader.events())) == 3 and reader.torn_tail is None
+            assert reader.verify().ok
+        fcntl.flock(writer, fcntl.LOCK_UN)
+        with Ledger.open_readonly(ckpt) as reader:  # nobody is writing it: a torn tail
+            assert reader.torn_tail is not None and reader.last_seq == 3
+    finally:
+        os.close(writer)
