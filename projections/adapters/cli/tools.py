@@ -91,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("which", choices=["ledger", "projections", "letta", "all"], nargs="?", default="all")
+    p.add_argument("which", choices=["ledger", "projections", "letta", "hooks", "all"], nargs="?", default="all")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
 
 
@@ -99,7 +99,12 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     import importlib
 
-    modules = {"ledger": "bench.ledger_bench", "projections": "bench.projection_bench", "letta": "bench.letta_bench"}
+    modules = {
+        "ledger": "bench.ledger_bench",
+        "projections": "bench.projection_bench",
+        "letta": "bench.letta_bench",
+        "hooks": "bench.hook_bench",
+    }
     chosen = list(modules) if args.which == "all" else [args.which]
     worst = 0
     for name in chosen:
