@@ -369,6 +369,13 @@ class MemoryBackend:
             self.session.letta.error = None
         return result
 
+    def dedupe_letta_agents(self) -> list[str]:
+        """Delete the duplicate Letta agents of this checkpoint (older versions let two processes
+        create one each); keeps the oldest, which every process uses. Returns the deleted ids."""
+        if self.session.letta is None:
+            raise ConfigurationError("LETTA_BASE_URL is not set: there is no Letta agent to dedupe")
+        return self.session.letta.projection.dedupe()
+
     # -- ARI's health --------------------------------------------------------------------
 
     def health(self) -> Health:

@@ -90,7 +90,17 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
             for a in (ledger.head_problem(), snapshot.get("rollback"), vc_anchor and ledger.anchor_problem(vc_anchor))
             if a
         ]
-        notes = [n for n in (_torn_note(ledger), _head_note(ledger), snapshot.get("problem"), vc_problem) if n]
+        notes = [
+            n
+            for n in (
+                _torn_note(ledger),
+                _head_note(ledger),
+                snapshot.get("problem"),
+                vc_problem,
+                _duplicates_note(projections.get("letta")),
+            )
+            if n
+        ]
         return {
             "checkpoint": str(ledger.checkpoint_dir),
             "ckpt": ledger.ckpt,
@@ -161,6 +171,18 @@ def accept_rollback(checkpoint_dir: Path) -> list[str]:
         with Ledger.open_readonly(checkpoint_dir) as ledger:
             candidates = [c for c in candidates if c[2](ledger)]
     return Ledger.accept_rollback(checkpoint_dir, [(path, anchor) for path, anchor, _ in candidates])
+
+
+def _duplicates_note(letta: dict[str, Any] | None) -> str | None:
+    """Duplicate agents (older versions let two processes create one each) are not an alarm:
+    one is used, deterministically; say which and how to delete the others."""
+    if not letta or not letta.get("duplicates"):
+        return None
+    return (
+        f"{len(letta['duplicates'])} duplicate Letta agent(s) named {letta['agent']} (left by an older "
+        f"version); the oldest, {letta['agent_id']}, is the one in use; "
+        "`ari-ledger restore --dedupe CKPT` deletes the others"
+    )
 
 
 def _torn_note(ledger: Ledger) -> str | None:

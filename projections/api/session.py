@@ -79,13 +79,14 @@ class Session:
         return self.ledger.closed
 
     def close(self) -> None:
-        """Save the projection snapshot and close the log (a failed save is only a problem)."""
+        """Save the projection snapshot when the unsaved tail is worth it (``worth_saving``: a
+        one-entry hook process writes none) and close the log (a failed save is only a problem)."""
         with self.lock:
             if self.ledger.closed:
                 return
             if self.letta is not None:
                 self.letta.close()
-            if self.projector._unsaved:
+            if self.projector.worth_saving():
                 self.after_durable("saving the projection snapshot", self.projector.save)
             self.access.flush_and_close()
             self.ledger.close()

@@ -45,6 +45,11 @@ from projections.models.semantic import Embedder, SemanticIndex
 log = logging.getLogger("projections")
 
 SNAPSHOT_EVERY = 5000  # events folded since the last snapshot before an automatic save
+# At close, an unsaved tail shorter than this share of the folded log is left for the next
+# open to fold: a one-entry hook process on a checkpoint of 20+ events writes no snapshot, and
+# one save per (share x log) hooks keeps the snapshot's bytes per hook amortised-flat (about
+# 1/share events' worth) up to SNAPSHOT_EVERY / share events, bounded by SNAPSHOT_EVERY beyond.
+CLOSE_SAVE_SHARE = 0.05
 FOLD_CHUNK = 2048  # events embedded together
 
 
@@ -100,6 +105,13 @@ class Projector:
         self.index.apply_batch(events)
         self.cursor, self.cursor_hash = events[-1].seq, events[-1].hash
         self._unsaved += len(events)
+
+    def worth_saving(self) -> bool:
+        """Whether closing should write the snapshot: the unsaved tail is long enough that
+        rewriting the whole snapshot costs less, amortised, than every next open folding it
+        (bounded by SNAPSHOT_EVERY, so an open's fold stays cheap)."""
+        threshold = min(SNAPSHOT_EVERY, int(self.cursor * CLOSE_SAVE_SHARE))
+        return self._unsaved >= max(1, threshold)
 
     def lag(self) -> int:
         """Events in the log not yet folded."""

@@ -91,7 +91,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("which", choices=["ledger", "projections", "letta", "all"], nargs="?", default="all")
+    p.add_argument("which", choices=["ledger", "projections", "letta", "hooks", "all"], nargs="?", default="all")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
 
 
@@ -99,7 +99,12 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 def cmd_bench(args: argparse.Namespace) -> int:
     import importlib
 
-    modules = {"ledger": "bench.ledger_bench", "projections": "bench.projection_bench", "letta": "bench.letta_bench"}
+    modules = {
+        "ledger": "bench.ledger_bench",
+        "projections": "bench.projection_bench",
+        "letta": "bench.letta_bench",
+        "hooks": "bench.hook_bench",
+    }
     chosen = list(modules) if args.which == "all" else [args.which]
     worst = 0
     for name in chosen:
@@ -147,7 +152,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return serve()
 
 
-@command("restore", "replay the log into the checkpoint's Letta agent (LETTA_BASE_URL), with progress", checkpoint_arg)
+def _restore_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument(
+        "--dedupe",
+        action="store_true",
+        help="first delete duplicate agents of the checkpoint (keeps the oldest, the one in use)",
+    )
+
+
+@command("restore", "replay the log into the checkpoint's Letta agent (LETTA_BASE_URL), with progress", _restore_args)
 def cmd_restore(args: argparse.Namespace) -> int:
     import time
 
@@ -158,6 +172,9 @@ def cmd_restore(args: argparse.Namespace) -> int:
     if not config.letta_base_url():
         raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
     backend = open_backend(args.checkpoint)
+    deleted = backend.dedupe_letta_agents() if args.dedupe else []
+    if deleted and not args.json:
+        print(f"deleted {len(deleted)} duplicate agent(s): {', '.join(deleted)}")
     columns = (
         TextColumn("replaying into {task.fields[agent]}"),
         BarColumn(),
@@ -174,7 +191,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
         result = backend.restore(progress=update)
     if args.json:
-        emit(result)
+        emit({**result, "deleted_duplicates": deleted} if args.dedupe else result)
     else:
         print(
             f"restored {result['events']} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}"

@@ -6,9 +6,16 @@ the blocks ``persona``, ``human`` and ``ari_context``. No tools, no self-edit, n
 purge deletes the agent, as ARI's purge does; a new, empty one takes the events after it.
 
 The cursor (last folded seq) lives in the agent's metadata, so an emptied or new server
-replays from zero. Replay is idempotent: before pushing, the event ids already present are
-read back from the passages' tags. Folding and searching may run on different threads (the
-background sync, a read): one lock keeps the agent's state consistent.
+replays from zero. Many processes share one agent: only the holder of the checkpoint's push
+lock (``lock``) creates, purges or pushes into it, and it re-reads the cursor from the
+metadata each time it takes the lock, since another process may have advanced it. Before a
+batch is pushed the metadata says so (``pushing``); a pusher that finds it set (its
+predecessor died or failed mid-push) reads back which event ids are present from the
+passages' tags instead of trusting the cursor, so replay stays idempotent without listing
+every passage in steady state. Duplicate agents of one name (left by older versions) are
+never pushed into: the oldest is the agent, ``duplicates`` names the others. Folding and
+searching may run on different threads (the background sync, a read): one lock keeps the
+agent's state consistent.
 """
 
 from __future__ import annotations
@@ -23,11 +30,14 @@ from ledger import config
 from ledger.errors import EmbeddingMismatch, ProjectionError
 from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep
 from ledger.typed import typed_kind
+from projections.engines.letta.lock import PushLock
 from projections.engines.letta.plan import Call, iso_us, letta_time
 from projections.engines.letta.server import (
     META_KEY,
+    by_age,
     configured_embedding,
     delete_agent,
+    delete_agent_by_id,
     embedding_args,
     same_embedding,
 )
@@ -35,6 +45,7 @@ from projections.engines.local import Projector
 from projections.models.catalog import event_time
 
 BATCH = 200
+RESTORE_WAIT_S = 120.0  # how long an explicit restore waits for another process's push
 EVERY_PASSAGE = 2**31 - 1  # a top_k no agent reaches: Letta ranks all its passages
 LIST_PAGE = 1000
 
@@ -60,72 +71,85 @@ class LettaProjection:
         self.cursor = 0
         self.dated = False  # passages carry their events' times (agents made before that do not)
         self.last_search: dict[str, Any] = {}
-        self._checked_tail = False  # the first catch-up of a process re-reads which events are present
+        self.interrupted = False  # the metadata says a push was cut: check what is present first
+        self.duplicates: list[str] = []  # other agents of the same name (older versions made them)
+        self.lock = PushLock(projector.ledger.checkpoint_dir)
         self.guard = threading.RLock()  # the sync thread folds while a read may search or detach
 
     # -- the agent ---------------------------------------------------------------------
 
     def attach(self, *, create: bool) -> bool:
-        """Find (or create) the agent and read its cursor; False when it is missing."""
-        found = list(self.client.agents.list(name=self.agent_name))
-        if not found:
-            if not create:
-                return False
-            agent = self.client.agents.create(
-                name=self.agent_name,
-                model="letta/letta-free",
-                **embedding_args(self.embedding),
-                memory_blocks=[{"label": label, "value": ""} for label in ("persona", "human", "ari_context")],
-                include_base_tools=False,
-                tags=["ari-memory-ledger"],
-                metadata={
-                    META_KEY: {
-                        "cursor": 0,
-                        "ckpt": self.projector.ledger.ckpt,
-                        "embedding": self.embedding,
-                        "dated": True,
-                    }
-                },
-            )
-        else:
-            agent = found[0]
-            ec = agent.embedding_config
-            recorded = {
-                "embedding_model": getattr(ec, "embedding_model", None),
-                "embedding_dim": getattr(ec, "embedding_dim", None),
-            }
-            if not same_embedding(recorded, self.embedding):
-                raise EmbeddingMismatch(
-                    f"Letta agent {self.agent_name} embeds with {recorded.get('embedding_model')} "
-                    f"({recorded.get('embedding_dim')}-dim), but this checkpoint is configured for "
-                    f"{self.embedding.get('embedding_model')} ({self.embedding.get('embedding_dim')}-dim); "
-                    "refusing to mix them (delete the agent to restore into the new configuration)"
-                )
-        self.agent_id = agent.id
+        """Find (or create) the agent and read its cursor and push marker from its metadata;
+        False when it is missing. Only the push lock's holder may ``create``."""
+        if create and not self.lock.held:
+            raise RuntimeError("creating the Letta agent needs the push lock")
+        found = by_age(self.client.agents.list(name=self.agent_name))
+        if not found and not create:
+            self.agent_id = self.archive_id = None
+            return False
+        agent = found[0] if found else self._create_agent()
+        self.duplicates = [a.id for a in found[1:]]
+        if found:
+            self._check_embedding(agent)
+        if agent.id != self.agent_id:
+            self.agent_id, self.archive_id = agent.id, None
         meta = (agent.metadata or {}).get(META_KEY, {})
         self.cursor = int(meta.get("cursor", 0))
         self.dated = bool(meta.get("dated"))
-        archives = list(self.client.archives.list(agent_id=agent.id))
-        self.archive_id = archives[0].id if archives else None
+        self.interrupted = bool(meta.get("pushing", True))  # agents of older versions never said
+        if self.archive_id is None:  # Letta makes it with the first passage: perhaps another process did
+            archives = list(self.client.archives.list(agent_id=agent.id))
+            self.archive_id = archives[0].id if archives else None
         if self.archive_id is None:
             self.cursor = 0  # an agent without passages has folded nothing, whatever it says
             self.dated = True  # and its passages will carry their events' times
+            self.interrupted = False
         return True
+
+    def _create_agent(self):
+        return self.client.agents.create(
+            name=self.agent_name,
+            model="letta/letta-free",
+            **embedding_args(self.embedding),
+            memory_blocks=[{"label": label, "value": ""} for label in ("persona", "human", "ari_context")],
+            include_base_tools=False,
+            tags=["ari-memory-ledger"],
+            metadata={META_KEY: self._meta(cursor=0, dated=True, pushing=False)},
+        )
+
+    def _check_embedding(self, agent) -> None:
+        ec = agent.embedding_config
+        recorded = {
+            "embedding_model": getattr(ec, "embedding_model", None),
+            "embedding_dim": getattr(ec, "embedding_dim", None),
+        }
+        if not same_embedding(recorded, self.embedding):
+            raise EmbeddingMismatch(
+                f"Letta agent {self.agent_name} embeds with {recorded.get('embedding_model')} "
+                f"({recorded.get('embedding_dim')}-dim), but this checkpoint is configured for "
+                f"{self.embedding.get('embedding_model')} ({self.embedding.get('embedding_dim')}-dim); "
+                "refusing to mix them (delete the agent to restore into the new configuration)"
+            )
 
     def detach(self) -> None:
         """Forget the agent; the next catch-up looks it up again (and replays into a new one)."""
         with self.guard:
             self.agent_id = self.archive_id = None
-            self._checked_tail = False
 
-    def _save_cursor(self) -> None:
-        meta = {
-            "cursor": self.cursor,
+    def _meta(self, *, cursor: int, dated: bool, pushing: bool) -> dict[str, Any]:
+        return {
+            "cursor": cursor,
             "ckpt": self.projector.ledger.ckpt,
             "embedding": self.embedding,
-            "dated": self.dated,
+            "dated": dated,
+            "pushing": pushing,
         }
+
+    def _save_cursor(self, *, pushing: bool = False) -> None:
+        """Record the cursor; ``pushing`` says passages after it may already be on the server."""
+        meta = self._meta(cursor=self.cursor, dated=self.dated, pushing=pushing)
         self.client.agents.update(self.agent_id, metadata={META_KEY: meta})
+        self.interrupted = pushing
 
     def _present_event_ids(self) -> set[str]:
         """Event ids already pushed (from passage tags): what makes a re-run replay idempotent."""
@@ -147,7 +171,14 @@ class LettaProjection:
         return max(0, self.projector.ledger.last_seq - self.cursor)
 
     def health(self) -> dict[str, Any]:
-        return {"name": self.name, "agent": self.agent_name, "cursor": self.cursor, "lag": self.lag()}
+        return {
+            "name": self.name,
+            "agent": self.agent_name,
+            "cursor": self.cursor,
+            "lag": self.lag(),
+            "agent_id": self.agent_id,
+            "duplicate_agents": list(self.duplicates),
+        }
 
     def restore(self, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Replay the log into the agent (creating it when missing), whatever
@@ -157,10 +188,14 @@ class LettaProjection:
 
             started = time.perf_counter()
             try:
-                self.attach(create=True)
-                folded = self.catch_up(progress=progress)
+                folded = self.push(progress, wait=RESTORE_WAIT_S, create=True)
             except APIError as exc:
                 raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
+            if folded is None:
+                raise ProjectionError(
+                    f"another process held {self.lock.path} for {RESTORE_WAIT_S:.0f} s (it is pushing into "
+                    f"{self.agent_name}); run `ari-ledger restore` again once it is done"
+                )
             seconds = time.perf_counter() - started
             return {
                 "name": self.name,
@@ -172,23 +207,70 @@ class LettaProjection:
                 "events_per_s": round(folded / seconds, 1) if folded else 0.0,
             }
 
-    def catch_up(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Push every event after the cursor; return how many events were folded."""
-        with self.guard:
-            if self.agent_id is None and not self.attach(create=self.auto_restore):
-                return 0
-            target = self.projector.ledger.refresh()
-            if target <= self.cursor:
-                return 0
-            present = set() if self._checked_tail else self._present_event_ids()
-            self._checked_tail = True
-            try:
-                return self._fold(target, present, progress)
-            except BaseException:
-                self._checked_tail = False  # a push may have landed without its cursor: re-check next time
-                raise
+    def catch_up(self) -> int:
+        """One push round if no other process is pushing (the Projection protocol's fold)."""
+        return self.push(wait=0.0) or 0
 
-    def _fold(self, target: int, present: set[str], progress: Callable[[int, int], None] | None) -> int:
+    def push(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        wait: float = 0.0,
+        stop: Callable[[], bool] | None = None,
+        limit: int | None = None,
+        create: bool | None = None,
+    ) -> int | None:
+        """Push the events after the agent's cursor (at most ``limit``), holding the push lock;
+        return how many events were folded, or None when another process holds the lock for
+        longer than ``wait`` seconds (it pushes; this one only reads). ``stop()`` ends the
+        round after the batch in flight."""
+        with self.guard:
+            if not self.lock.acquire(wait, stop):
+                return None
+            try:
+                if not self.attach(create=self.auto_restore if create is None else create):
+                    return 0
+                target = self.projector.ledger.refresh()
+                if limit is not None:
+                    target = min(target, self.cursor + limit)
+                if target <= self.cursor:
+                    return 0
+                present = self._present_event_ids() if self.interrupted else set()
+                return self._fold(target, present, progress, stop)
+            finally:
+                self.lock.release()
+
+    def dedupe(self, wait: float = RESTORE_WAIT_S) -> list[str]:
+        """Delete the duplicate agents (every agent of this name but the oldest) under the push
+        lock; return their ids. The oldest is the one every process reads and pushes into."""
+        with self.guard:
+            if not self.lock.acquire(wait):
+                raise ProjectionError(
+                    f"another process held {self.lock.path} for {wait:.0f} s; run the command again once it is done"
+                )
+            try:
+                if not self.attach(create=False):
+                    return []
+                deleted = list(self.duplicates)
+                for agent_id in deleted:
+                    delete_agent_by_id(self.client, agent_id)
+                self.duplicates = []
+                return deleted
+            finally:
+                self.lock.release()
+
+    def refresh(self) -> None:
+        """Re-read the agent and its cursor without the push lock (a reader beside the pusher)."""
+        with self.guard:
+            self.attach(create=False)
+
+    def _fold(
+        self,
+        target: int,
+        present: set[str],
+        progress: Callable[[int, int], None] | None,
+        stop: Callable[[], bool] | None,
+    ) -> int:
         start = self.cursor
         # An agent with no passages needs nothing a purge hid: start at the last purge.
         skip_to = self._last_purge(target) if self.archive_id is None else 0
@@ -213,6 +295,8 @@ class LettaProjection:
                 self._push(pending)
                 pending = []
                 self._advance(last_seq, start, target, progress)
+                if stop is not None and stop():
+                    return last_seq - start
         self._push(pending)
         self._advance(last_seq, start, target, progress)
         return target - start
@@ -225,7 +309,6 @@ class LettaProjection:
         delete_agent(self.client, self.agent_name)
         self.detach()
         self.attach(create=True)
-        self._checked_tail = True
 
     def _advance(self, seq: int, start: int, target: int, progress: Callable[[int, int], None] | None) -> None:
         self.cursor = seq
@@ -254,8 +337,11 @@ class LettaProjection:
         return None
 
     def _push(self, passages: list[dict[str, Any]]) -> None:
+        """Push one batch, the metadata saying so first (a cut push is then checked, not trusted)."""
         if not passages:
             return
+        if not self.interrupted:
+            self._save_cursor(pushing=True)
         if self.archive_id is None:  # Letta makes the archive with the agent's first passage
             first = passages[0]
             self.client.agents.passages.create(self.agent_id, **first)

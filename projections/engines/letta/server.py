@@ -9,6 +9,8 @@ endpoint, the same model as the embedded index).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,30 +21,63 @@ META_KEY = "ari_ledger"
 
 
 def delete_agent(client, name: str) -> None:
-    """Delete an agent with its archive and blocks (``agents.delete`` alone orphans both)."""
+    """Delete every agent of a name with its archive and blocks (``agents.delete`` alone orphans both)."""
     for agent in list(client.agents.list(name=name)):
-        blocks = [b.id for b in client.agents.blocks.list(agent_id=agent.id)]
-        for archive in list(client.archives.list(agent_id=agent.id)):
-            client.archives.delete(archive.id)
-        client.agents.delete(agent.id)
-        for block_id in blocks:
-            client.blocks.delete(block_id)
+        delete_agent_by_id(client, agent.id)
+
+
+def delete_agent_by_id(client, agent_id: str) -> None:
+    """Delete one agent with its archive and blocks."""
+    blocks = [b.id for b in client.agents.blocks.list(agent_id=agent_id)]
+    for archive in list(client.archives.list(agent_id=agent_id)):
+        client.archives.delete(archive.id)
+    client.agents.delete(agent_id)
+    for block_id in blocks:
+        client.blocks.delete(block_id)
+
+
+def by_age(agents: Iterable[Any]) -> list[Any]:
+    """Agents oldest first (created_at, then id): the first is the checkpoint's agent, the
+    others duplicates older versions made when two processes created it at once."""
+    far = datetime.max.replace(tzinfo=UTC)
+
+    def key(agent: Any) -> tuple[datetime, str]:
+        at = getattr(agent, "created_at", None)
+        if isinstance(at, datetime) and at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        return (at if isinstance(at, datetime) else far, str(agent.id))
+
+    return sorted(agents, key=key)
+
+
+def agent_name(checkpoint_dir: Path) -> str:
+    """``ari_agent_<hash>``: the checkpoint's agent, as ARI names it."""
+    return f"ari_agent_{config.checkpoint_hash(checkpoint_dir)}"
 
 
 def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
     """Where the checkpoint's agent stands, for ``status``: its name, cursor, or why unknown."""
-    name = f"ari_agent_{config.checkpoint_hash(checkpoint_dir)}"
+    name = agent_name(checkpoint_dir)
     try:
         client = client or make_client()
-        found = list(client.agents.list(name=name))
+        found = by_age(client.agents.list(name=name))
     except Exception as exc:
-        return {"agent": name, "cursor": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
+        return {"agent": name, "cursor": None, "error": f"{type(exc).__name__}: {exc}"[:200], "duplicates": []}
     if not found:
-        return {"agent": name, "cursor": 0, "error": "agent missing (the next read or `ari-ledger restore` replays)"}
+        return {
+            "agent": name,
+            "cursor": 0,
+            "error": "agent missing (the next read or `ari-ledger restore` replays)",
+            "duplicates": [],
+        }
+    meta = (found[0].metadata or {}).get(META_KEY) or {}
     return {
         "agent": name,
-        "cursor": int(((found[0].metadata or {}).get(META_KEY) or {}).get("cursor", 0)),
+        "agent_id": found[0].id,
+        "cursor": int(meta.get("cursor", 0)),
+        "pushing": bool(meta.get("pushing", False)),
         "error": None,
+        "duplicates": [a.id for a in found[1:]],
     }
 
 
