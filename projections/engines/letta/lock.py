@@ -5,11 +5,13 @@ lock creates, purges or pushes into it; the others only read. It is an ``flock``
 ``{checkpoint}/memory_ledger/letta_push.lock``, taken per round (never for a process's life),
 so a short-lived process can push its own few events when no one else is pushing, and the
 kernel releases it when its holder dies (a SIGKILL mid-push frees it at once). The file is
-opened per acquisition, so a forked child never shares a held lock with its parent.
+opened per acquisition and unlocked before it is closed, so a child forked mid-push (which
+drops its Letta thread) never keeps the parent's lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -72,9 +74,13 @@ class PushLock:
             time.sleep(POLL_S)
 
     def release(self) -> None:
-        """Let another process push (closing the descriptor drops the flock)."""
+        """Let another process push. Unlocked before it is closed: a child forked while this
+        was held shares the open file description, and would keep the lock for its whole life
+        if closing were all the parent did."""
         fd, self._fd = self._fd, None
         if fd is not None:
+            with contextlib.suppress(OSError):  # no flock here: it was acquired unlocked
+                fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 
     def _warn(self, message: str) -> None:
