@@ -9,11 +9,12 @@ import sys
 
 import pytest
 
-import projections.engines.local  # noqa: F401 - imports every fold
+import projections.engines.letta.projection
+import projections.engines.local  # noqa: F401
 from ledger.events import BODY_TYPES, EVENT_TYPES, FOLDS, handlers
 from support.env import subprocess_env
 
-FOLD_NAMES = {"Catalog.apply", "SemanticIndex.apply_batch", "snapshot_check.event_problem"}
+FOLD_NAMES = {"Catalog.apply", "SemanticIndex.apply_batch", "snapshot_check.event_problem", "LettaProjection._fold"}
 
 
 def test_the_event_types_are_the_body_types() -> None:

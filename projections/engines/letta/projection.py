@@ -28,7 +28,7 @@ from typing import Any
 
 from ledger import config
 from ledger.errors import EmbeddingMismatch, ProjectionError
-from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep
+from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep, handlers
 from ledger.typed import typed_kind
 from projections.engines.letta.lock import PushLock
 from projections.engines.letta.plan import Call, iso_us, letta_time
@@ -280,17 +280,17 @@ class LettaProjection:
             last_seq = event.seq
             if event.seq <= skip_to:
                 continue
-            passage = self._passage(event)
-            if event.type == "core_seeded":
+            action = _ACTIONS[event.type]
+            if action == "blocks":
                 self._push(pending)
                 pending = []
                 self._seed_blocks(event)
-            elif event.type == "checkpoint_purged":
+            elif action == "renew":
                 pending = []  # hidden by this purge: never pushed
                 self._renew_agent()
                 present = set()
-            elif passage is not None and event.id not in present:
-                pending.append(passage)
+            elif action == "passage" and event.id not in present:
+                pending.append(self._passage(event))
             if len(pending) >= BATCH:
                 self._push(pending)
                 pending = []
@@ -316,9 +316,9 @@ class LettaProjection:
         if progress:
             progress(seq - start, target - start)
 
-    def _passage(self, event: Event) -> dict[str, Any] | None:
-        """A passage created at its event's time (an imported entry's original time): what
-        lets a read ask Letta for a time window (see ``plan``)."""
+    def _passage(self, event: Event) -> dict[str, Any]:
+        """The passage of a node-scope entry or a ReAct step, created at its event's time (an
+        imported entry's original time): what lets a read ask Letta for a time window (see ``plan``)."""
         at = letta_time(event_time(event))
         if event.type == "memory_added":
             entry = event.body_as(MemoryAdded)
@@ -328,13 +328,11 @@ class LettaProjection:
                 "created_at": at,
                 "tags": [self.node_tag, f"n:{event.node}", f"k:{kind}", f"e:{event.id}"],
             }
-        if event.type == "react_step":
-            return {
-                "text": event.body_as(ReactStep).content or " ",
-                "created_at": at,
-                "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"],
-            }
-        return None
+        return {
+            "text": event.body_as(ReactStep).content or " ",
+            "created_at": at,
+            "tags": [self.react_tag, f"n:{event.node}", "k:react", f"e:{event.id}"],
+        }
 
     def _push(self, passages: list[dict[str, Any]]) -> None:
         """Push one batch, the metadata saying so first (a cut push is then checked, not trusted)."""
@@ -403,6 +401,21 @@ class LettaProjection:
                     self.last_search = {"plan": "widened", "calls": rounds, "top_k": k, "passages": self.passages}
                     return hits[:limit]
                 k = k * 4 if k * 4 < self.passages else EVERY_PASSAGE
+
+
+# What each event type is to the agent. A tombstone changes nothing there: reads drop cleared
+# entries by the local catalog, and the passages stay, as ARI's clear keeps them on the server.
+_ACTIONS = handlers(
+    "LettaProjection._fold",
+    {
+        "memory_added": "passage",
+        "react_step": "passage",
+        "core_seeded": "blocks",
+        "checkpoint_purged": "renew",
+        "node_started": "nothing",
+        "node_cleared": "nothing",
+    },
+)
 
 
 def _event_id(result: Any) -> str | None:
