@@ -12,7 +12,6 @@ from .errors import (
     LedgerError,
     LedgerNotFound,
     LogCorrupted,
-    ProjectionError,
     UnsupportedVersion,
 )
 from .events import Event
@@ -28,7 +27,6 @@ __all__ = [
     "LedgerError",
     "LedgerNotFound",
     "LogCorrupted",
-    "ProjectionError",
     "RecoveryReport",
     "UnsupportedVersion",
     "VerifyReport",

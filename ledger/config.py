@@ -1,57 +1,41 @@
-"""Configuration: every environment variable the library reads is read here, at call time.
+"""The write side's configuration: the current node (the copy-on-write guard's variable), read
+at call time, and the helpers every setting is read with.
 
-The names and defaults are ARI's (``ari_skill_memory.config``), so a checkpoint and its
-hooks configure this library exactly as they configure ARI's own memory skill. Where ARI
-accepts a value this library also accepts it; where this library reads a variable ARI does
-not know, the docstring says so.
+The read side's settings (the checkpoint, Letta, search engine, access log, gates) live with it
+in :mod:`projections.settings`. The names and defaults are ARI's (``ari_skill_memory.config``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-from pathlib import Path
-
-from .errors import ConfigurationError
 
 _FALSE = {"0", "false", "no", "off"}
-BACKENDS = ("letta", "in_memory")  # ARI_MEMORY_BACKEND values ARI accepts
 
 
-def _env(name: str) -> str | None:
+def env(name: str) -> str | None:
+    """A variable's value; unset and empty are the same (as ARI reads them)."""
     value = os.environ.get(name)
     return value if value not in (None, "") else None
 
 
-def _flag(name: str, default: bool) -> bool:
-    value = _env(name)
+def flag(name: str, default: bool) -> bool:
+    """A switch: anything but 0/false/no/off is on."""
+    value = env(name)
     return default if value is None else value.strip().lower() not in _FALSE
 
 
-def _number(name: str, default: float, kind: type = int) -> float:
+def number(name: str, default: float, kind: type = int) -> float:
     """A numeric variable; a value that is not a number falls back to the default (as ARI)."""
-    value = _env(name)
+    value = env(name)
     try:
         return kind(value) if value is not None else default
     except ValueError:
         return default
 
 
-def checkpoint_dir() -> Path | None:
-    """``ARI_CHECKPOINT_DIR``: the checkpoint whose ledger the backend opens by default."""
-    value = _env("ARI_CHECKPOINT_DIR")
-    return Path(value).expanduser() if value else None
-
-
-def checkpoint_hash(checkpoint_dir: Path) -> str:
-    """ARI's namespace of a checkpoint: ``sha1(str(resolved path))[:12]`` (its Letta agent is
-    ``ari_agent_<hash>``), so a copied checkpoint never shares an agent with the original."""
-    return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
-
-
 def current_node() -> str | None:
     """``ARI_CURRENT_NODE_ID``: the node allowed to write (copy-on-write guard)."""
-    return _env("ARI_CURRENT_NODE_ID")
+    return env("ARI_CURRENT_NODE_ID")
 
 
 def set_current_node(node_id: str | None) -> None:
@@ -60,103 +44,3 @@ def set_current_node(node_id: str | None) -> None:
         os.environ["ARI_CURRENT_NODE_ID"] = node_id
     else:
         os.environ.pop("ARI_CURRENT_NODE_ID", None)
-
-
-def memory_backend() -> str:
-    """``ARI_MEMORY_BACKEND`` (ARI's default ``letta``; ``in_memory`` is ARI's test setting).
-
-    Both run on the ledger: ``in_memory`` never talks to a server, ``letta`` keeps a Letta
-    projection when ``LETTA_BASE_URL`` is set. Any other value is refused, as ARI does.
-    """
-    value = (_env("ARI_MEMORY_BACKEND") or "letta").strip().lower()
-    if value not in BACKENDS:
-        raise ConfigurationError(
-            f"ARI_MEMORY_BACKEND={value!r} is not supported; expected one of {', '.join(BACKENDS)}"
-        )
-    return value
-
-
-def letta_base_url() -> str | None:
-    """``LETTA_BASE_URL``: when set (and ``ARI_MEMORY_BACKEND`` is not ``in_memory``), the log is
-    also folded into a Letta server. Unlike ARI there is no default URL: unset means no server."""
-    if memory_backend() == "in_memory":
-        return None
-    return _env("LETTA_BASE_URL")
-
-
-def search_engine() -> str:
-    """``ARI_MEMORY_SEARCH_ENGINE`` (this library's): ``embedded`` (the default) answers searches
-    from the local index even when Letta is configured — the same entries, the same embedder,
-    a thousand times faster; ``letta`` reads from the Letta server (``LETTA_BASE_URL``)."""
-    value = (_env("ARI_MEMORY_SEARCH_ENGINE") or "embedded").strip().lower()
-    if value not in ("embedded", "letta"):
-        raise ConfigurationError(f"ARI_MEMORY_SEARCH_ENGINE={value!r} is not supported; expected embedded or letta")
-    if value == "letta" and letta_base_url() is None:
-        raise ConfigurationError(
-            "ARI_MEMORY_SEARCH_ENGINE=letta needs LETTA_BASE_URL (and ARI_MEMORY_BACKEND not in_memory)"
-        )
-    return value
-
-
-def letta_api_key() -> str | None:
-    return _env("LETTA_API_KEY")
-
-
-def letta_embedding_config() -> str | None:
-    """``LETTA_EMBEDDING_CONFIG``: a handle string (ARI's default ``letta-default``) or a JSON
-    object of Letta's ``embedding_config``; interpreted by the Letta projection."""
-    return _env("LETTA_EMBEDDING_CONFIG")
-
-
-def letta_timeout_s() -> float:
-    """``ARI_MEMORY_LETTA_TIMEOUT_S`` (ARI's default 10 s): the timeout of one Letta request."""
-    value = _number("ARI_MEMORY_LETTA_TIMEOUT_S", 10.0, float)
-    return value if value > 0 else 10.0
-
-
-def embed_url() -> str:
-    """``ARI_MEMORY_EMBED_URL`` (this library's): the offline embeddings endpoint Letta agents
-    are created with."""
-    return _env("ARI_MEMORY_EMBED_URL") or "http://127.0.0.1:8284/v1"
-
-
-def letta_overfetch() -> int:
-    """``ARI_MEMORY_LETTA_OVERFETCH``: the smallest ``top_k`` asked of Letta (ARI's default 200)."""
-    value = int(_number("ARI_MEMORY_LETTA_OVERFETCH", 200))
-    return value if value > 0 else 200
-
-
-def auto_restore() -> bool:
-    """``ARI_MEMORY_AUTO_RESTORE`` (default on; ARI turns it off with ``false``, this library
-    also with 0/no/off): restore memory into an empty store on resume — for this library,
-    replay the log into an empty or missing Letta agent."""
-    return _flag("ARI_MEMORY_AUTO_RESTORE", True)
-
-
-def consolidation_enabled() -> bool:
-    """``ARI_MEMORY_CONSOLIDATE`` (default on; 0/false/no/off disables)."""
-    return _flag("ARI_MEMORY_CONSOLIDATE", True)
-
-
-def react_max_entry_chars() -> int:
-    """``ARI_REACT_MEMORY_MAX_ENTRY_CHARS`` (ARI's default 0 = no cap): longer ReAct steps are
-    cut and marked ``…[truncated]``, as ARI does."""
-    return max(0, int(_number("ARI_REACT_MEMORY_MAX_ENTRY_CHARS", 0)))
-
-
-def access_log_enabled() -> bool:
-    """``ARI_MEMORY_ACCESS_LOG`` (default on; ARI turns it off with ``off``, this library also
-    with 0/false/no): write ``memory_access.jsonl`` beside the log."""
-    return _flag("ARI_MEMORY_ACCESS_LOG", True)
-
-
-def access_log_preview_chars() -> int:
-    """``ARI_MEMORY_ACCESS_PREVIEW_CHARS`` (ARI's default 200): text kept in a write line."""
-    return max(0, int(_number("ARI_MEMORY_ACCESS_PREVIEW_CHARS", 200)))
-
-
-def access_log_max_bytes() -> int:
-    """``ARI_MEMORY_ACCESS_LOG_MAX_MB`` (ARI's default 100): the size at which the access log
-    is rotated to ``memory_access.<unix time>.jsonl``."""
-    mb = _number("ARI_MEMORY_ACCESS_LOG_MAX_MB", 100, float)
-    return int(mb * 1024 * 1024) if mb > 0 else 100 * 1024 * 1024

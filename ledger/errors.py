@@ -54,14 +54,6 @@ class ConfigurationError(LedgerError, RuntimeError):
     ``RuntimeError`` here, so this is one)."""
 
 
-class ProjectionError(LedgerError):
-    """A projection could not be brought up to date (the log itself is intact)."""
-
-
-class EmbeddingMismatch(ProjectionError):
-    """A projection was built with a different embedding configuration than the one in use."""
-
-
 class LedgerReadOnly(LedgerError):
     """An append to a ledger that was opened read-only (by request, or because the checkpoint
     cannot be written: read-only file system, permission denied)."""

@@ -31,6 +31,7 @@ import msgspec
 
 from ledger import config
 from ledger.events import utc_now
+from projections import settings
 
 log = logging.getLogger(__name__)
 
@@ -69,14 +70,14 @@ class AccessLog:
         **extra: Any,
     ) -> None:
         """ARI's write line (``collection`` is ``node_scope`` or ``react_step``)."""
-        if self.muted or not config.access_log_enabled():
+        if self.muted or not settings.access_log_enabled():
             return
         self._append(
             {
                 **self._head("write", node),
                 "collection": collection,
                 "entry_id": entry_id,
-                "text_preview": (text or "")[: config.access_log_preview_chars()],
+                "text_preview": (text or "")[: settings.access_log_preview_chars()],
                 "metadata": metadata or {},
             },
             tool,
@@ -97,7 +98,7 @@ class AccessLog:
     ) -> None:
         """ARI's read line; ``ancestor_ids`` is None for ReAct reads, ``results`` carry
         ``entry_id``/``src_node_id``/``score`` (inheritance reads: ``query="inherit:…"``)."""
-        if self.muted or not config.access_log_enabled():
+        if self.muted or not settings.access_log_enabled():
             return
         self._append(
             {
@@ -125,7 +126,7 @@ class AccessLog:
         ``seed``, ``import``, ``audit``, ``context``, …): ARI's ``ts``/``node_id``/``op`` then
         ``fields``. ``write``/``read`` lines must carry ARI's fields, so they go through
         :meth:`write` and :meth:`read` and are refused here."""
-        if self.muted or not config.access_log_enabled():
+        if self.muted or not settings.access_log_enabled():
             return
         if op in ("write", "read"):
             self._problem("record", ValueError(f"op {op!r} has ARI's shape; use AccessLog.{op}()"))
@@ -137,7 +138,7 @@ class AccessLog:
     def flush_and_close(self) -> None:
         """ARI's tests drain its queue with this. Lines here are written synchronously, so it
         only fsyncs the current file; the log stays usable afterwards."""
-        if self.muted or not config.access_log_enabled():
+        if self.muted or not settings.access_log_enabled():
             return
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
@@ -180,7 +181,7 @@ class AccessLog:
     def _append_bytes(self, data: bytes) -> None:
         """Append ``data`` as one ``write()`` under an exclusive lock on the current file,
         rotating it first when it has reached the size limit."""
-        max_bytes = config.access_log_max_bytes()
+        max_bytes = settings.access_log_max_bytes()
         for _ in range(_SETTLE_ATTEMPTS):
             try:
                 fd = os.open(self.path, _OPEN_FLAGS, 0o644)

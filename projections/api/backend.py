@@ -23,7 +23,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
-from ledger import ConfigurationError, config
+from ledger import ConfigurationError
+from projections import settings
 from projections.api.audit import Audit
 from projections.api.context import ExperimentContext
 from projections.api.imports import Imports
@@ -443,12 +444,12 @@ def get_backend(checkpoint_dir: str | Path | None = None, *, reset: bool = False
     ``checkpoint_dir`` defaults to ``ARI_CHECKPOINT_DIR``; with neither, ConfigurationError (a
     RuntimeError, as ARI raises). ``reset=True`` closes the cached backend and opens a new one.
     """
-    path = Path(checkpoint_dir).expanduser() if checkpoint_dir is not None else config.checkpoint_dir()
+    path = Path(checkpoint_dir).expanduser() if checkpoint_dir is not None else settings.checkpoint_dir()
     if path is None:
         raise ConfigurationError(
             "ari-memory-ledger requires ARI_CHECKPOINT_DIR (or a checkpoint_dir); there is no global memory"
         )
-    config.memory_backend()  # an unsupported ARI_MEMORY_BACKEND is refused, as ARI does
+    settings.memory_backend()  # an unsupported ARI_MEMORY_BACKEND is refused, as ARI does
     key = path.resolve()
     with _backends_lock:
         backend = _backends.get(key)

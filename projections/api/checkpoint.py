@@ -15,12 +15,13 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ledger import Ledger, VerifyReport, config, layout
+from ledger import Ledger, VerifyReport, layout
 from ledger.anchor import Anchor, AnchorUnreadable
 from ledger.events import CHECKPOINT_NODE
 from ledger.layout import SNAPSHOT_NAME
 from ledger.repair import RepairReport
 from ledger.repair import repair as repair_log
+from projections import settings
 from projections.api.verified import VERIFIED_CONTEXT_NAME
 from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
 from projections.engines.snapshot import SnapshotError, read_preamble
@@ -41,8 +42,8 @@ def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
                 if v
             },
         }
-    state["search_engine"] = config.search_engine()  # which engine answers searches
-    if config.letta_base_url():
+    state["search_engine"] = settings.search_engine()  # which engine answers searches
+    if settings.letta_base_url():
         from projections.engines.letta import agent_cursor
 
         letta = agent_cursor(ledger.checkpoint_dir)

@@ -8,6 +8,7 @@ from typing import Any
 from ledger import InvalidInput, config
 from ledger.ari_import import step_node
 from ledger.events import TRUNCATED, ReactStep, check_text
+from projections import settings
 from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import ReactAdded, StepView
@@ -24,7 +25,7 @@ class ReactTrace:
             raise InvalidInput("content", f"must be a string, got {type(content).__name__}")
         meta = checks.metadata(metadata)
         body: dict[str, Any] = {"content": content, "metadata": meta}
-        cap = config.react_max_entry_chars()
+        cap = settings.react_max_entry_chars()
         if cap and len(content) > cap:
             body["content"] = content[:cap] + TRUNCATED
             body["findings"] = [

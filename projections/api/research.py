@@ -14,13 +14,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ledger import CopyOnWriteViolation, InvalidInput, config
+from ledger import CopyOnWriteViolation, InvalidInput
 from ledger.consolidation import Consolidation, plan, spec_dict
 from ledger.events import Event, MemoryAdded, check_text
 from ledger.ledger import Batch
 from ledger.node_report import read_report_file
 from ledger.typed import typed_metadata
 from ledger.vocabulary import KINDS, REPRO_STATUSES
+from projections import settings
 from projections.api import checks
 from projections.api.context import ExperimentContext
 from projections.api.nodes import Nodes
@@ -147,7 +148,7 @@ class Research:
         ``work_dir``. When it gives the node's parent and ancestors, the node's place in the
         tree is recorded in the same group commit.
         """
-        if not config.consolidation_enabled():
+        if not settings.consolidation_enabled():
             return {"ok": True, "written": [], "skipped": "ARI_MEMORY_CONSOLIDATE is off"}
         work = Path(work_dir)
         report = _report(node_report, work)

@@ -18,9 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger import CopyOnWriteViolation, Ledger, config
+from ledger import CopyOnWriteViolation, Ledger
 from ledger.events import Event
 from ledger.ledger import Batch
+from projections import settings
 from projections.api.access_log import AccessLog
 from projections.engines.embedded import EmbeddedEngine
 from projections.engines.local import Projector
@@ -46,7 +47,7 @@ class Session:
         from projections.models.embedder import get_embedder
 
         self.checkpoint_dir = Path(checkpoint_dir)
-        self.namespace = config.checkpoint_hash(self.checkpoint_dir)
+        self.namespace = settings.checkpoint_hash(self.checkpoint_dir)
         if readonly:
             self.ledger = Ledger.open(self.checkpoint_dir, create=False, readonly=True)
         else:
@@ -55,8 +56,8 @@ class Session:
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
         self.projections: list[Projection] = [self.projector]
         self.letta: LettaSync | None = None
-        if config.letta_base_url():
-            self._keep_letta(config.search_engine())
+        if settings.letta_base_url():
+            self._keep_letta(settings.search_engine())
         self.access = AccessLog(self.checkpoint_dir, muted=self.ledger.readonly)
         self.lock = threading.RLock()
         self.problems: list[str] = []  # what failed after a write was already durable
@@ -67,7 +68,7 @@ class Session:
         """Keep a Letta projection current (a background thread); read from it only if chosen."""
         from projections.engines.letta import LettaEngine, LettaProjection, LettaSync, make_client
 
-        projection = LettaProjection(self.projector, make_client(), auto_restore=config.auto_restore())
+        projection = LettaProjection(self.projector, make_client(), auto_restore=settings.auto_restore())
         self.letta = LettaSync(projection)
         self.projections.append(projection)
         if reads == "letta":
@@ -110,7 +111,7 @@ class Session:
         (``close`` joins it): the child reads from the local projection and leaves pushing its
         writes to Letta to a process that keeps a sync (issue 17, item 4: the cross-process
         pusher is the hook for a child's writes; a child that should push recreates the sync
-        here with ``self._keep_letta(config.search_engine())``)."""
+        here with ``self._keep_letta(settings.search_engine())``)."""
         if self.letta is None:
             return
         self.letta = None

@@ -23,9 +23,10 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast, get_args
 
-from ledger import InvalidInput, config
+from ledger import InvalidInput
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
+from projections import settings
 from projections.api import checks
 from projections.api.audit import audit_ref, check_run_id, experiments_roots
 from projections.api.context import ExperimentContext
@@ -239,7 +240,7 @@ class VerifiedContext:
         carries the log's head (``anchor``: seq and hash), so ``ari-ledger verify`` can tell
         if the log was later cut back or rewritten.
         """
-        if not config.consolidation_enabled():
+        if not settings.consolidation_enabled():
             return None
         with self.session.reading() as catalog:
             candidates = [dict(n, node_id=n.get("node_id") or n.get("id")) for n in nodes]

@@ -35,6 +35,7 @@ from projections.engines.snapshot import (
     SnapshotView,
     open_snapshot,
     read_preamble,
+    remove_stale_temps,
     write_snapshot,
 )
 from projections.engines.snapshot_check import catalog_problem, random_items, sample_problem, vectors_problem
@@ -77,6 +78,8 @@ class Projector:
         self._rebuilt_note: str | None = None  # the last rebuild, kept in every snapshot written
         self._unsaved = 0
         self._next_save = SNAPSHOT_EVERY
+        if not ledger.readonly:  # a killed save's temporary file (a whole snapshot's size) goes now,
+            remove_stale_temps(self.snapshot_path)  # not at the next save, which a close may skip
         self.loaded_from_snapshot = use_snapshot and self._load()
 
     # -- folding ---------------------------------------------------------------------

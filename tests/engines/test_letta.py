@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger.errors import EmbeddingMismatch
 from projections import letta_server as letta_harness
 from projections.api.backend import MemoryBackend
+from projections.errors import EmbeddingMismatch
 from support.engines import backends_on, delete_agent
 from support.env import subprocess_env
 
@@ -235,7 +235,7 @@ def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
         assert row["top_hits"] and {hit[0] for hit in row["top_hits"]} <= set(row["may_read"])
     from letta_client import Letta
 
-    from ledger.config import checkpoint_hash
+    from projections.settings import checkpoint_hash
 
     client = Letta(base_url=letta_server.base_url)
     agent = list(client.agents.list(name=f"ari_agent_{checkpoint_hash(tmp_path / 'd' / 'checkpoint')}"))

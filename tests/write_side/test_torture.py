@@ -153,11 +153,14 @@ def test_sigkill_loop_on_the_backend(ckpt: Path) -> None:
     backend = MemoryBackend(ckpt)
     served = {e["entry_id"] for e in backend.get_node_memory("root")["entries"]}
     assert set(acked) <= served
-    backend.close()  # a save, which also removes temporary files killed saves left
-    assert list(store_dir(ckpt).glob(SNAPSHOT_NAME + ".*.tmp")) == []
+    assert (
+        list(store_dir(ckpt).glob(SNAPSHOT_NAME + ".*.tmp")) == []
+    )  # the writable open removed what killed saves left
+    backend.close()
     with Ledger.open_readonly(ckpt) as ledger:
         check = check_snapshot(ledger)
-        assert check.problem is None and check.rollback is None and check.cursor == ledger.last_seq
+        # a close saves only a tail worth saving (issue 17, item 5): the snapshot may lag, never lead
+        assert check.problem is None and check.rollback is None and 0 < check.cursor <= ledger.last_seq
     figures("sigkill-backend", kills=rounds, acknowledged=len(acked), stored=len(stored), lost=0)
 
 

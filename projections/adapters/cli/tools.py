@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ledger import InvalidInput, layout
+from projections import settings
 from projections.adapters.cli.framework import EXIT_OK, checkpoint_arg, command, console, emit
 from projections.adapters.cli.memory import open_backend
 from projections.api.backend import MemoryBackend
@@ -167,9 +168,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ledger import config
-
-    if not config.letta_base_url():
+    if not settings.letta_base_url():
         raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
     backend = open_backend(args.checkpoint)
     deleted = backend.dedupe_letta_agents() if args.dedupe else []

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ledger.errors import EmbeddingMismatch
 from projections.engines.letta.plan import plan_read
 from projections.engines.letta.rows import AgentRows
 from projections.engines.letta.sync import LettaSync
 from projections.engines.local import Projector
+from projections.errors import EmbeddingMismatch
 from projections.models.catalog import REACT, Catalog
 
 RETRY_AFTER_S = 2.0  # after a failure, reads use the embedded engine this long before retrying

@@ -26,10 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ledger import config
-from ledger.errors import EmbeddingMismatch, ProjectionError
 from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep, handlers
 from ledger.typed import typed_kind
+from projections import settings
 from projections.engines.letta.lock import PushLock
 from projections.engines.letta.plan import Call, iso_us, letta_time
 from projections.engines.letta.server import (
@@ -42,6 +41,7 @@ from projections.engines.letta.server import (
     same_embedding,
 )
 from projections.engines.local import Projector
+from projections.errors import EmbeddingMismatch, ProjectionError
 from projections.models.catalog import event_time
 
 BATCH = 200
@@ -62,7 +62,7 @@ class LettaProjection:
         self.projector = projector
         self.client = client
         self.auto_restore = auto_restore
-        digest = config.checkpoint_hash(projector.ledger.checkpoint_dir)
+        digest = settings.checkpoint_hash(projector.ledger.checkpoint_dir)
         self.agent_name = f"ari_agent_{digest}"
         self.node_tag, self.react_tag = f"ari_node_{digest}", f"ari_react_{digest}"
         self.embedding = configured_embedding(projector.embedder.name, projector.embedder.dim)
@@ -190,7 +190,7 @@ class LettaProjection:
             try:
                 folded = self.push(progress, wait=RESTORE_WAIT_S, create=True)
             except APIError as exc:
-                raise ProjectionError(f"Letta at {config.letta_base_url()} failed: {exc}") from None
+                raise ProjectionError(f"Letta at {settings.letta_base_url()} failed: {exc}") from None
             if folded is None:
                 raise ProjectionError(
                     f"another process held {self.lock.path} for {RESTORE_WAIT_S:.0f} s (it is pushing into "
@@ -389,7 +389,7 @@ class LettaProjection:
         exact at any pool size.
         """
         with self.guard:
-            k = min(max(config.letta_overfetch(), limit * 40), max(self.passages, 1))
+            k = min(max(settings.letta_overfetch(), limit * 40), max(self.passages, 1))
             rounds = 0
             while True:
                 rounds += 1

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ledger import config
-from ledger.errors import ProjectionError
+from projections import settings
+from projections.errors import ProjectionError
 
 META_KEY = "ari_ledger"
 
@@ -52,7 +52,7 @@ def by_age(agents: Iterable[Any]) -> list[Any]:
 
 def agent_name(checkpoint_dir: Path) -> str:
     """``ari_agent_<hash>``: the checkpoint's agent, as ARI names it."""
-    return f"ari_agent_{config.checkpoint_hash(checkpoint_dir)}"
+    return f"ari_agent_{settings.checkpoint_hash(checkpoint_dir)}"
 
 
 def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def default_embedding_config(model: str, dim: int) -> dict[str, Any]:
     """The project's own offline endpoint (``ari-ledger letta up`` starts it)."""
     return {
         "embedding_endpoint_type": "openai",
-        "embedding_endpoint": config.embed_url(),
+        "embedding_endpoint": settings.embed_url(),
         "embedding_model": model,
         "embedding_dim": dim,
     }
@@ -104,7 +104,7 @@ def configured_embedding(model: str, dim: int) -> dict[str, Any]:
     run): the project's offline endpoint. A JSON object: Letta's ``embedding_config`` as
     given. Any other string: a Letta embedding handle (``provider/model``), passed to Letta.
     """
-    raw = config.letta_embedding_config()
+    raw = settings.letta_embedding_config()
     if raw is None or raw.strip().lower() in DEFAULT_HANDLES:
         return default_embedding_config(model, dim)
     raw = raw.strip()
@@ -145,8 +145,8 @@ def make_client(timeout: float | None = None):
     from letta_client import Letta
 
     return Letta(
-        base_url=config.letta_base_url(),
-        api_key=config.letta_api_key(),
-        timeout=timeout or config.letta_timeout_s(),
+        base_url=settings.letta_base_url(),
+        api_key=settings.letta_api_key(),
+        timeout=timeout or settings.letta_timeout_s(),
         max_retries=0,
     )

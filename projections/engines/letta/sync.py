@@ -20,8 +20,8 @@ import threading
 import time
 from typing import Any
 
-from ledger.errors import EmbeddingMismatch, ProjectionError
 from projections.engines.letta.projection import LettaProjection
+from projections.errors import EmbeddingMismatch, ProjectionError
 
 log = logging.getLogger("projections.engines.letta")
 
