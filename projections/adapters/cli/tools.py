@@ -92,7 +92,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("which", choices=["ledger", "projections", "letta", "hooks", "all"], nargs="?", default="all")
+    p.add_argument(
+        "which", choices=["ledger", "projections", "letta", "hooks", "processes", "all"], nargs="?", default="all"
+    )
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
 
 
@@ -105,6 +107,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "projections": "bench.projection_bench",
         "letta": "bench.letta_bench",
         "hooks": "bench.hook_bench",
+        "processes": "bench.processes_bench",
     }
     chosen = list(modules) if args.which == "all" else [args.which]
     worst = 0
