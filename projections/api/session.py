@@ -2,10 +2,9 @@
 
 A :class:`Session` holds the ledger (writes), the local projection (reads), the search
 engine, the access log and one lock. Its read helper folds whatever the log gained — from
-this process or another — before a service reads, so reads see every acknowledged write (and
-writes fold nothing: the next read does). Its write helpers append, and once the event is
-durable nothing after it can fail the call: the access log, waking the Letta projection and a
-snapshot save only leave a line in ``problems``.
+this process or another — before a service reads, so reads see every acknowledged write. Its
+write helpers append, and once the event is durable nothing after it can fail the call: the
+fold, the access log and a snapshot save only leave a line in ``problems``.
 """
 
 from __future__ import annotations
@@ -88,8 +87,8 @@ class Session:
                 return
             if self.letta is not None:
                 self.letta.close()
-            if self.projector.worth_saving(max(0, self.ledger.last_seq - self.projector.cursor)):
-                self.after_durable("saving the projection snapshot", self._fold_and_save)
+            if self.projector.worth_saving():
+                self.after_durable("saving the projection snapshot", self.projector.save)
             self.access.flush_and_close()
             self.ledger.close()
 
@@ -141,7 +140,7 @@ class Session:
         """Append one event; once it is durable nothing after it can fail the call."""
         with self.lock:
             event = self.ledger.append(node_id, type, body, current_node=current_node)
-            self.after_durable("waking the Letta projection", self._written)
+            self.after_durable("folding the new event", self._written)
         return event
 
     @contextmanager
@@ -166,18 +165,11 @@ class Session:
                     self._fold()
                 yield self.projector.catalog, batch
             if batch.events:
-                self.after_durable("waking the Letta projection", self._written)
-
-    def _fold_and_save(self) -> None:
-        self._fold()
-        self.projector.save()
+                self.after_durable("folding the new events", self._written)
 
     def _written(self) -> None:
-        """Wake the Letta projection's thread. The local projection folds at the next read (or
-        at close, when the tail is worth a snapshot), not here: folding embeds every new entry,
-        this process's and every other writer's, so a write that folded paid for the whole
-        checkpoint's writes (measured: one writer through ``add_memory`` 795/s folding, 2,130/s
-        not; two writers 0.55 and 0.85 of one), and a hook that only writes embeds nothing."""
+        """Fold what was just written; wake the Letta projection's thread."""
+        self._fold()
         if self.letta is not None:
             self.letta.poke()
 
