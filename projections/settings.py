@@ -82,6 +82,14 @@ def letta_timeout_s() -> float:
     return value if value > 0 else 10.0
 
 
+def letta_push_timeout_s() -> float:
+    """``ARI_MEMORY_LETTA_PUSH_TIMEOUT_S`` (this library's, 60 s, never below the read timeout):
+    the timeout of one request that pushes into the agent. A batch of passages is embedded by
+    the server before it answers; on a busy two-core machine that outlasts ARI's 10 s."""
+    value = number("ARI_MEMORY_LETTA_PUSH_TIMEOUT_S", 60.0, float)
+    return max(value if value > 0 else 60.0, letta_timeout_s())
+
+
 def embed_url() -> str:
     """``ARI_MEMORY_EMBED_URL`` (this library's): the offline embeddings endpoint Letta agents
     are created with."""

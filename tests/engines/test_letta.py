@@ -31,7 +31,7 @@ def passages_of(backend: MemoryBackend) -> list:
     letta = backend.session.letta.projection
     out, after = [], None
     while True:
-        page = letta.client.agents.passages.list(letta.agent_id, limit=1000, **({"after": after} if after else {}))
+        page = letta.pusher.agents.passages.list(letta.agent_id, limit=1000, **({"after": after} if after else {}))
         if not page:
             return out
         out.extend(page)
@@ -139,7 +139,7 @@ def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_p
         for i in range(800):
             batch.append("root", "memory_added", {"text": f"entry {i} about cache blocking"}, current_node="root")
     backend.health()  # pushes everything once
-    agent_name, client = backend.session.letta.projection.agent_name, backend.session.letta.projection.client
+    agent_name, client = backend.session.letta.projection.agent_name, backend.session.letta.projection.pusher
     delete_agent(backend.session.letta.projection)
     backend.close()
 

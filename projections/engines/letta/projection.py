@@ -60,7 +60,8 @@ class LettaProjection:
 
     def __init__(self, projector: Projector, client, *, auto_restore: bool = True) -> None:
         self.projector = projector
-        self.client = client
+        self.client = client  # searches: ARI's read timeout
+        self.pusher = client.with_options(timeout=settings.letta_push_timeout_s())  # the agent's upkeep
         self.auto_restore = auto_restore
         digest = settings.checkpoint_hash(projector.ledger.checkpoint_dir)
         self.agent_name = f"ari_agent_{digest}"
@@ -83,7 +84,7 @@ class LettaProjection:
         False when it is missing. Only the push lock's holder may ``create``."""
         if create and not self.lock.held:
             raise RuntimeError("creating the Letta agent needs the push lock")
-        found = by_age(self.client.agents.list(name=self.agent_name))
+        found = by_age(self.pusher.agents.list(name=self.agent_name))
         if not found and not create:
             self.agent_id = self.archive_id = None
             return False
@@ -98,7 +99,7 @@ class LettaProjection:
         self.dated = bool(meta.get("dated"))
         self.interrupted = bool(meta.get("pushing", True))  # agents of older versions never said
         if self.archive_id is None:  # Letta makes it with the first passage: perhaps another process did
-            archives = list(self.client.archives.list(agent_id=agent.id))
+            archives = list(self.pusher.archives.list(agent_id=agent.id))
             self.archive_id = archives[0].id if archives else None
         if self.archive_id is None:
             self.cursor = 0  # an agent without passages has folded nothing, whatever it says
@@ -107,7 +108,7 @@ class LettaProjection:
         return True
 
     def _create_agent(self):
-        return self.client.agents.create(
+        return self.pusher.agents.create(
             name=self.agent_name,
             model="letta/letta-free",
             **embedding_args(self.embedding),
@@ -148,7 +149,7 @@ class LettaProjection:
     def _save_cursor(self, *, pushing: bool = False) -> None:
         """Record the cursor; ``pushing`` says passages after it may already be on the server."""
         meta = self._meta(cursor=self.cursor, dated=self.dated, pushing=pushing)
-        self.client.agents.update(self.agent_id, metadata={META_KEY: meta})
+        self.pusher.agents.update(self.agent_id, metadata={META_KEY: meta})
         self.interrupted = pushing
 
     def _present_event_ids(self) -> set[str]:
@@ -157,7 +158,7 @@ class LettaProjection:
         after = None
         while True:
             kwargs = {"limit": LIST_PAGE} | ({"after": after} if after else {})
-            page = self.client.agents.passages.list(self.agent_id, **kwargs)
+            page = self.pusher.agents.passages.list(self.agent_id, **kwargs)
             if not page:
                 break
             for passage in page:
@@ -253,7 +254,7 @@ class LettaProjection:
                     return []
                 deleted = list(self.duplicates)
                 for agent_id in deleted:
-                    delete_agent_by_id(self.client, agent_id)
+                    delete_agent_by_id(self.pusher, agent_id)
                 self.duplicates = []
                 return deleted
             finally:
@@ -306,7 +307,7 @@ class LettaProjection:
 
     def _renew_agent(self) -> None:
         """ARI deletes the agent on purge: the passages and blocks a purge hid leave the server."""
-        delete_agent(self.client, self.agent_name)
+        delete_agent(self.pusher, self.agent_name)
         self.detach()
         self.attach(create=True)
 
@@ -342,11 +343,11 @@ class LettaProjection:
             self._save_cursor(pushing=True)
         if self.archive_id is None:  # Letta makes the archive with the agent's first passage
             first = passages[0]
-            self.client.agents.passages.create(self.agent_id, **first)
-            self.archive_id = next(iter(self.client.archives.list(agent_id=self.agent_id))).id
+            self.pusher.agents.passages.create(self.agent_id, **first)
+            self.archive_id = next(iter(self.pusher.archives.list(agent_id=self.agent_id))).id
             passages = passages[1:]
         if passages:
-            self.client.archives.passages.create_many(self.archive_id, passages=passages)
+            self.pusher.archives.passages.create_many(self.archive_id, passages=passages)
 
     def _seed_blocks(self, event: Event) -> None:
         core = event.body_as(CoreSeeded)
@@ -356,7 +357,7 @@ class LettaProjection:
             "ari_context": json.dumps(core.context, ensure_ascii=False, sort_keys=True),
         }
         for label, value in values.items():
-            self.client.agents.blocks.update(label, agent_id=self.agent_id, value=value)
+            self.pusher.agents.blocks.update(label, agent_id=self.agent_id, value=value)
 
     # -- search ------------------------------------------------------------------------
 

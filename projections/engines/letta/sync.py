@@ -101,7 +101,7 @@ class LettaSync:
         try:
             if projection.agent_id is not None and projection.projector.ledger.refresh() <= projection.cursor:
                 return
-            projection.client = projection.client.with_options(timeout=CLOSE_TIMEOUT_S)
+            projection.pusher = projection.pusher.with_options(timeout=CLOSE_TIMEOUT_S)
             projection.push(wait=0.0, limit=CLOSE_EVENTS)
         except Exception as exc:  # the next pusher pushes them
             log.info("left the last events to the next Letta pusher: %s: %s", type(exc).__name__, exc)
