@@ -10,5 +10,9 @@ class ProjectionError(LedgerError):
     """A projection could not be brought up to date (the log itself is intact)."""
 
 
-class EmbeddingMismatch(ProjectionError):
+class ProjectionRefused(ProjectionError):
+    """A projection refuses to fold: retrying cannot mend it, so it reaches the caller."""
+
+
+class EmbeddingMismatch(ProjectionRefused):
     """A projection was built with a different embedding configuration than the one in use."""

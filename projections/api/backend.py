@@ -361,21 +361,28 @@ class MemoryBackend:
         """Root→node from the recorded tree; None for a node this checkpoint does not know."""
         return self._nodes.lineage(node_id)
 
-    def restore(self, progress: Any = None) -> dict[str, Any]:
-        """Rebuild the server-side projection (Letta) from the log, whatever
-        ``ARI_MEMORY_AUTO_RESTORE`` says; the local projection when no server is configured."""
+    def restore(self, progress: Any = None, *, only: str | None = None) -> dict[str, Any]:
+        """Rebuild projections from the log, whatever ``ARI_MEMORY_AUTO_RESTORE`` says: the
+        shared ones (Letta) when configured, else the local one; ``only`` names one. One
+        projection restored returns its result; several, ``{"restored": [...]}``."""
+        targets = self.session.restore_targets(only)
         with self.session.reading():
-            result = self.session.projections[-1].restore(progress)
-        if self.session.letta is not None:
-            self.session.letta.error = None
-        return result
+            results = [projection.restore(progress) for projection in targets]
+        for runner in self.session.runners:
+            if runner.projection in targets:
+                runner.restored()
+        return results[0] if len(results) == 1 else {"restored": results}
 
     def dedupe_letta_agents(self) -> list[str]:
         """Delete the duplicate Letta agents of this checkpoint (older versions let two processes
         create one each); keeps the oldest, which every process uses. Returns the deleted ids."""
         if self.session.letta is None:
             raise ConfigurationError("LETTA_BASE_URL is not set: there is no Letta agent to dedupe")
-        return self.session.letta.projection.dedupe()
+        from projections.engines.letta import LettaProjection  # only a Letta session gets here
+
+        projection = self.session.letta.projection
+        assert isinstance(projection, LettaProjection)
+        return projection.dedupe()
 
     # -- ARI's health --------------------------------------------------------------------
 
@@ -402,17 +409,18 @@ class MemoryBackend:
                 "readonly": session.ledger.readonly_reason,
                 "torn_tail": session.ledger.torn_tail is not None,
                 "snapshot_rebuilt": session.projector.rebuilt,
-                **({"letta": session.letta.health()} if session.letta is not None else {}),
+                **{runner.name: runner.health() for runner in session.runners},
                 **extra,
             },
         )
 
     def flush_projections(self, timeout: float = 60.0) -> bool:
         """Wait until every projection (the Letta agent too) holds the whole log; True when it does.
-        Writes never wait for Letta; tests, benchmarks and ``restore`` sometimes must."""
+        Writes never wait for a shared projection; tests, benchmarks and ``restore`` sometimes must."""
         with self.session.reading():
             pass
-        return self.session.letta.flush(timeout) if self.session.letta is not None else True
+        deadline = time.monotonic() + timeout
+        return all([runner.flush(max(0.0, deadline - time.monotonic())) for runner in self.session.runners])
 
 
 def write_verified_context(checkpoint_dir: str | Path, nodes: Iterable[Mapping[str, Any]]) -> Path | None:

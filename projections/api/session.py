@@ -1,7 +1,8 @@
 """One checkpoint, open: what every service of the API shares.
 
-A :class:`Session` holds the ledger (writes), the local projection (reads), the search
-engine, the access log and one lock. Its read helper folds whatever the log gained — from
+A :class:`Session` holds the ledger (writes), the list of projections (the local one, folded
+by every read; any shared one, kept current by its own runner thread), the search engine, the
+access log and one lock. Its read helper folds whatever the log gained — from
 this process or another — before a service reads, so reads see every acknowledged write. Its
 write helpers append, and once the event is durable nothing after it can fail the call: the
 fold, the access log and a snapshot save only leave a line in ``problems``.
@@ -16,20 +17,18 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ledger import CopyOnWriteViolation, Ledger
+from ledger import ConfigurationError, CopyOnWriteViolation, Ledger
 from ledger.events import Event
 from ledger.ledger import Batch
 from projections import settings
 from projections.api.access_log import AccessLog
 from projections.engines.embedded import EmbeddedEngine
 from projections.engines.local import Projector
-from projections.engines.protocol import Projection, SearchEngine
+from projections.engines.protocol import Projection, SearchEngine, SharedProjection
+from projections.engines.runner import ProjectionRunner
 from projections.models.catalog import Catalog
-
-if TYPE_CHECKING:
-    from projections.engines.letta import LettaSync
 
 log = logging.getLogger("projections")
 
@@ -55,7 +54,7 @@ class Session:
         self.projector = Projector(self.ledger, embedder or get_embedder())
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
         self.projections: list[Projection] = [self.projector]
-        self.letta: LettaSync | None = None
+        self.runners: list[ProjectionRunner] = []  # one per shared projection
         if settings.letta_base_url():
             self._keep_letta(settings.search_engine())
         self.access = AccessLog(self.checkpoint_dir, muted=self.ledger.readonly)
@@ -65,15 +64,40 @@ class Session:
         _LIVE.add(self)
 
     def _keep_letta(self, reads: str) -> None:
-        """Keep a Letta projection current (a background thread); read from it only if chosen."""
-        from projections.engines.letta import LettaEngine, LettaProjection, LettaSync, make_client
+        """Keep a Letta projection current; read from it only if chosen."""
+        from projections.engines.letta import LettaEngine, LettaProjection, make_client
 
-        projection = LettaProjection(self.projector, make_client(), auto_restore=settings.auto_restore())
-        self.letta = LettaSync(projection)
-        self.projections.append(projection)
+        runner = self._keep(LettaProjection(self.projector, make_client(), auto_restore=settings.auto_restore()))
         if reads == "letta":
-            self.engine = LettaEngine(self.projector, self.engine, self.letta)
-        self.letta.poke()  # a missing agent is restored, a lag drained, without waiting for a write
+            self.engine = LettaEngine(self.projector, self.engine, runner)
+
+    def _keep(self, projection: SharedProjection) -> ProjectionRunner:
+        """A shared projection joins the list, with a runner that keeps it current."""
+        runner = ProjectionRunner(projection)
+        self.projections.append(projection)
+        self.runners.append(runner)
+        runner.poke()  # a missing one is restored, a lag drained, without waiting for a write
+        return runner
+
+    def runner(self, name: str) -> ProjectionRunner | None:
+        """The runner of the shared projection called ``name``, if this session keeps one."""
+        return next((r for r in self.runners if r.name == name), None)
+
+    @property
+    def letta(self) -> ProjectionRunner | None:
+        """The Letta projection's runner (what its own tools, like ``dedupe``, reach through)."""
+        return self.runner("letta")
+
+    def restore_targets(self, only: str | None = None) -> list[Projection]:
+        """What an explicit restore rebuilds: the projection named ``only``; else every shared
+        one, or the local one when there is none (it is rebuilt by any open anyway)."""
+        if only is None:
+            return [r.projection for r in self.runners] or [self.projector]
+        found = [p for p in self.projections if p.name == only]
+        if not found:
+            kept = ", ".join(p.name for p in self.projections)
+            raise ConfigurationError(f"restore: no projection named {only!r} here (this checkpoint keeps: {kept})")
+        return found
 
     @property
     def closed(self) -> bool:
@@ -85,8 +109,8 @@ class Session:
         with self.lock:
             if self.ledger.closed:
                 return
-            if self.letta is not None:
-                self.letta.close()
+            for runner in self.runners:
+                runner.close()
             if self.projector.worth_saving():
                 self.after_durable("saving the projection snapshot", self.projector.save)
             self.access.flush_and_close()
@@ -97,24 +121,23 @@ class Session:
     def _forked(self) -> None:
         """In a forked child, at once: a fresh lock (the inherited one may be held by a parent
         thread that does not exist here, and then the fold it guarded may be half done), no
-        Letta thread. The ledger reopens itself (``Ledger._own``); the projector's state is a
+        runner threads. The ledger reopens itself (``Ledger._own``); the projector's state is a
         fold of a log that only grows, so it stays, unless a parent thread was changing it."""
         inherited, self.lock = self.lock, threading.RLock()
         if inherited.acquire(blocking=False):  # only this (the forking) thread could have held it
             inherited.release()
         else:
             self._refold = True
-        self._drop_letta_in_child()
+        self._drop_runners_in_child()
 
-    def _drop_letta_in_child(self) -> None:
-        """The Letta sync thread did not survive the fork, so the child must never wait on it
-        (``close`` joins it): the child reads from the local projection and leaves pushing its
-        writes to Letta to a process that keeps a sync (issue 17, item 4: the cross-process
-        pusher is the hook for a child's writes; a child that should push recreates the sync
-        here with ``self._keep_letta(settings.search_engine())``)."""
-        if self.letta is None:
+    def _drop_runners_in_child(self) -> None:
+        """The runner threads did not survive the fork, so the child must never wait on them
+        (``close`` joins them): the child reads from the local projection and leaves folding
+        its writes into the shared ones to a process that keeps a runner (every runner polls
+        the log for other processes' writes)."""
+        if not self.runners:
             return
-        self.letta = None
+        self.runners = []
         self.projections = [self.projector]
         self.engine = EmbeddedEngine(self.projector)
 
@@ -168,10 +191,10 @@ class Session:
                 self.after_durable("folding the new events", self._written)
 
     def _written(self) -> None:
-        """Fold what was just written; wake the Letta projection's thread."""
+        """Fold what was just written; wake the runners of the shared projections."""
         self._fold()
-        if self.letta is not None:
-            self.letta.poke()
+        for runner in self.runners:
+            runner.poke()
 
     def after_durable(self, what: str, work: Callable[[], object]) -> None:
         """Run work that follows a durable write; a failure becomes a line of ``problems``."""

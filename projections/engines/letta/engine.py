@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from projections.engines.letta.plan import plan_read
+from projections.engines.letta.projection import LettaProjection
 from projections.engines.letta.rows import AgentRows
-from projections.engines.letta.sync import LettaSync
 from projections.engines.local import Projector
-from projections.errors import EmbeddingMismatch
+from projections.engines.runner import ProjectionRunner
+from projections.errors import ProjectionRefused
 from projections.models.catalog import REACT, Catalog
 
 RETRY_AFTER_S = 2.0  # after a failure, reads use the embedded engine this long before retrying
@@ -33,11 +34,11 @@ RETRY_AFTER_S = 2.0  # after a failure, reads use the embedded engine this long 
 class LettaEngine:
     """Search on Letta; the embedded engine answers (and says so) while Letta cannot."""
 
-    def __init__(self, projector: Projector, fallback: Any, sync: LettaSync) -> None:
+    def __init__(self, projector: Projector, fallback: Any, sync: ProjectionRunner) -> None:
         self.projector = projector
         self.fallback = fallback
         self.sync = sync
-        self.letta = sync.projection
+        self.letta = cast(LettaProjection, sync.projection)  # what a Letta session's runner keeps
         self._failed_at = 0.0
         self._rows_cache: AgentRows | None = None
 
@@ -70,10 +71,10 @@ class LettaEngine:
             return fallback()
         try:
             return on_letta()
-        except EmbeddingMismatch:
+        except ProjectionRefused:
             raise
         except Exception as exc:
-            self.sync._failed(exc)
+            self.sync.failed(exc)
             self._failed_at = time.monotonic()
             return fallback()
 

@@ -45,6 +45,7 @@ from projections.errors import EmbeddingMismatch, ProjectionError
 from projections.models.catalog import event_time
 
 BATCH = 200
+CLOSE_TIMEOUT_S = 2.0  # the timeout of each Letta request of a closing process's last fold
 RESTORE_WAIT_S = 120.0  # how long an explicit restore waits for another process's push
 EVERY_PASSAGE = 2**31 - 1  # a top_k no agent reaches: Letta ranks all its passages
 LIST_PAGE = 1000
@@ -132,10 +133,14 @@ class LettaProjection:
                 "refusing to mix them (delete the agent to restore into the new configuration)"
             )
 
-    def detach(self) -> None:
-        """Forget the agent; the next catch-up looks it up again (and replays into a new one)."""
+    def forget(self) -> None:
+        """Forget the agent; the next fold looks it up again (and replays into a new one)."""
         with self.guard:
             self.agent_id = self.archive_id = None
+
+    def hurry(self) -> None:
+        """Closing: each request of the last fold times out after ``CLOSE_TIMEOUT_S``."""
+        self.pusher = self.pusher.with_options(timeout=CLOSE_TIMEOUT_S)
 
     def _meta(self, *, cursor: int, dated: bool, pushing: bool) -> dict[str, Any]:
         return {
@@ -169,7 +174,7 @@ class LettaProjection:
     # -- folding -----------------------------------------------------------------------
 
     def lag(self) -> int:
-        return max(0, self.projector.ledger.last_seq - self.cursor)
+        return max(0, self.projector.ledger.refresh() - self.cursor)
 
     def health(self) -> dict[str, Any]:
         return {
@@ -189,7 +194,7 @@ class LettaProjection:
 
             started = time.perf_counter()
             try:
-                folded = self.push(progress, wait=RESTORE_WAIT_S, create=True)
+                folded = self.fold(progress, wait=RESTORE_WAIT_S, create=True)
             except APIError as exc:
                 raise ProjectionError(f"Letta at {settings.letta_base_url()} failed: {exc}") from None
             if folded is None:
@@ -210,9 +215,16 @@ class LettaProjection:
 
     def catch_up(self) -> int:
         """One push round if no other process is pushing (the Projection protocol's fold)."""
-        return self.push(wait=0.0) or 0
+        return self.fold(wait=0.0) or 0
 
-    def push(
+    def behind(self) -> bool:
+        return self.agent_id is None or self.projector.ledger.refresh() > self.cursor
+
+    def current(self) -> bool:
+        self.refresh()
+        return self.agent_id is not None and self.lag() == 0
+
+    def fold(
         self,
         progress: Callable[[int, int], None] | None = None,
         *,
@@ -230,7 +242,9 @@ class LettaProjection:
                 return None
             try:
                 if not self.attach(create=self.auto_restore if create is None else create):
-                    return 0
+                    raise ProjectionError(
+                        f"agent {self.agent_name} is missing and ARI_MEMORY_AUTO_RESTORE is off; run `ari-ledger restore`"
+                    )
                 target = self.projector.ledger.refresh()
                 if limit is not None:
                     target = min(target, self.cursor + limit)
@@ -308,7 +322,7 @@ class LettaProjection:
     def _renew_agent(self) -> None:
         """ARI deletes the agent on purge: the passages and blocks a purge hid leave the server."""
         delete_agent(self.pusher, self.agent_name)
-        self.detach()
+        self.forget()
         self.attach(create=True)
 
     def _advance(self, seq: int, start: int, target: int, progress: Callable[[int, int], None] | None) -> None:
