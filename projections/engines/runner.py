@@ -91,14 +91,12 @@ class ProjectionRunner:
         return {"ok": self.error is None, **self.projection.health(), "error": self.error, "busy": self.busy}
 
     def close(self, timeout: float = CLOSE_JOIN_S) -> None:
-        """Stop the thread (its batch in flight finishes, or is cut at exit: the projection
-        checks what landed next time), then fold this process's last few events if no one
-        else is folding."""
+        """Stop the thread and give it ``timeout`` s: it ends its round, then folds this
+        process's last few events itself if no one else is folding. What it has not done by
+        then is cut at exit and left to the next folder (the projection checks what landed)."""
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout)
-        if not self._thread.is_alive():
-            self._fold_last()
 
     def _fold_last(self) -> None:
         projection = self.projection
@@ -112,12 +110,13 @@ class ProjectionRunner:
 
     def _run(self) -> None:
         pause = POLL_S
-        while not self._stop.is_set():
+        while True:
             self._wake.wait(pause)
             self._wake.clear()
             if self._stop.is_set():
-                return
+                break
             pause = self._round()
+        self._fold_last()  # on this thread: a round in flight when closing came would else skip it
 
     def _round(self) -> float:
         """One try at folding what the log gained; the pause before the next."""

@@ -38,6 +38,7 @@ from projections.engines.letta.server import (
     delete_agent,
     delete_agent_by_id,
     embedding_args,
+    every,
     same_embedding,
 )
 from projections.engines.local import Projector
@@ -85,7 +86,7 @@ class LettaProjection:
         False when it is missing. Only the push lock's holder may ``create``."""
         if create and not self.lock.held:
             raise RuntimeError("creating the Letta agent needs the push lock")
-        found = by_age(self.pusher.agents.list(name=self.agent_name))
+        found = by_age(every(self.pusher.agents.list, name=self.agent_name))
         if not found and not create:
             self.agent_id = self.archive_id = None
             return False
@@ -100,7 +101,7 @@ class LettaProjection:
         self.dated = bool(meta.get("dated"))
         self.interrupted = bool(meta.get("pushing", True))  # agents of older versions never said
         if self.archive_id is None:  # Letta makes it with the first passage: perhaps another process did
-            archives = list(self.pusher.archives.list(agent_id=agent.id))
+            archives = every(self.pusher.archives.list, agent_id=agent.id)
             self.archive_id = archives[0].id if archives else None
         if self.archive_id is None:
             self.cursor = 0  # an agent without passages has folded nothing, whatever it says
@@ -358,7 +359,7 @@ class LettaProjection:
         if self.archive_id is None:  # Letta makes the archive with the agent's first passage
             first = passages[0]
             self.pusher.agents.passages.create(self.agent_id, **first)
-            self.archive_id = next(iter(self.pusher.archives.list(agent_id=self.agent_id))).id
+            self.archive_id = every(self.pusher.archives.list, agent_id=self.agent_id)[0].id
             passages = passages[1:]
         if passages:
             self.pusher.archives.passages.create_many(self.archive_id, passages=passages)

@@ -9,7 +9,7 @@ endpoint, the same model as the embedded index).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,16 +20,26 @@ from projections.errors import ProjectionError
 META_KEY = "ari_ledger"
 
 
+PAGE = 100  # items of one list request; a checkpoint has one agent and one archive
+
+
+def every(list_call: Callable[..., Any], **params: Any) -> list[Any]:
+    """Every item of a Letta list call in one request when it fits a page: letta-client's pages
+    otherwise always ask for a second, empty one (a round trip of each fold)."""
+    page = list_call(limit=PAGE, **params)
+    return list(page.items) if len(page.items) < PAGE else list(page)
+
+
 def delete_agent(client, name: str) -> None:
     """Delete every agent of a name with its archive and blocks (``agents.delete`` alone orphans both)."""
-    for agent in list(client.agents.list(name=name)):
+    for agent in every(client.agents.list, name=name):
         delete_agent_by_id(client, agent.id)
 
 
 def delete_agent_by_id(client, agent_id: str) -> None:
     """Delete one agent with its archive and blocks."""
     blocks = [b.id for b in client.agents.blocks.list(agent_id=agent_id)]
-    for archive in list(client.archives.list(agent_id=agent_id)):
+    for archive in every(client.archives.list, agent_id=agent_id):
         client.archives.delete(archive.id)
     client.agents.delete(agent_id)
     for block_id in blocks:
@@ -60,7 +70,7 @@ def agent_cursor(checkpoint_dir: Path, client=None) -> dict[str, Any]:
     name = agent_name(checkpoint_dir)
     try:
         client = client or make_client()
-        found = by_age(client.agents.list(name=name))
+        found = by_age(every(client.agents.list, name=name))
     except Exception as exc:
         return {"agent": name, "cursor": None, "error": f"{type(exc).__name__}: {exc}"[:200], "duplicates": []}
     if not found:
