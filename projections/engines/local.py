@@ -109,12 +109,13 @@ class Projector:
         self.cursor, self.cursor_hash = events[-1].seq, events[-1].hash
         self._unsaved += len(events)
 
-    def worth_saving(self) -> bool:
-        """Whether closing should write the snapshot: the unsaved tail is long enough that
-        rewriting the whole snapshot costs less, amortised, than every next open folding it
-        (bounded by SNAPSHOT_EVERY, so an open's fold stays cheap)."""
-        threshold = min(SNAPSHOT_EVERY, int(self.cursor * CLOSE_SAVE_SHARE))
-        return self._unsaved >= max(1, threshold)
+    def worth_saving(self, unfolded: int = 0) -> bool:
+        """Whether closing should write the snapshot: the unsaved tail (folded, plus ``unfolded``
+        events of the log not folded yet) is long enough that rewriting the whole snapshot costs
+        less, amortised, than every next open folding it (bounded by SNAPSHOT_EVERY, so an
+        open's fold stays cheap)."""
+        threshold = min(SNAPSHOT_EVERY, int((self.cursor + unfolded) * CLOSE_SAVE_SHARE))
+        return self._unsaved + unfolded >= max(1, threshold)
 
     def lag(self) -> int:
         """Events in the log not yet folded."""

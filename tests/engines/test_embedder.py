@@ -163,6 +163,8 @@ def test_the_model_is_loaded_by_the_first_embedding_not_before(tmp_path: Path) -
         b.start_node("root", current_node="root")
         assert not loaded(), "a node_started loaded the model"
         b.add_memory("root", "roofline of the stencil", current_node="root")
+        assert not loaded(), "a write folds nothing (the next read does)"
+        b.get_node_memory("root")
         assert loaded(), "folding an entry must embed it"
         b.close()
         print("ok")
