@@ -31,7 +31,7 @@ from . import events as schema
 from . import layout
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
 from .chain import ChainError, check_link, decode_line, decode_lines, sign
-from .errors import LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
+from .errors import ACT_ON_ROLLBACK, LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
 from .events import (
     Event,
     UnsignedEvent,
@@ -60,10 +60,6 @@ from .log import (
 log = logging.getLogger("ledger")
 
 ROLLBACKS_SUFFIX = ".rollbacks"  # what people accepted with `verify --accept-rollback`, one JSON line each
-ACT_ON_ROLLBACK = (
-    "restore the missing events (a backup, a .torn-* file), or accept the log as it is with "
-    "`ari-ledger verify --accept-rollback CKPT`"
-)
 INSPECTING = "opened read-only to inspect"  # open_readonly: the caller reports what it finds
 IN_FLIGHT = "in flight"  # a member a writer was still appending when an unlocked reader got to it
 _READONLY_ERRNOS = {
