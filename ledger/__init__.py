@@ -15,8 +15,9 @@ from .errors import (
     UnsupportedVersion,
 )
 from .events import Event
-from .ledger import Ledger, RecoveryReport, VerifyReport
+from .ledger import Ledger, VerifyReport
 from .memory_api import clear_backend_cache, get_backend
+from .recovery import RecoveryReport
 
 __all__ = [
     "ConfigurationError",
