@@ -22,7 +22,6 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,11 +43,9 @@ from .guard import check_writer
 from .log import (
     LOG_NAME,
     BadMember,
-    IndexCheck,
     LogFile,
     compress_member,
     fsync_dir,
-    index_shape_problem,
 )
 from .recovery import (
     IN_FLIGHT,
@@ -63,6 +60,8 @@ from .recovery import (
     walk,
     why_not_torn,
 )
+from .verify import VerifyReport
+from .verify import verify as verify_log
 
 log = logging.getLogger("ledger")
 
@@ -72,37 +71,6 @@ _READONLY_ERRNOS = {
     errno.EACCES: "permission denied (EACCES)",
     errno.EPERM: "operation not permitted (EPERM)",
 }
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """Result of checking every member, line, hash and link of the log, and its anchors.
-
-    ``ok`` is the log's own state: chain intact and every anchor an event of it. ``rollback``
-    lists anchors the log does not hold (acknowledged events missing); ``problems`` lists
-    what is wrong beside the log (the side index, an unreadable head file); ``found`` maps
-    each ``verify --head`` hash to its seq.
-    """
-
-    ok: bool
-    events: int
-    last_seq: int
-    file_size: int
-    first_bad_seq: int | None = None
-    offset: int | None = None
-    reason: str | None = None
-    torn_tail: bool = False
-    rollback: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()
-    found: dict[str, int] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        if self.reason is not None:
-            what = "torn tail" if self.torn_tail else "damaged"
-            return f"{what}: first bad seq {self.first_bad_seq} at byte offset {self.offset}: {self.reason}"
-        if self.rollback:
-            return f"rolled back: {self.rollback[0]}"
-        return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
 
 
 class Ledger:
@@ -497,68 +465,9 @@ class Ledger:
                     raise damage(self, bad, why) from None
 
     def verify(self, anchors: Iterable[Anchor] = ()) -> VerifyReport:
-        """Check the whole log from byte 0 (gzip members, lines, hashes, links, ckpt), the side
-        index against the members, and that the head file's anchor and ``anchors`` are events
-        of this chain. Read-only: no lock, no recovery."""
-        anchors = list(anchors)
-        problems: list[str] = []
-        try:
-            head = self._head_file.read()
-        except AnchorUnreadable as exc:
-            head = None
-            problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
-        if head is not None:
-            anchors.insert(0, head)
-        if head is not None and self._head_file.damaged_slot:
-            problems.append(
-                f"{self._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
-            )
-        want_seq = {a.seq for a in anchors if a.seq is not None}
-        heads = [a.hash for a in anchors if a.seq is None]
-        at_seq: dict[int, str] = {}
-        found: dict[str, int] = {}
-        index = self._file.read_index()
-        size = self._file.size()
-        shape = index_shape_problem(index, size)
-        check = IndexCheck([] if shape else index)
-        events, ckpt, end = 0, None, 0
-        with self._file.reader() as f:
-            try:
-                for member, batch in walk(self, f, 0, seq=1, prev=""):
-                    if batch:
-                        first = batch[0].seq  # seqs run on without a gap inside a checked member
-                        check.member(member.offset, first)
-                        ckpt = ckpt or batch[0].ckpt
-                        at_seq.update((s, batch[s - first].hash) for s in want_seq if first <= s < first + len(batch))
-                    for h in heads:
-                        found.update((h, event.seq) for event in batch if event.hash.startswith(h))
-                    events += len(batch)
-                    end = member.end
-            except LogCorrupted as exc:
-                return VerifyReport(False, events, events, size, exc.seq, exc.offset, str(exc))
-            except BadMember as bad:
-                why = why_not_torn(self, f, bad, events, locked=False)
-                if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
-                    reason = bad.reason if why is None else f"{bad.reason}; {why}"
-                    return VerifyReport(
-                        False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None
-                    )
-        index_problem = shape or check.finish(end)
-        if index_problem:
-            problems.append(
-                f"side index {self._file.idx_path.name}: {index_problem} (derived data: reads that reach a wrong "
-                "record fall back to the log; delete the file and the next writable open rebuilds it)"
-            )
-        rollback = [p for a in anchors if a.seq is not None and (p := anchor_problem(a, ckpt, events, at_seq.get))]
-        rollback += [
-            f"{h[:12]}… (--head) is not the hash of any event of this log (last seq {events}): "
-            "the log was cut back, rewritten, or is another log"
-            for h in heads
-            if h not in found
-        ]
-        return VerifyReport(
-            not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
-        )
+        """Check the whole log, its side index, and that the head file's anchor and ``anchors``
+        are events of this chain (:func:`ledger.verify.verify`). Read-only: no lock, no recovery."""
+        return verify_log(self, anchors)
 
     # -- internals -------------------------------------------------------------------
 
