@@ -8,6 +8,11 @@ left by a crash is moved aside to a named file on open, never dropped silently, 
 that held acknowledged events are never taken for a torn tail. The newest acknowledged
 event is anchored outside the log (``ledger.anchor``), so a log cut back is refused, not
 silently continued.
+
+This module is append, batch and read, with the open, the lock and the anchor checks. Beside
+it, as ZODB's ``fsrecover`` and ``fstest`` are beside ``FileStorage``: the open scan and
+torn-tail recovery (``ledger.recovery``), the whole-log check (``ledger.verify``), and the tools
+a person runs, ``ledger.rollback`` (accept a rollback) and ``ledger.repair``.
 """
 
 from __future__ import annotations
