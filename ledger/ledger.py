@@ -34,20 +34,9 @@ from . import layout
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
 from .chain import sign
 from .errors import ACT_ON_ROLLBACK, LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
-from .events import (
-    Event,
-    UnsignedEvent,
-    check_node_id,
-    new_event_id,
-    utc_now,
-    validate_body,
-)
+from .events import Event, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
 from .guard import check_writer
-from .log import (
-    BadMember,
-    LogFile,
-    compress_member,
-)
+from .log import BadMember, LogFile, compress_member
 from .recovery import (
     IN_FLIGHT,
     INSPECTING,
@@ -424,6 +413,8 @@ class Ledger:
 
     @contextmanager
     def _locked(self, *, accept: bool = False) -> Iterator[None]:
+        """The lock, and the head up to date, for the block. ``accept`` is for
+        :func:`ledger.rollback.accept_rollback`: a damaged tail is moved aside, not refused."""
         with self._thread_lock:
             self._lock(accept=accept)
             try:
