@@ -15,8 +15,10 @@ from .errors import (
     UnsupportedVersion,
 )
 from .events import Event
-from .ledger import Ledger, RecoveryReport, VerifyReport
+from .ledger import Ledger
 from .memory_api import clear_backend_cache, get_backend
+from .recovery import RecoveryReport
+from .verify import VerifyReport
 
 __all__ = [
     "ConfigurationError",

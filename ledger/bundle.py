@@ -22,10 +22,11 @@ from . import layout
 from .anchor import HeadFile
 from .errors import InvalidInput, LogCorrupted
 from .events import Event
-from .ledger import Ledger, VerifyReport
+from .ledger import Ledger
 from .log import LOG_NAME
 from .output import write_output
 from .provenance import sha256_file
+from .verify import VerifyReport
 
 MANIFEST = "manifest.json"
 FORMAT = "ari-memory-ledger-bundle/1"

@@ -6,6 +6,12 @@ the seq or the byte offset, and the reason.
 
 from __future__ import annotations
 
+# What a RollbackDetected tells the person to do: the only two ways past the alarm.
+ACT_ON_ROLLBACK = (
+    "restore the missing events (a backup, a .torn-* file), or accept the log as it is with "
+    "`ari-ledger verify --accept-rollback CKPT`"
+)
+
 
 class LedgerError(Exception):
     """Base class of every error raised on purpose by ari-memory-ledger."""

@@ -8,6 +8,11 @@ left by a crash is moved aside to a named file on open, never dropped silently, 
 that held acknowledged events are never taken for a torn tail. The newest acknowledged
 event is anchored outside the log (``ledger.anchor``), so a log cut back is refused, not
 silently continued.
+
+This module is append, batch and read, with the open, the lock and the anchor checks. Beside
+it, as ZODB's ``fsrecover`` and ``fstest`` are beside ``FileStorage``: the open scan and
+torn-tail recovery (``ledger.recovery``), the whole-log check (``ledger.verify``), and the tools
+a person runs, ``ledger.rollback`` (accept a rollback) and ``ledger.repair``.
 """
 
 from __future__ import annotations
@@ -15,119 +20,46 @@ from __future__ import annotations
 import bisect
 import errno
 import itertools
-import json
 import logging
 import os
 import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from . import events as schema
 from . import layout
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
-from .chain import ChainError, check_link, decode_line, decode_lines, sign
-from .errors import LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
-from .events import (
-    Event,
-    UnsignedEvent,
-    check_node_id,
-    new_event_id,
-    upcast,
-    upcast_all,
-    utc_now,
-    validate_body,
-)
+from .chain import sign
+from .errors import ACT_ON_ROLLBACK, LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
+from .events import Event, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
 from .guard import check_writer
-from .log import (
-    IDX_STRIDE,
-    LOG_NAME,
-    BadMember,
-    IndexCheck,
-    LogFile,
-    Member,
-    compress_member,
-    fsync_dir,
-    index_shape_problem,
-    scan_members,
-    valid_member_after,
+from .log import BadMember, LogFile, compress_member
+from .recovery import (
+    IN_FLIGHT,
+    INSPECTING,
+    Head,
+    RecoveryReport,
+    advance,
+    damage,
+    distrust_index,
+    persist_index,
+    sync,
+    walk,
+    why_not_torn,
 )
+from .verify import VerifyReport
+from .verify import verify as verify_log
 
 log = logging.getLogger("ledger")
 
-ROLLBACKS_SUFFIX = ".rollbacks"  # what people accepted with `verify --accept-rollback`, one JSON line each
-ACT_ON_ROLLBACK = (
-    "restore the missing events (a backup, a .torn-* file), or accept the log as it is with "
-    "`ari-ledger verify --accept-rollback CKPT`"
-)
-INSPECTING = "opened read-only to inspect"  # open_readonly: the caller reports what it finds
-IN_FLIGHT = "in flight"  # a member a writer was still appending when an unlocked reader got to it
 _READONLY_ERRNOS = {
     errno.EROFS: "read-only file system (EROFS)",
     errno.EACCES: "permission denied (EACCES)",
     errno.EPERM: "operation not permitted (EPERM)",
 }
-
-
-@dataclass(frozen=True)
-class RecoveryReport:
-    """What an open did about a torn tail: where it was, how big, where it went."""
-
-    torn_offset: int
-    torn_bytes: int
-    saved_to: Path
-    kept_events: int
-    reason: str
-
-    def __str__(self) -> str:
-        return (
-            f"recovered {LOG_NAME}: {self.reason}; {self.torn_bytes} torn bytes at offset "
-            f"{self.torn_offset} moved to {self.saved_to.name}; {self.kept_events} events kept"
-        )
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """Result of checking every member, line, hash and link of the log, and its anchors.
-
-    ``ok`` is the log's own state: chain intact and every anchor an event of it. ``rollback``
-    lists anchors the log does not hold (acknowledged events missing); ``problems`` lists
-    what is wrong beside the log (the side index, an unreadable head file); ``found`` maps
-    each ``verify --head`` hash to its seq.
-    """
-
-    ok: bool
-    events: int
-    last_seq: int
-    file_size: int
-    first_bad_seq: int | None = None
-    offset: int | None = None
-    reason: str | None = None
-    torn_tail: bool = False
-    rollback: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()
-    found: dict[str, int] = field(default_factory=dict)
-
-    def summary(self) -> str:
-        if self.reason is not None:
-            what = "torn tail" if self.torn_tail else "damaged"
-            return f"{what}: first bad seq {self.first_bad_seq} at byte offset {self.offset}: {self.reason}"
-        if self.rollback:
-            return f"rolled back: {self.rollback[0]}"
-        return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
-
-
-@dataclass(slots=True)
-class _Head:
-    """What the writer knows of the log's end (a batch advances seq and hash as it queues)."""
-
-    end: int = 0
-    seq: int = 0
-    hash: str = ""
 
 
 class Ledger:
@@ -143,7 +75,7 @@ class Ledger:
         self.damage: LogCorrupted | None = None  # damage open_readonly found (verify names it)
         self._file = logfile
         self._head_file = HeadFile(logfile.path)
-        self._head = _Head()
+        self._head = Head()
         self._ckpt: str | None = None
         self._index: list[tuple[int, int]] = []
         self._index_dirty = False  # a seek found the index wrong: rebuild it under the lock
@@ -206,7 +138,7 @@ class Ledger:
         ledger = cls(directory, logfile or LogFile(path, writable=False), readonly=reason)
         try:
             if ledger.readonly:
-                ledger._sync(recover=False)
+                sync(ledger, recover=False)
                 ledger._check_head(adopt=False)
             else:
                 with ledger._locked():
@@ -217,7 +149,7 @@ class Ledger:
                 raise
             log.warning("%s cannot be opened for writing (%s): opened read-only", path, exc)
             ledger = cls(directory, LogFile(path, writable=False), readonly=str(exc))
-            ledger._sync(recover=False)
+            sync(ledger, recover=False)
             ledger._check_head(adopt=False)
         except BaseException:
             ledger.close()
@@ -237,59 +169,10 @@ class Ledger:
             raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
         ledger = cls(directory, LogFile(path, writable=False), readonly=INSPECTING)
         try:
-            ledger._sync(recover=False)
+            sync(ledger, recover=False)
         except LogCorrupted as exc:
             ledger.damage = exc
         return ledger
-
-    @classmethod
-    def accept_rollback(
-        cls, checkpoint_dir: str | Path, anchored_files: Iterable[tuple[Path, Anchor]] = ()
-    ) -> list[str]:
-        """Accept the log as it is, after a person has looked: the only way to clear an alarm.
-
-        A damaged tail (bytes that held acknowledged events) is moved aside to a ``.torn-*``
-        file, never deleted; the head file is re-anchored at the log's end; each of
-        ``anchored_files`` (a snapshot, ``verified_context.json``) whose anchor the log does
-        not hold is renamed ``<name>.rolled-back-<stamp>``; what was accepted is appended to
-        ``memory_ledger.jsonl.gz.rollbacks``. Returns what was accepted, [] when the log holds
-        every anchor. Damage before the tail is still refused (LogCorrupted).
-        """
-        directory = Path(checkpoint_dir)
-        layout.move_legacy_files(directory)
-        path = layout.log_path(directory)
-        head = HeadFile(path)
-        if not path.exists():  # every anchor points at events that are gone
-            files = [head.path, *(file for file, _anchor in anchored_files)]
-            accepted = [f"{LOG_NAME} is missing; {f.name} moved to {_set_aside(f).name}" for f in files if f.exists()]
-            if not accepted:
-                raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
-            _record_rollback(path, accepted, None)
-            return accepted
-        ledger = cls(directory, LogFile(path))
-        try:
-            with ledger._locked(accept=True):
-                accepted = [str(r) for r in ledger.recovered]
-                problem = ledger.head_problem()
-                if problem:
-                    accepted.append(problem)
-                for file, anchor in anchored_files:
-                    problem = ledger.anchor_problem(anchor) if file.exists() else None
-                    if problem:
-                        accepted.append(f"{problem}; {file.name} moved to {_set_aside(file).name}")
-                if accepted:
-                    if ledger._ckpt is None:  # nothing left to anchor
-                        ledger._head_file.close()
-                        if head.path.exists():
-                            accepted.append(f"{head.source} moved to {_set_aside(head.path).name}")
-                    else:
-                        ledger._head_file.write(
-                            ledger._ckpt, ledger._head.seq, ledger._head.hash, both=True, durable=True
-                        )
-                    _record_rollback(path, accepted, ledger._head if ledger._ckpt else None)
-        finally:
-            ledger.close()
-        return accepted
 
     def close(self) -> None:
         self._file.close()
@@ -332,7 +215,7 @@ class Ledger:
         with self._thread_lock:
             self._own()
             if self._file.size() != self._head.end:
-                self._sync(recover=False)
+                sync(self, recover=False)
             return self._head.seq
 
     # -- anchors ---------------------------------------------------------------------
@@ -481,7 +364,7 @@ class Ledger:
         the head and the head anchor past it."""
         member = compress_member(data, single_event=len(events) == 1)
         self._file.append(member, start)
-        self._advance(start, start + len(member), events, persist_index=True)
+        advance(self, start, start + len(member), events, persist=True)
         self._write_head(events[-1].ckpt)
 
     def _refuse_if_readonly(self) -> None:
@@ -498,12 +381,12 @@ class Ledger:
         """
         start, first_seq = self._seek(after + 1)
         with self._file.reader() as f:
-            members = self._walk(f, start, seq=first_seq, prev="" if start == 0 else None)
+            members = walk(self, f, start, seq=first_seq, prev="" if start == 0 else None)
             if start:
                 try:
                     first = next(members, None)
                 except (BadMember, LogCorrupted) as exc:
-                    self._distrust_index(start, first_seq, exc)
+                    distrust_index(self, start, first_seq, exc)
                     yield from self.events(as_of, after)
                     return
                 members = itertools.chain([first] if first else [], members)
@@ -517,78 +400,21 @@ class Ledger:
                             yield event
                     seen = events[-1].seq if events else seen
             except BadMember as bad:
-                why = self._why_not_torn(f, bad, seen, locked=False)
+                why = why_not_torn(self, f, bad, seen, locked=False)
                 if why is not None and why != IN_FLIGHT:
-                    raise self._damage(bad, why) from None
+                    raise damage(self, bad, why) from None
 
     def verify(self, anchors: Iterable[Anchor] = ()) -> VerifyReport:
-        """Check the whole log from byte 0 (gzip members, lines, hashes, links, ckpt), the side
-        index against the members, and that the head file's anchor and ``anchors`` are events
-        of this chain. Read-only: no lock, no recovery."""
-        anchors = list(anchors)
-        problems: list[str] = []
-        try:
-            head = self._head_file.read()
-        except AnchorUnreadable as exc:
-            head = None
-            problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
-        if head is not None:
-            anchors.insert(0, head)
-        if head is not None and self._head_file.damaged_slot:
-            problems.append(
-                f"{self._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
-            )
-        want_seq = {a.seq for a in anchors if a.seq is not None}
-        heads = [a.hash for a in anchors if a.seq is None]
-        at_seq: dict[int, str] = {}
-        found: dict[str, int] = {}
-        index = self._file.read_index()
-        size = self._file.size()
-        shape = index_shape_problem(index, size)
-        check = IndexCheck([] if shape else index)
-        events, ckpt, end = 0, None, 0
-        with self._file.reader() as f:
-            try:
-                for member, batch in self._walk(f, 0, seq=1, prev=""):
-                    if batch:
-                        first = batch[0].seq  # seqs run on without a gap inside a checked member
-                        check.member(member.offset, first)
-                        ckpt = ckpt or batch[0].ckpt
-                        at_seq.update((s, batch[s - first].hash) for s in want_seq if first <= s < first + len(batch))
-                    for h in heads:
-                        found.update((h, event.seq) for event in batch if event.hash.startswith(h))
-                    events += len(batch)
-                    end = member.end
-            except LogCorrupted as exc:
-                return VerifyReport(False, events, events, size, exc.seq, exc.offset, str(exc))
-            except BadMember as bad:
-                why = self._why_not_torn(f, bad, events, locked=False)
-                if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
-                    reason = bad.reason if why is None else f"{bad.reason}; {why}"
-                    return VerifyReport(
-                        False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None
-                    )
-        index_problem = shape or check.finish(end)
-        if index_problem:
-            problems.append(
-                f"side index {self._file.idx_path.name}: {index_problem} (derived data: reads that reach a wrong "
-                "record fall back to the log; delete the file and the next writable open rebuilds it)"
-            )
-        rollback = [p for a in anchors if a.seq is not None and (p := anchor_problem(a, ckpt, events, at_seq.get))]
-        rollback += [
-            f"{h[:12]}… (--head) is not the hash of any event of this log (last seq {events}): "
-            "the log was cut back, rewritten, or is another log"
-            for h in heads
-            if h not in found
-        ]
-        return VerifyReport(
-            not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
-        )
+        """Check the whole log, its side index, and that the head file's anchor and ``anchors``
+        are events of this chain (:func:`ledger.verify.verify`). Read-only: no lock, no recovery."""
+        return verify_log(self, anchors)
 
     # -- internals -------------------------------------------------------------------
 
     @contextmanager
     def _locked(self, *, accept: bool = False) -> Iterator[None]:
+        """The lock, and the head up to date, for the block. ``accept`` is for
+        :func:`ledger.rollback.accept_rollback`: a damaged tail is moved aside, not refused."""
         with self._thread_lock:
             self._lock(accept=accept)
             try:
@@ -602,10 +428,10 @@ class Ledger:
         self._own()
         self._file.lock()
         try:
-            self._sync(recover=True, accept=accept)
+            sync(self, recover=True, accept=accept)
             if self._index_dirty:
                 self._index_dirty = False
-                self._persist_index()
+                persist_index(self)
         except BaseException:
             self._file.unlock()
             raise
@@ -631,214 +457,8 @@ class Ledger:
         inherited.close()  # the parent's description stays open (and locked, if it was) in the parent
         self._head_file.close()
         self._head_file = HeadFile(self.path)
-        self._head, self._index, self._last_member, self._index_dirty = _Head(), [], (0, 1), False
-        self._sync(recover=False)
-
-    def _sync(self, *, recover: bool, accept: bool = False) -> None:
-        """Bring the head up to the end of the file; recover a torn tail when holding the lock."""
-        if self._head.end == 0:
-            self._load_start(persist=recover)
-        else:
-            size = self._file.size()
-            if size == self._head.end:
-                return  # nobody appended since we last looked
-            if size < self._head.end:
-                raise RollbackDetected(
-                    f"{LOG_NAME} shrank from {self._head.end} to {size} bytes while open (last seq seen "
-                    f"{self._head.seq}): acknowledged events were removed; {ACT_ON_ROLLBACK}",
-                    seq=self._head.seq,
-                )
-        with self._file.reader() as f:
-            try:
-                for member, events in self._walk(f, self._head.end, seq=self._head.seq + 1, prev=self._head.hash):
-                    self._advance(member.offset, member.end, events, persist_index=recover)
-            except BadMember as bad:
-                why = self._why_not_torn(f, bad, self._head.seq, locked=recover)
-                if why == IN_FLIGHT:
-                    return  # a writer is finishing that member: the next refresh reads it
-                if why is not None and not (accept and (bad.incomplete or valid_member_after(f, bad.offset) is None)):
-                    raise self._damage(bad, why) from None
-                if recover:
-                    self._recover(bad)
-                else:
-                    if self.torn_tail is None or self.torn_tail.offset != bad.offset:  # said once per tail
-                        self._warn(
-                            "%s: torn tail at byte offset %d left in place (%s)",
-                            self.path,
-                            bad.offset,
-                            self.readonly_reason,
-                        )
-                    self.torn_tail = bad
-
-    def _load_start(self, *, persist: bool) -> None:
-        """First sync: read the checkpoint id and start the head at the last indexed member."""
-        size = self._file.size()
-        with self._file.reader() as f:
-            try:
-                first = next(self._walk(f, 0, seq=1, prev=""), None)
-            except BadMember:
-                first = None  # a torn first member: the scan from 0 recovers it
-            if first is None or not first[1]:
-                return
-            self._ckpt = first[1][0].ckpt
-            index = self._file.read_index()
-            problem = index_shape_problem(index, size)
-            if not problem and len(index) > 1:
-                offset, first_seq = index[-1]
-                try:
-                    found = next(self._walk(f, offset), None)
-                except (BadMember, LogCorrupted):
-                    found = None
-                if found is not None and found[1] and found[1][0].seq == first_seq:
-                    member, events = found
-                    self._index = index
-                    self._head = _Head(member.end, events[-1].seq, events[-1].hash)
-                    self._last_member = (offset, first_seq)
-                    return
-                problem = f"its last record ({offset}, seq {first_seq}) is not the start of a member with that seq"
-            if problem:
-                self._warn("side index %s is wrong (%s); rebuilding it from the log", self._file.idx_path.name, problem)
-            self._index = [(0, 1)]
-            if persist and (problem or len(index) != 1):
-                self._persist_index()
-            self._head = _Head(first[0].end, first[1][-1].seq, first[1][-1].hash)
-
-    def _walk(
-        self, f: BinaryIO, start: int, *, seq: int | None = None, prev: str | None = None
-    ) -> Iterator[tuple[Member, list[Event]]]:
-        """Decode and chain-check the members from ``start``: yield (member, events).
-
-        ``seq``/``prev`` are the expected first link; None accepts whatever the first event
-        says (a scan starting mid-log). Raises LogCorrupted for damage inside a complete
-        member, and lets BadMember through for the caller to classify.
-        """
-        ckpt = self._ckpt
-        for member in scan_members(f, start):
-            events = decode_lines(member.data, seq, prev, ckpt)
-            events = _check_line_by_line(member, seq, prev, ckpt) if events is None else upcast_all(events)
-            if events:
-                last = events[-1]
-                ckpt, prev, seq = last.ckpt, last.hash, last.seq + 1
-            yield member, events
-
-    def _advance(self, offset: int, end: int, events: list[Event], *, persist_index: bool) -> None:
-        """Move the head past the member at ``offset``..``end`` holding ``events``."""
-        if not events:
-            return
-        if self._ckpt is None:
-            self._ckpt = events[0].ckpt
-        first_seq = events[0].seq
-        if not self._index or offset - self._index[-1][0] >= IDX_STRIDE:
-            self._index.append((offset, first_seq))
-            if persist_index:
-                self._persist_index(offset, first_seq)
-        self._head = _Head(end, events[-1].seq, events[-1].hash)
-        self._last_member = (offset, first_seq)
-        if self.torn_tail is not None and self.torn_tail.offset <= offset:
-            self.torn_tail = None  # what looked torn was finished after all
-
-    def _warn(self, message: str, *args: object) -> None:
-        """A warning, unless this ledger was opened to inspect: its caller reports what it finds."""
-        if self.readonly_reason != INSPECTING:
-            log.warning(message, *args)
-
-    def _persist_index(self, *record: int) -> None:
-        """Append one record (or rewrite the whole index); the index is derived data, so a
-        failure (disk full) costs a slower open later, never the append that caused it."""
-        try:
-            if record:
-                self._file.add_index(*record)
-            else:
-                self._file.write_index(self._index)
-        except OSError as exc:
-            log.warning(
-                "could not write the side index %s (%s); it is rebuilt when found wrong", self._file.idx_path.name, exc
-            )
-
-    def _distrust_index(self, offset: int, first_seq: int, exc: Exception) -> None:
-        """A read seeked to ``offset`` (seq ``first_seq``) and did not find that member:
-        rebuild the index from the log now, and write it at the next locked section."""
-        self._warn(
-            "side index %s: (%d, seq %d) is not the start of a member with that seq (%s); rebuilding it from the log",
-            self._file.idx_path.name,
-            offset,
-            first_seq,
-            exc,
-        )
-        self._index, self._last_member = [], (0, 1)
-        with self._file.reader() as f:
-            for member, events in self._walk(f, 0, seq=1, prev=""):
-                if events and (not self._index or member.offset - self._index[-1][0] >= IDX_STRIDE):
-                    self._index.append((member.offset, events[0].seq))
-                if events:
-                    self._last_member = (member.offset, events[0].seq)
-                if member.end >= self._head.end:
-                    break
-        self._index_dirty = not self.readonly
-
-    def _why_not_torn(self, f: BinaryIO, bad: BadMember, last_good_seq: int, *, locked: bool) -> str | None:
-        """Why the bad member where a scan stopped is damage and not a torn write, or None
-        (torn), or IN_FLIGHT (a writer was appending it while we read, without the lock).
-
-        A crash mid-append leaves a prefix of one member at the end of the file, after every
-        acknowledged event. So a member whose gzip trailer is there but fails its check, bytes
-        the head file says held acknowledged events, or a bad member with a good one after it
-        are damage: reported, never moved aside.
-        """
-        if bad.whole:
-            return "the member was written whole (its gzip trailer is there) and fails its check: damaged, not torn"
-        acknowledged = self._acknowledged()
-        if acknowledged > last_good_seq:
-            # The head is written after the member is complete: without the lock, a member we
-            # read half-written may have been finished (and acknowledged) since.
-            if not locked and self._complete_now(bad.offset):
-                return IN_FLIGHT
-            return f"{self._head_file.source} records seq {acknowledged} as acknowledged, so these bytes held acknowledged events: damaged, not torn"
-        if not locked and self._in_flight(bad.offset):
-            return IN_FLIGHT
-        if not bad.incomplete and valid_member_after(f, bad.offset) is not None:
-            return "a complete member follows it"
-        return None
-
-    def _in_flight(self, offset: int) -> bool:
-        """An unfinished member met without the lock is being appended (a writer holds the
-        lock), or was finished before the shared lock was had; otherwise it is torn."""
-        with self._file.quiet() as quiet:
-            return quiet is False or (quiet is True and self._complete_now(offset))
-
-    def _complete_now(self, offset: int) -> bool:
-        with self._file.reader() as f:
-            try:
-                return next(scan_members(f, offset), None) is not None
-            except BadMember:
-                return False
-
-    def _damage(self, bad: BadMember, why: str) -> LogCorrupted:
-        seq = self._seq_at(bad.offset)
-        return LogCorrupted(f"seq {seq} at byte offset {bad.offset}: {bad.reason}; {why}", seq=seq, offset=bad.offset)
-
-    def _seq_at(self, offset: int) -> int:
-        """The seq of the first event at or after ``offset`` (for error messages)."""
-        seq = 1
-        with self._file.reader() as f:
-            try:
-                for member, events in self._walk(f, 0):
-                    if member.offset >= offset:
-                        break
-                    seq = events[-1].seq + 1 if events else seq
-            except (BadMember, LogCorrupted):
-                pass
-        return seq
-
-    def _recover(self, bad: BadMember) -> None:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        saved = self.path.with_name(f"{self.path.name}.torn-{stamp}")
-        size = self._file.cut(bad.offset, saved)
-        self._index = [rec for rec in self._index if rec[0] < bad.offset]
-        self._persist_index()
-        report = RecoveryReport(bad.offset, size, saved, self._head.seq, bad.reason)
-        self.recovered.append(report)
-        log.warning("%s", report)
+        self._head, self._index, self._last_member, self._index_dirty = Head(), [], (0, 1), False
+        sync(self, recover=False)
 
     def _seek(self, seq: int) -> tuple[int, int]:
         """(byte offset, first seq) of the last known member whose first seq is <= ``seq``."""
@@ -875,55 +495,6 @@ def _refuse_missing_log(path: Path) -> None:
         )
 
 
-def _set_aside(path: Path) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    target = path.with_name(f"{path.name}.rolled-back-{stamp}")
-    os.replace(path, target)
-    return target
-
-
-def _record_rollback(log_path: Path, accepted: list[str], head: _Head | None) -> None:
-    """Append what a person accepted to ``memory_ledger.jsonl.gz.rollbacks`` (fsynced)."""
-    record = {
-        "ts": utc_now(),
-        "accepted": accepted,
-        "anchored_at": {"seq": head.seq, "hash": head.hash} if head else None,
-    }
-    target = log_path.with_name(log_path.name + ROLLBACKS_SUFFIX)
-    with open(target, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    fsync_dir(target.parent)
-
-
-def _check_line_by_line(member: Member, seq: int | None, prev: str | None, ckpt: str | None) -> list[Event]:
-    """Check a member one line at a time, to raise LogCorrupted naming the first bad seq
-    (what :func:`decode_lines` does in bulk, when that finds something wrong); events are
-    upcast in order, so a newer version before the damage is reported first, as it was."""
-    lines = member.data.split(b"\n")
-    if lines[-1]:
-        raise LogCorrupted(
-            f"seq {seq} at byte offset {member.offset}: gzip member does not end with a newline",
-            seq=seq,
-            offset=member.offset,
-        )
-    events = []
-    for line in lines[:-1]:
-        try:
-            event = decode_line(line)
-            if seq is None:
-                seq = event.seq
-            check_link(event, seq, event.prev if prev is None else prev, ckpt)
-        except ChainError as exc:
-            raise LogCorrupted(
-                f"seq {seq} at byte offset {member.offset}: {exc}", seq=seq, offset=member.offset
-            ) from None
-        ckpt, prev, seq = event.ckpt, event.hash, seq + 1
-        events.append(upcast(event))
-    return events
-
-
 def _prepare(node_id: str, type: str, body: Any, current_node: str | None) -> tuple[str, str, dict[str, Any]]:
     """Validate and guard one event (no lock needed): (node, type, canonical body)."""
     check_node_id(node_id, "node_id")
@@ -938,7 +509,7 @@ class Batch:
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
         head = ledger._head
-        self._start = _Head(head.end, head.seq, head.hash)  # the batch advances ledger._head in place
+        self._start = Head(head.end, head.seq, head.hash)  # the batch advances ledger._head in place
         self._lines: list[bytes] = []
         self._events: list[Event] = []
         self._committed = False

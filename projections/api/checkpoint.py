@@ -21,6 +21,7 @@ from ledger.events import CHECKPOINT_NODE
 from ledger.layout import SNAPSHOT_NAME
 from ledger.repair import RepairReport
 from ledger.repair import repair as repair_log
+from ledger.rollback import accept_rollback as accept_log_rollback
 from projections import settings
 from projections.api.verified import VERIFIED_CONTEXT_NAME
 from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
@@ -171,7 +172,7 @@ def accept_rollback(checkpoint_dir: Path) -> list[str]:
     if layout.has_ledger(checkpoint_dir):  # keep only the anchors this log does not hold
         with Ledger.open_readonly(checkpoint_dir) as ledger:
             candidates = [c for c in candidates if c[2](ledger)]
-    return Ledger.accept_rollback(checkpoint_dir, [(path, anchor) for path, anchor, _ in candidates])
+    return accept_log_rollback(checkpoint_dir, [(path, anchor) for path, anchor, _ in candidates])
 
 
 def _duplicates_note(letta: dict[str, Any] | None) -> str | None:

@@ -23,9 +23,8 @@ import msgspec
 
 from ledger import Ledger
 from ledger.anchor import Anchor
-from ledger.errors import RollbackDetected
+from ledger.errors import ACT_ON_ROLLBACK, RollbackDetected
 from ledger.events import Event, utc_now
-from ledger.ledger import ACT_ON_ROLLBACK
 from projections.engines.snapshot import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_NAME,

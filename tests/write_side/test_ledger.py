@@ -470,6 +470,7 @@ def test_read_only_opens_refuse_appends_and_know_the_head(ledger: Ledger) -> Non
 
 def test_the_head_file_follows_every_acknowledged_append(ledger: Ledger) -> None:
     from ledger.anchor import Anchor
+    from ledger.rollback import accept_rollback
 
     assert ledger.head_anchor() is None  # nothing acknowledged yet
     first = ledger.append("root", "memory_added", {"text": "one"})
@@ -479,4 +480,4 @@ def test_the_head_file_follows_every_acknowledged_append(ledger: Ledger) -> None
     assert (anchor.seq, anchor.hash, anchor.ckpt) == (5, last.hash, ledger.ckpt)
     report = ledger.verify([Anchor("--head", first.hash[:20]), Anchor("note", last.hash, 5)])
     assert report.ok and report.found == {first.hash[:20]: 1} and report.rollback == () and report.problems == ()
-    assert Ledger.accept_rollback(ledger.checkpoint_dir) == []  # nothing to accept
+    assert accept_rollback(ledger.checkpoint_dir) == []  # nothing to accept

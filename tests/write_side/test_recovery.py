@@ -17,6 +17,7 @@ from ledger import Ledger, LogCorrupted
 from ledger.errors import RollbackDetected
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, scan_members
+from ledger.rollback import accept_rollback
 
 
 def build_log(ckpt: Path, batches: list[int]) -> list[tuple[int, int, int]]:
@@ -316,7 +317,7 @@ def test_a_log_removed_under_its_head_file_is_refused_not_recreated(ckpt: Path) 
     ):
         Ledger.open(ckpt)
     assert not (store_dir(ckpt) / LOG_NAME).exists()
-    assert Ledger.accept_rollback(ckpt)[0].startswith("memory_ledger.jsonl.gz is missing")
+    assert accept_rollback(ckpt)[0].startswith("memory_ledger.jsonl.gz is missing")
     with Ledger.open(ckpt) as ledger:
         assert ledger.last_seq == 0
 

@@ -1,0 +1,110 @@
+"""Verify: check a whole log from byte 0, its side index and its anchors, and report.
+
+``ari-ledger verify``, export and repair ask it what the log holds. It reads without the lock
+and recovers nothing: a torn tail or damage is reported, not moved aside, and a member a
+writer is still appending ends what was verified (the next verify reads it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .anchor import Anchor, AnchorUnreadable, anchor_problem
+from .errors import LogCorrupted
+from .log import BadMember, IndexCheck, index_shape_problem
+from .recovery import IN_FLIGHT, OpenLog, walk, why_not_torn
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """Result of checking every member, line, hash and link of the log, and its anchors.
+
+    ``ok`` is the log's own state: chain intact and every anchor an event of it. ``rollback``
+    lists anchors the log does not hold (acknowledged events missing); ``problems`` lists
+    what is wrong beside the log (the side index, an unreadable head file); ``found`` maps
+    each ``verify --head`` hash to its seq.
+    """
+
+    ok: bool
+    events: int
+    last_seq: int
+    file_size: int
+    first_bad_seq: int | None = None
+    offset: int | None = None
+    reason: str | None = None
+    torn_tail: bool = False
+    rollback: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    found: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        if self.reason is not None:
+            what = "torn tail" if self.torn_tail else "damaged"
+            return f"{what}: first bad seq {self.first_bad_seq} at byte offset {self.offset}: {self.reason}"
+        if self.rollback:
+            return f"rolled back: {self.rollback[0]}"
+        return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
+
+
+def verify(ledger: OpenLog, anchors: Iterable[Anchor] = ()) -> VerifyReport:
+    """Check the whole log from byte 0 (gzip members, lines, hashes, links, ckpt), the side
+    index against the members, and that the head file's anchor and ``anchors`` are events
+    of this chain. Read-only: no lock, no recovery."""
+    anchors = list(anchors)
+    problems: list[str] = []
+    try:
+        head = ledger._head_file.read()
+    except AnchorUnreadable as exc:
+        head = None
+        problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
+    if head is not None:
+        anchors.insert(0, head)
+    if head is not None and ledger._head_file.damaged_slot:
+        problems.append(
+            f"{ledger._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
+        )
+    want_seq = {a.seq for a in anchors if a.seq is not None}
+    heads = [a.hash for a in anchors if a.seq is None]
+    at_seq: dict[int, str] = {}
+    found: dict[str, int] = {}
+    index = ledger._file.read_index()
+    size = ledger._file.size()
+    shape = index_shape_problem(index, size)
+    check = IndexCheck([] if shape else index)
+    events, ckpt, end = 0, None, 0
+    with ledger._file.reader() as f:
+        try:
+            for member, batch in walk(ledger, f, 0, seq=1, prev=""):
+                if batch:
+                    first = batch[0].seq  # seqs run on without a gap inside a checked member
+                    check.member(member.offset, first)
+                    ckpt = ckpt or batch[0].ckpt
+                    at_seq.update((s, batch[s - first].hash) for s in want_seq if first <= s < first + len(batch))
+                for h in heads:
+                    found.update((h, event.seq) for event in batch if event.hash.startswith(h))
+                events += len(batch)
+                end = member.end
+        except LogCorrupted as exc:
+            return VerifyReport(False, events, events, size, exc.seq, exc.offset, str(exc))
+        except BadMember as bad:
+            why = why_not_torn(ledger, f, bad, events, locked=False)
+            if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
+                reason = bad.reason if why is None else f"{bad.reason}; {why}"
+                return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
+    index_problem = shape or check.finish(end)
+    if index_problem:
+        problems.append(
+            f"side index {ledger._file.idx_path.name}: {index_problem} (derived data: reads that reach a wrong "
+            "record fall back to the log; delete the file and the next writable open rebuilds it)"
+        )
+    rollback = [p for a in anchors if a.seq is not None and (p := anchor_problem(a, ckpt, events, at_seq.get))]
+    rollback += [
+        f"{h[:12]}… (--head) is not the hash of any event of this log (last seq {events}): "
+        "the log was cut back, rewritten, or is another log"
+        for h in heads
+        if h not in found
+    ]
+    return VerifyReport(
+        not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
+    )
