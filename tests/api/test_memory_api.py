@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger import InvalidInput
+from ledger import ConfigurationError, InvalidInput
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from projections.api.access_log import ACCESS_LOG_NAME
+from projections.api.backend import MemoryBackend
 from support.env import FIXTURES, subprocess_env
 
 
@@ -164,6 +165,18 @@ def test_health_reports_engine_events_and_lag(backend) -> None:
     health = backend.health()
     assert health["ok"] is True and health["events"] == 2 and health["lag"] == 0
     assert health["backend"] in ("embedded", "letta") and health["latency_ms"] >= 0
+
+
+def test_restore_rebuilds_the_projection_it_is_asked_for(tmp_path: Path) -> None:
+    """Without a server the local projection is the one restored; a name nobody keeps is refused."""
+    backend = MemoryBackend(tmp_path)
+    backend.start_node("root", None, [], "draft", current_node="root")
+    add(backend, "root", "x")
+    assert backend.restore() == {"name": "local", "cursor": 2, "events": 2}
+    assert backend.restore(only="local")["cursor"] == 2
+    with pytest.raises(ConfigurationError, match=r"no projection named 'letta' here \(this checkpoint keeps: local\)"):
+        backend.restore(only="letta")
+    backend.close()
 
 
 WRITER = r"""
