@@ -162,11 +162,13 @@ def make_server(host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False
     return EmbeddingServer((host, port), get_embedder(), verbose)
 
 
-class _Stop(Exception):
+class _Stop(BaseException):
     """Raised by the signal handler to leave ``serve_forever`` in the main thread.
 
     Raising (as SIGINT's KeyboardInterrupt does) avoids taking any lock inside a
-    signal handler, which could deadlock against the interrupted main thread.
+    signal handler, which could deadlock against the interrupted main thread. Not an
+    ``Exception``: ``socketserver`` catches those around ``process_request`` (a signal
+    arriving while the main thread hands a connection to its thread) and serves on.
     """
 
 
