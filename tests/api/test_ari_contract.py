@@ -206,6 +206,38 @@ def test_purge_hides_everything_and_reports_counts(backend, monkeypatch) -> None
     assert backend.purge_checkpoint() == {"removed_node": 0, "removed_react": 0}
 
 
+def test_aris_delete_removes_the_checkpoint_while_the_backend_is_open(tmp_path: Path, monkeypatch) -> None:
+    """ari-core's ``viz/checkpoint_lifecycle._api_delete_checkpoint``: ``get_backend(p).purge_checkpoint()``,
+    then ``shutil.rmtree(p)`` with the backend still open (cached) and ``LETTA_BASE_URL`` exported
+    with no server behind it. No thread of the backend may create a file in the directory meanwhile
+    (before: the Letta runner made its lock file on its first round, and 3 of 100 deletes failed
+    with "Directory not empty: 'memory_ledger'"): the lock file waits for a server that answers."""
+    import shutil
+    import time
+
+    from ledger.layout import store_dir
+    from projections.engines.letta.lock import LOCK_NAME
+
+    monkeypatch.setenv("LETTA_BASE_URL", "http://127.0.0.1:1")
+    failed = []
+    for i in range(20):
+        ckpt = tmp_path / "checkpoints" / f"run_{i}"
+        ckpt.mkdir(parents=True)
+        backend = get_backend(ckpt)
+        backend.purge_checkpoint()
+        runner = backend.session.letta
+        deadline = time.monotonic() + 10
+        while runner.error is None and time.monotonic() < deadline:  # its first round has run
+            time.sleep(0.01)
+        assert runner.error is not None and not (store_dir(ckpt) / LOCK_NAME).exists()
+        try:
+            shutil.rmtree(ckpt)
+        except OSError as exc:
+            failed.append(f"{ckpt.name}: {exc}")
+    clear_backend_cache()
+    assert failed == [] and list((tmp_path / "checkpoints").iterdir()) == []
+
+
 def test_bulk_import_keeps_aris_ts_and_is_idempotent(backend) -> None:
     nodes = [
         {"node_id": "root", "text": "alpha", "metadata": {"k": "v"}, "ts": 1764400000.25},

@@ -46,9 +46,10 @@ class PushLock:
         ``stop()`` says to give up."""
         if self._fd is not None:
             raise RuntimeError("the Letta push lock is already held by this projection")
-        try:
-            self.path.parent.mkdir(exist_ok=True)
+        try:  # never makes the directory: a writable ledger has; a missing one is being deleted
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:
+            return False
         except OSError as exc:
             self._warn(f"cannot open {self.path} ({exc}); this process only reads the Letta agent")
             return False

@@ -239,6 +239,8 @@ class LettaProjection:
         longer than ``wait`` seconds (it pushes; this one only reads). ``stop()`` ends the
         round after the batch in flight."""
         with self.guard:
+            if not self.lock.path.exists():
+                self.attach(create=False)  # the server answers before the lock file is made
             if not self.lock.acquire(wait, stop):
                 return None
             try:
