@@ -54,7 +54,6 @@ class Session:
             self.ledger = Ledger.open(self.checkpoint_dir, readonly_fallback=True)
         self.projector = Projector(self.ledger, embedder or get_embedder())
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
-        self.projections: list[Projection] = [self.projector]
         self.runners: list[ProjectionRunner] = []  # one per shared projection
         if settings.letta_base_url():
             self._keep_letta(settings.search_engine())
@@ -75,10 +74,14 @@ class Session:
     def _keep(self, projection: SharedProjection) -> ProjectionRunner:
         """A shared projection joins the list, with a runner that keeps it current."""
         runner = ProjectionRunner(projection)
-        self.projections.append(projection)
         self.runners.append(runner)
         runner.poke()  # a missing one is restored, a lag drained, without waiting for a write
         return runner
+
+    @property
+    def projections(self) -> list[Projection]:
+        """Every projection this session keeps: the local one, then each runner's."""
+        return [self.projector, *(runner.projection for runner in self.runners)]
 
     def runner(self, name: str) -> ProjectionRunner | None:
         """The runner of the shared projection called ``name``, if this session keeps one."""
@@ -139,7 +142,6 @@ class Session:
         if not self.runners:
             return
         self.runners = []
-        self.projections = [self.projector]
         self.engine = EmbeddedEngine(self.projector)
 
     def _fold(self) -> None:
