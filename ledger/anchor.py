@@ -9,14 +9,15 @@ manifest or ``verify --head HASH``. A log that ends before an anchor, or holds a
 at its seq, lost acknowledged events: that is an alarm for a person, never a silent rebuild.
 
 The head file holds two fixed-size slots written alternately in place, each one ``pwrite``
-of a JSON line with a check value. It is written after the log's ``fdatasync`` and not
-synced itself: after a power loss it may lag the log, never lead it. A torn slot fails its
+of a JSON line with a check value. It is written after the log's ``fdatasync`` (an append's
+own, outside the log's lock) and not synced itself: after a power loss it may lag the log, never lead it. A torn slot fails its
 check and the other slot (one append older) is used.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,6 +83,7 @@ class HeadFile:
         self.source = self.path.name
         self.damaged_slot = False  # the last read found one slot damaged and used the other
         self._fd = -1
+        self._lock = threading.Lock()
 
     def read(self) -> Anchor | None:
         """The newest valid slot; None when the file does not exist.
@@ -102,22 +104,36 @@ class HeadFile:
     def write(self, ckpt: str, seq: int, hash: str, *, both: bool = False, durable: bool = False) -> None:
         """Record the newest acknowledged event in the slot of its seq's parity; ``both`` slots
         when the anchor is set rather than advanced. Not synced unless ``durable`` (an anchor
-        that lags after a power loss costs detection, never a false alarm)."""
-        if self._fd < 0:
-            existed = self.path.exists()
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            both = both or not existed  # a new file gets both slots, so neither is ever blank
-            if durable and not existed:
-                fsync_dir(self.path.parent)
-        record = _encode(ckpt, seq, hash)
-        os.pwrite(self._fd, record + record if both else record, 0 if both else (seq % 2) * SLOT)
-        if durable:
-            os.fsync(self._fd)
+        that lags after a power loss costs detection, never a false alarm). Appends anchor
+        their events after their own ``fdatasync``, so they may arrive out of order: an advance
+        is skipped when its slot already holds a newer seq of the same log (between processes
+        one can still land late within microseconds; the file then lags, never leads)."""
+        with self._lock:
+            if self._fd < 0:
+                existed = self.path.exists()
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                both = both or not existed  # a new file gets both slots, so neither is ever blank
+                if durable and not existed:
+                    fsync_dir(self.path.parent)
+            offset = 0 if both else (seq % 2) * SLOT
+            if not both:
+                held = _decode(os.pread(self._fd, SLOT, offset))
+                if held is not None and held.ckpt == ckpt and held.seq >= seq:
+                    return
+            record = _encode(ckpt, seq, hash)
+            os.pwrite(self._fd, record + record if both else record, offset)
+            if durable:
+                os.fsync(self._fd)
+
+    def forked(self) -> None:
+        """In a forked child: the lock may be held by a parent thread that does not exist here."""
+        self._lock = threading.Lock()
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
 
 def anchor_problem(anchor: Anchor, ckpt: str | None, last_seq: int, hash_at: Callable[[int], str | None]) -> str | None:

@@ -65,6 +65,12 @@ class LedgerReadOnly(LedgerError):
     cannot be written: read-only file system, permission denied)."""
 
 
+class WriteUnconfirmed(LedgerError, OSError):
+    """An event was written to the log but ``fdatasync`` failed (an I/O error of the disk), so it
+    may or may not survive a power loss; it was not acknowledged. Other writers may have appended
+    after it, so it cannot be taken back: ``verify`` and a fresh read tell whether it is there."""
+
+
 class RollbackDetected(LogCorrupted):
     """The log is shorter than, or differs from, what an anchor outside it has seen: the head
     file, a projection snapshot, ``verified_context.json`` or ``verify --head``. Refused until a

@@ -2,8 +2,8 @@
 
 Every write is an immutable, hash-chained event appended to
 ``{checkpoint}/memory_ledger.jsonl.gz``. Appends are validated, guarded (copy-on-write),
-sequenced and made durable under an exclusive inter-process lock, so several processes
-may append to one checkpoint at once. Nothing in the log is ever rewritten; a torn tail
+sequenced and written under an exclusive inter-process lock, so several processes may append
+to one checkpoint at once, and made durable before they return. Nothing in the log is ever rewritten; a torn tail
 left by a crash is moved aside to a named file on open, never dropped silently, and bytes
 that held acknowledged events are never taken for a torn tail. The newest acknowledged
 event is anchored outside the log (``ledger.anchor``), so a log cut back is refused, not
@@ -33,10 +33,18 @@ from . import events as schema
 from . import layout
 from .anchor import Anchor, AnchorUnreadable, HeadFile, anchor_problem
 from .chain import sign
-from .errors import ACT_ON_ROLLBACK, LedgerNotFound, LedgerReadOnly, LockUnavailable, LogCorrupted, RollbackDetected
+from .errors import (
+    ACT_ON_ROLLBACK,
+    LedgerNotFound,
+    LedgerReadOnly,
+    LockUnavailable,
+    LogCorrupted,
+    RollbackDetected,
+    WriteUnconfirmed,
+)
 from .events import Event, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
 from .guard import check_writer
-from .log import BadMember, LogFile, compress_member
+from .log import BadMember, LogFile, compress_member, make_durable
 from .recovery import (
     IN_FLIGHT,
     INSPECTING,
@@ -82,6 +90,7 @@ class Ledger:
         self._head_write_failed = False
         self._last_member = (0, 1)  # (offset, first seq) of the newest member seen: cheap tail reads
         self._thread_lock = threading.RLock()
+        self._head_file.forked()
         self._in_batch = False
         self._inherited = False  # set in a forked child: reopen before the next locked section
         _LIVE.add(self)
@@ -276,9 +285,12 @@ class Ledger:
         ):
             self._write_head(self._ckpt, both=True)
 
-    def _write_head(self, ckpt: str, *, both: bool = False) -> None:
+    def _write_head(self, ckpt: str, *, both: bool = False, seq: int | None = None, hash: str = "") -> None:
+        """Anchor ``seq``/``hash`` (default: the head) in the head file."""
+        if seq is None:
+            seq, hash = self._head.seq, self._head.hash
         try:
-            self._head_file.write(ckpt, self._head.seq, self._head.hash, both=both)
+            self._head_file.write(ckpt, seq, hash, both=both)
             self._head_write_failed = False
         except OSError as exc:  # the log itself is durable; only rollback detection lags
             if not self._head_write_failed:
@@ -317,13 +329,14 @@ class Ledger:
                 minted = self._ckpt is None
                 try:
                     event, line = self._sign(self._head.seq + 1, self._head.hash, *prepared)
-                    self._write_member(self._head.end, line, [event])
+                    written = self._write_member(self._head.end, line, [event])
                 except BaseException:
                     if minted:
                         self._ckpt = None
                     raise
             finally:
                 self._file.unlock()
+        self._settle(written, event)
         return event
 
     @contextmanager
@@ -336,16 +349,19 @@ class Ledger:
         with self._thread_lock:
             if self._in_batch:
                 raise RuntimeError("batches do not nest")
+            written: int | None = None
             with self._locked():
                 batch = Batch(self)
                 self._in_batch = True
                 try:
                     yield batch
-                    batch._commit()
+                    written = batch._commit()
                 finally:
                     self._in_batch = False
                     if not batch._committed:
                         batch._rollback()
+        if written is not None:
+            self._settle(written, batch._events[-1])
 
     def _sign(
         self, seq: int, prev: str, node_id: str, type: str, canonical_body: dict[str, Any]
@@ -359,13 +375,26 @@ class Ledger:
         )
         return sign(unsigned)
 
-    def _write_member(self, start: int, data: bytes, events: list[Event]) -> None:
-        """Write ``data`` (the events' lines) as one member at ``start``, durably, then move
-        the head and the head anchor past it."""
+    def _write_member(self, start: int, data: bytes, events: list[Event]) -> int:
+        """Write ``data`` (the events' lines) as one member at ``start`` and move the head past
+        it, under the lock; return the descriptor :meth:`_settle` makes it durable through."""
         member = compress_member(data, single_event=len(events) == 1)
-        self._file.append(member, start)
+        written = self._file.append(member, start)
         advance(self, start, start + len(member), events, persist=True)
-        self._write_head(events[-1].ckpt)
+        return written
+
+    def _settle(self, written: int, last: Event) -> None:
+        """Outside the locks: make a written member durable, then anchor its last event (the
+        head file never leads the log). Raises WriteUnconfirmed when ``fdatasync`` fails."""
+        try:
+            make_durable(written)
+        except OSError as exc:
+            raise WriteUnconfirmed(
+                exc.errno,
+                f"seq {last.seq} (id {last.id}) was written to {self.path} but fdatasync failed ({exc.strerror}): "
+                "it was not acknowledged and may not survive a power loss; check the disk, then `ari-ledger verify`",
+            ) from exc
+        self._write_head(last.ckpt, seq=last.seq, hash=last.hash)
 
     def _refuse_if_readonly(self) -> None:
         if self.readonly_reason is not None:
@@ -440,6 +469,7 @@ class Ledger:
         """In a forked child, at once (no I/O): the thread lock may be held by a parent thread
         that does not exist here, so it is replaced; the rest waits for :meth:`_own`."""
         self._thread_lock = threading.RLock()
+        self._head_file.forked()
         self._in_batch = False
         self._inherited = not self.closed
 
@@ -530,10 +560,13 @@ class Batch:
     def events(self) -> list[Event]:
         return list(self._events)
 
-    def _commit(self) -> None:
-        if self._lines:
-            self._ledger._write_member(self._start.end, b"".join(self._lines), self._events)
+    def _commit(self) -> int | None:
+        """Write the batch's member (None when it is empty); the ledger settles it."""
+        written = (
+            self._ledger._write_member(self._start.end, b"".join(self._lines), self._events) if self._lines else None
+        )
         self._committed = True
+        return written
 
     def _rollback(self) -> None:
         ledger = self._ledger

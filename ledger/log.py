@@ -1,7 +1,7 @@
 """The log file: multi-member gzip, scanned member by member, appended under a lock.
 
-Each append (or batch) is one complete gzip member, written with one ``write`` and made
-durable with ``fdatasync`` before the call returns. Readers never trust the ``gzip``
+Each append (or batch) is one complete gzip member, written with one ``write`` under the lock
+and made durable with ``fdatasync`` (after the lock is released) before the call returns. Readers never trust the ``gzip``
 module (it hands back an unverified last line from a member whose trailer is damaged);
 they decompress each member with ``zlib.decompressobj(wbits=31)``, which only reports a
 member as complete once its CRC and length check out.
@@ -158,10 +158,14 @@ class LogFile:
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | (os.O_CREAT if create else 0)
         existed = path.exists()
         self.fd = os.open(path, flags, 0o644)
+        self._tail: BinaryIO | None = None
         if not existed:
             fsync_dir(path.parent)
 
     def close(self) -> None:
+        if self._tail is not None:
+            self._tail.close()
+            self._tail = None
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
@@ -205,26 +209,39 @@ class LogFile:
         offset means nothing here (appends are O_APPEND, reads use their own handles)."""
         return os.lseek(self.fd, 0, os.SEEK_END)
 
-    def reader(self) -> BinaryIO:
+    def reader(self, buffering: int = -1) -> BinaryIO:
         """A fresh read handle on the open file, so concurrent scans never share a file position;
         opened through the descriptor (Linux's ``/proc/self/fd``), so a scan reads the file this
         log has open even after its name was moved (``ledger.layout``)."""
         try:
-            return open(f"/proc/self/fd/{self.fd}", "rb")
+            return open(f"/proc/self/fd/{self.fd}", "rb", buffering)
         except OSError:
-            return open(self.path, "rb")
+            return open(self.path, "rb", buffering)
 
-    def append(self, member: bytes, at: int) -> None:
-        """Write one member at the end (which must be ``at``) and make it durable.
+    def tail_reader(self) -> BinaryIO:
+        """A read handle kept open for catching up with the log's end, for a caller that holds
+        the ledger's thread lock (one user at a time): opening a fresh :meth:`reader` costs more
+        than reading the few members other writers appended. Unbuffered, so a seek never serves
+        bytes read before a cut."""
+        if self._tail is None:
+            self._tail = self.reader(buffering=0)
+        return self._tail
 
-        On any failure (disk full, I/O error) the file is cut back to ``at`` so no
+    def append(self, member: bytes, at: int) -> int:
+        """Write one member at the end (which must be ``at``), under the lock; return a
+        descriptor for :func:`make_durable`, which the caller runs once the lock is released.
+
+        Syncing outside the lock lets the appends of other processes and threads share a
+        journal commit instead of queueing one ``fdatasync`` each behind the lock; the member
+        is whole before the lock is released, so no reader takes it for a torn tail. On any
+        failure of the write (disk full, I/O error) the file is cut back to ``at`` so no
         half-written member is left behind, and the error propagates.
         """
         try:
             written = os.write(self.fd, member)
             while written < len(member):  # a short write (rare): write the rest
                 written += os.write(self.fd, memoryview(member)[written:])
-            os.fdatasync(self.fd)
+            return os.dup(self.fd)  # under the lock: a close meanwhile cannot hand its number to another file
         except BaseException:
             os.ftruncate(self.fd, at)
             raise
@@ -339,6 +356,16 @@ class IndexCheck:
             rec_offset, rec_seq = self._records[self._i]
             self.problem = f"record ({rec_offset}, seq {rec_seq}) points past the log's valid end ({end} bytes)"
         return self.problem
+
+
+def make_durable(fd: int) -> None:
+    """``fdatasync`` a member written by :meth:`LogFile.append` (through its descriptor), then
+    close the descriptor. ``fdatasync`` flushes every byte of the file written before it, so a
+    member is durable once it returns, whichever process's call flushed it."""
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:

@@ -102,28 +102,28 @@ def sync(ledger: OpenLog, *, recover: bool, accept: bool = False) -> None:
                 f"{ledger._head.seq}): acknowledged events were removed; {ACT_ON_ROLLBACK}",
                 seq=ledger._head.seq,
             )
-    with ledger._file.reader() as f:
-        try:
-            for member, events in walk(ledger, f, ledger._head.end, seq=ledger._head.seq + 1, prev=ledger._head.hash):
-                advance(ledger, member.offset, member.end, events, persist=recover)
-        except BadMember as bad:
-            why = why_not_torn(ledger, f, bad, ledger._head.seq, locked=recover)
-            if why == IN_FLIGHT:
-                return  # a writer is finishing that member: the next refresh reads it
-            if why is not None and not (accept and (bad.incomplete or valid_member_after(f, bad.offset) is None)):
-                raise damage(ledger, bad, why) from None
-            if recover:
-                _recover(ledger, bad)
-            else:
-                if ledger.torn_tail is None or ledger.torn_tail.offset != bad.offset:  # said once per tail
-                    _warn(
-                        ledger,
-                        "%s: torn tail at byte offset %d left in place (%s)",
-                        ledger.path,
-                        bad.offset,
-                        ledger.readonly_reason,
-                    )
-                ledger.torn_tail = bad
+    f = ledger._file.tail_reader()  # sync runs under the ledger's thread lock
+    try:
+        for member, events in walk(ledger, f, ledger._head.end, seq=ledger._head.seq + 1, prev=ledger._head.hash):
+            advance(ledger, member.offset, member.end, events, persist=recover)
+    except BadMember as bad:
+        why = why_not_torn(ledger, f, bad, ledger._head.seq, locked=recover)
+        if why == IN_FLIGHT:
+            return  # a writer is finishing that member: the next refresh reads it
+        if why is not None and not (accept and (bad.incomplete or valid_member_after(f, bad.offset) is None)):
+            raise damage(ledger, bad, why) from None
+        if recover:
+            _recover(ledger, bad)
+        else:
+            if ledger.torn_tail is None or ledger.torn_tail.offset != bad.offset:  # said once per tail
+                _warn(
+                    ledger,
+                    "%s: torn tail at byte offset %d left in place (%s)",
+                    ledger.path,
+                    bad.offset,
+                    ledger.readonly_reason,
+                )
+            ledger.torn_tail = bad
 
 
 def _load_start(ledger: OpenLog, *, persist: bool) -> None:

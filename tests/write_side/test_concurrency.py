@@ -36,11 +36,70 @@ def test_four_processes_append_500_each(ckpt: Path) -> None:
         events = list(ledger.events())
         assert [e.seq for e in events] == list(range(1, 2001))
         assert ledger.verify().ok
+        anchor = ledger.head_anchor()  # each writer anchors after its own fdatasync, in any order
+        assert anchor is not None and (anchor.seq, anchor.hash) == (2000, events[-1].hash)
     texts = [e.body["text"] for e in events]
     assert len(set(texts)) == 2000
     for w in range(4):  # each writer's own order is preserved
         mine = [int(t.split()[1]) for t in texts if t.startswith(f"worker_{w} ")]
         assert mine == list(range(500))
+
+
+def test_threads_sync_outside_the_lock_and_the_head_file_ends_at_the_last_event(ckpt: Path) -> None:
+    """Eight threads of one process append at once: their fdatasyncs overlap (each after the
+    lock is released), the chain stays gapless, and the head file, advanced by each thread after
+    its own sync in whatever order they finish, is never moved back: it ends at the last event."""
+    import threading
+
+    with Ledger.open(ckpt) as ledger:
+
+        def write(t: int) -> None:
+            for i in range(150):
+                ledger.append("root", "memory_added", {"text": f"thread {t} entry {i}"}, current_node="root")
+
+        threads = [threading.Thread(target=write, args=(t,)) for t in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        anchor = ledger.head_anchor()
+        assert anchor is not None and (anchor.seq, anchor.hash) == (1200, ledger.last_hash)
+    with Ledger.open_readonly(ckpt) as reader:
+        assert reader.verify().ok
+        texts = [e.body["text"] for e in reader.events()]
+    assert len(texts) == len(set(texts)) == 1200
+
+
+def test_a_failed_fdatasync_is_reported_unconfirmed_and_the_chain_goes_on(ckpt: Path, monkeypatch) -> None:
+    """An I/O error from fdatasync (a failing disk: faked, it cannot be produced here) comes after
+    the lock is released, when others may have appended behind the member: the append is not
+    acknowledged (WriteUnconfirmed names its seq and id, and the head file does not anchor it),
+    the member stays, and the next append chains after it."""
+    import errno
+
+    from ledger.errors import WriteUnconfirmed
+
+    real = os.fdatasync
+
+    def failing(fd: int) -> None:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    with Ledger.open(ckpt) as ledger:
+        ledger.append("root", "memory_added", {"text": "acknowledged"}, current_node="root")
+        monkeypatch.setattr(os, "fdatasync", failing)
+        try:
+            ledger.append("root", "memory_added", {"text": "unconfirmed"}, current_node="root")
+        except WriteUnconfirmed as exc:
+            assert exc.errno == errno.EIO and "seq 2 " in str(exc) and "not acknowledged" in str(exc)
+        else:
+            raise AssertionError("a failed fdatasync was acknowledged")
+        anchor = ledger.head_anchor()
+        assert anchor is not None and anchor.seq == 1
+        monkeypatch.setattr(os, "fdatasync", real)
+        assert ledger.append("root", "memory_added", {"text": "after"}, current_node="root").seq == 3
+    with Ledger.open_readonly(ckpt) as reader:
+        assert reader.verify().ok
+        assert [e.body["text"] for e in reader.events()] == ["acknowledged", "unconfirmed", "after"]
 
 
 KILLED = r"""
