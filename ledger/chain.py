@@ -3,8 +3,16 @@
 The canonical encoding of an event is its JSON object without ``hash``: envelope fields
 in their fixed order, object keys inside ``body`` sorted, no whitespace, UTF-8. A stored
 line is that encoding with ``,"hash":"<sha256 hex>"`` spliced in before the closing
-brace, so anyone can check a line with plain bytes: drop the last 75 bytes of the line
-(``,"hash":"`` + 64 hex + ``"}``), put back ``}``, and sha256 it.
+brace.
+
+What the hash covers depends on the event's schema version. Up to version 2 it is the
+canonical encoding itself: drop the last 75 bytes of the line (``,"hash":"`` + 64 hex +
+``"}``), put back ``}``, and sha256 it. From version 3 it is the **seal**: the canonical
+encoding with the body replaced by ``{"sha256":"<sha256 hex of the body's bytes>"}``. An
+event commits to its body only through that digest, so a body can be removed (a redaction,
+``ledger.redact``) by storing the seal itself as the line: the event's hash still checks,
+the chain still links, and the removed body is provably the one written. A version-2 event
+has no seal; its stub is checked against the redaction event that removed it.
 """
 
 from __future__ import annotations
@@ -27,10 +35,72 @@ _LINE_END = b'"}'
 _EMPTY_SHA256 = hashlib.sha256()  # copied for each line: cheaper than a new hash object
 
 
+SEALED_SINCE = 3  # the first schema version whose hash covers the seal, not the body
+_BODY_KEY = b',"body":'
+_PREV_EMPTY_END = b',"prev":""}'
+_PREV_KEY = b',"prev":"'
+_STUB_START = b'{"sha256":"'
+_STUB_LEN = len(_STUB_START) + 64 + 2  # {"sha256":"<64 hex>"}
+
+
+def body_span(unhashed: bytes) -> tuple[int, int]:
+    """(start, end) of the body's bytes in an event's canonical encoding (hash field left out).
+
+    The body follows the envelope's string fields (``"``, escaped inside a JSON string, cannot
+    open ``,"body":`` there) and ends where ``,"prev":"…"}`` (an empty or a 64-hex hash) starts."""
+    start = unhashed.find(_BODY_KEY) + len(_BODY_KEY)
+    end = len(unhashed) - (len(_PREV_EMPTY_END) if unhashed.endswith(_PREV_EMPTY_END) else len(_PREV_EMPTY_END) + 64)
+    if start < len(_BODY_KEY) or unhashed[end : end + len(_PREV_KEY)] != _PREV_KEY or end <= start:
+        raise ChainError("not an event's canonical encoding (no body, or prev is not where it belongs)")
+    return start, end
+
+
+def body_digest(unhashed: bytes) -> str:
+    """The sha256 hex of the body's bytes in an event's canonical encoding."""
+    start, end = body_span(unhashed)
+    return _sha256(memoryview(unhashed)[start:end]).hexdigest()
+
+
+def seal(unhashed: bytes) -> bytes:
+    """The canonical encoding with its body replaced by the body's digest: what a version-3
+    event's hash covers, and the line a redaction leaves in its place."""
+    start, end = body_span(unhashed)
+    digest = _sha256(memoryview(unhashed)[start:end]).hexdigest()
+    return b"".join((unhashed[:start], _STUB_START, digest.encode(), b'"}', unhashed[end:]))
+
+
+def is_stub(unhashed: bytes) -> bool:
+    """Whether an event's body is a seal (``{"sha256":"<hex>"}``): a redaction removed it."""
+    start, end = body_span(unhashed)
+    return end - start == _STUB_LEN and unhashed.startswith(_STUB_START, start)
+
+
+def stub_line(line: bytes) -> bytes:
+    """The line a redaction leaves for a stored ``line`` (newline included): its seal, with the
+    event's hash unchanged, so the chain still links through it."""
+    unhashed = line[: -HASH_SUFFIX_LEN - 1] + b"}"
+    return seal(unhashed)[:-1] + line[-HASH_SUFFIX_LEN - 1 :]
+
+
+def unhashed_bytes(line: bytes) -> bytes:
+    """A stored line (newline included) without its hash field: the canonical encoding."""
+    return line[: -HASH_SUFFIX_LEN - 1] + b"}"
+
+
+def canonical(event: Event) -> bytes:
+    """An event's canonical encoding (its stored line without hash and newline)."""
+    u = event
+    return _encoder.encode(UnsignedEvent(u.v, u.seq, u.id, u.ts, u.ckpt, u.node, u.type, u.body, u.prev))
+
+
+def _hashed_bytes(v: int, unhashed: bytes) -> bytes:
+    return unhashed if v < SEALED_SINCE or is_stub(unhashed) else seal(unhashed)
+
+
 def sign(unsigned: UnsignedEvent) -> tuple[Event, bytes]:
     """Hash an event; return it with its log line (newline included)."""
     canonical = _encoder.encode(unsigned)
-    digest = hashlib.sha256(canonical).hexdigest()
+    digest = hashlib.sha256(_hashed_bytes(unsigned.v, canonical)).hexdigest()
     line = canonical[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
     u = unsigned
     return Event(u.v, u.seq, u.id, u.ts, u.ckpt, u.node, u.type, u.body, u.prev, digest), line
@@ -48,9 +118,10 @@ def decode_line(line: bytes) -> Event:
         raise ChainError(f"not a valid event line ({exc})") from None
     if line[-HASH_SUFFIX_LEN:-66] != _HASH_KEY or line[-2:] != b'"}':
         raise ChainError("the hash is not the last field of the line")
-    digest = _sha256(memoryview(line)[:-HASH_SUFFIX_LEN])
-    digest.update(b"}")
-    if digest.hexdigest() != event.hash:
+    unhashed = line[:-HASH_SUFFIX_LEN] + b"}"
+    if event.v < SEALED_SINCE and is_stub(unhashed):
+        return event  # a version-2 stub: its redaction event vouches for it (ledger.verify)
+    if _sha256(_hashed_bytes(event.v, unhashed)).hexdigest() != event.hash:
         raise ChainError("hash does not match the event's bytes (edited or damaged)")
     return event
 
@@ -62,7 +133,8 @@ def decode_lines(data: bytes, seq: int | None, prev: str | None, ckpt: str | Non
     The checks are exactly those of :func:`decode_line` and :func:`check_link` applied line
     after line (``seq``/``prev`` None: accept the first event's; ``ckpt`` None: the first
     event's, then every event's must match), done a whole member at a time so that the only
-    per-line Python work is the hash. On None, run the per-line functions to name the line.
+    per-line Python work is the hash. On None (and for a member holding a version-2 stub, which
+    only the per-line check accepts), run the per-line functions to name the line.
     """
     lines = data.split(b"\n")
     if lines.pop():
@@ -75,11 +147,14 @@ def decode_lines(data: bytes, seq: int | None, prev: str | None, ckpt: str | Non
         return None
     digests: list[str] = []
     add = digests.append
-    for line in lines:
-        digest = _EMPTY_SHA256.copy()
-        digest.update(line[:-HASH_SUFFIX_LEN])
-        digest.update(b"}")
-        add(digest.hexdigest())
+    for event, line in zip(events, lines):
+        if event.v < SEALED_SINCE:
+            digest = _EMPTY_SHA256.copy()
+            digest.update(line[:-HASH_SUFFIX_LEN])
+            digest.update(b"}")
+            add(digest.hexdigest())
+        else:
+            add(_sha256(_hashed_bytes(event.v, line[:-HASH_SUFFIX_LEN] + b"}")).hexdigest())
     n = len(lines)
     first = events[0]
     seq = first.seq if seq is None else seq

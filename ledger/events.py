@@ -31,7 +31,7 @@ from .vocabulary import (
     is_sha256,
 )
 
-SCHEMA_VERSION = 2  # 2: typed fields live in ``metadata`` as ARI stores them; findings; checkpoint_purged
+SCHEMA_VERSION = 3  # 2: typed fields in ``metadata`` as ARI stores them; 3: hashes cover a seal (ledger.chain)
 
 MAX_NODE_ID_CHARS = 256
 MAX_TEXT_BYTES = 256 * 1024  # longer text is stored cut, with a finding (never refused)
@@ -230,10 +230,57 @@ class CheckpointPurged(Body):
             check_metadata(self.origin, "body.origin")
 
 
-EventType = Literal["node_started", "memory_added", "react_step", "core_seeded", "node_cleared", "checkpoint_purged"]
+def is_stub_body(body: dict[str, Any]) -> bool:
+    """Whether an event's body was removed by a redaction: only its digest is left
+    (``{"sha256": hex}``; no body type has a ``sha256`` field)."""
+    return len(body) == 1 and "sha256" in body
+
+
+class Redacted(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """One event a redaction removed the body of: what stays visible, and what proves it."""
+
+    seq: int
+    id: str
+    hash: str  # the event's hash, unchanged by the redaction
+    node: str
+    type: str
+    digest: str  # sha256 of the removed body's canonical bytes
+    stub: str  # sha256 of the stub line left in its place (hash field left out)
+    kind: str = ""  # the entry's kind (``metadata.type``), when it had one
+
+
+class EventsRedacted(Body):
+    """A redaction (``ledger.redact``): the bodies of ``redacted`` were removed from the log and
+    replaced by stubs; the events keep their place, envelope and hash. ``selector`` says how they
+    were chosen (by id, by node, by a text match), never the matched text itself."""
+
+    type_name: ClassVar[str] = "events_redacted"
+    reason: str
+    by: str
+    selector: str
+    redacted: list[Redacted]
+
+    def check(self) -> None:
+        check_text(self.reason, "body.reason")
+        if not self.reason.strip():
+            raise InvalidInput("body.reason", "a redaction needs a reason")
+        check_text(self.by, "body.by")
+        check_text(self.selector, "body.selector")
+        if not self.redacted:
+            raise InvalidInput("body.redacted", "names no event")
+        for i, r in enumerate(self.redacted):
+            for name in ("hash", "digest", "stub"):
+                if not is_sha256(getattr(r, name)):
+                    raise InvalidInput(f"body.redacted[{i}].{name}", "must be 64 lowercase hex characters")
+
+
+EventType = Literal[
+    "node_started", "memory_added", "react_step", "core_seeded", "node_cleared", "checkpoint_purged", "events_redacted"
+]
 EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)  # the closed set: a new type starts here
 BODY_TYPES: dict[str, type[Body]] = {
-    cls.type_name: cls for cls in (NodeStarted, MemoryAdded, ReactStep, CoreSeeded, NodeCleared, CheckpointPurged)
+    cls.type_name: cls
+    for cls in (NodeStarted, MemoryAdded, ReactStep, CoreSeeded, NodeCleared, CheckpointPurged, EventsRedacted)
 }
 if set(BODY_TYPES) != set(EVENT_TYPES):  # checked at import: each type has its body, each body its type
     raise ImportError(f"event types {sorted(EVENT_TYPES)} and body types {sorted(BODY_TYPES)} differ")
@@ -517,15 +564,23 @@ def _v1_to_v2(raw: dict[str, Any]) -> dict[str, Any]:
     return {**raw, "body": body}
 
 
-UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2}
+UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _v1_to_v2, 2: lambda raw: raw}
+# Steps that change no body (2 -> 3 changed what the hash covers): an event whose every step to
+# the current version is one of these is read as it is, keeping the version that says what its
+# hash covers.
+BODY_UNCHANGED = frozenset({2})
 
 
 _version_of = attrgetter("v")
 
 
+def _reads_as(version: int, current: int) -> bool:
+    return version == current or (version < current and BODY_UNCHANGED.issuperset(range(version, current)))
+
+
 def upcast_all(events: list[Event]) -> list[Event]:
-    """``events`` (read from disk, in order) at the current schema version."""
-    if set(map(_version_of, events)) <= {SCHEMA_VERSION}:
+    """``events`` (read from disk, in order) with bodies of the current schema version."""
+    if all(_reads_as(v, SCHEMA_VERSION) for v in set(map(_version_of, events))):
         return events
     return [upcast(event) for event in events]
 
@@ -533,7 +588,7 @@ def upcast_all(events: list[Event]) -> list[Event]:
 def upcast(event: Event, current: int | None = None) -> Event:
     """Bring an event read from disk to the current schema version, or refuse a newer one."""
     current = SCHEMA_VERSION if current is None else current
-    if event.v == current:
+    if _reads_as(event.v, current):
         return event
     if event.v > current:
         raise UnsupportedVersion(

@@ -7,11 +7,14 @@ writer is still appending ends what was verified (the next verify reads it).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .anchor import Anchor, AnchorUnreadable, anchor_problem
+from .chain import canonical
 from .errors import LogCorrupted
+from .events import Event, EventsRedacted, is_stub_body
 from .log import BadMember, IndexCheck, index_shape_problem
 from .recovery import IN_FLIGHT, OpenLog, walk, why_not_torn
 
@@ -73,9 +76,11 @@ def verify(ledger: OpenLog, anchors: Iterable[Anchor] = ()) -> VerifyReport:
     shape = index_shape_problem(index, size)
     check = IndexCheck([] if shape else index)
     events, ckpt, end = 0, None, 0
+    redactions = Redactions()
     with ledger._file.reader() as f:
         try:
             for member, batch in walk(ledger, f, 0, seq=1, prev=""):
+                redactions.see(batch)
                 if batch:
                     first = batch[0].seq  # seqs run on without a gap inside a checked member
                     check.member(member.offset, first)
@@ -92,6 +97,10 @@ def verify(ledger: OpenLog, anchors: Iterable[Anchor] = ()) -> VerifyReport:
             if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
                 reason = bad.reason if why is None else f"{bad.reason}; {why}"
                 return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
+    unaccounted = redactions.problem()
+    if unaccounted:
+        seq, reason = unaccounted
+        return VerifyReport(False, events, events, size, seq, None, reason)
     index_problem = shape or check.finish(end)
     if index_problem:
         problems.append(
@@ -108,3 +117,46 @@ def verify(ledger: OpenLog, anchors: Iterable[Anchor] = ()) -> VerifyReport:
     return VerifyReport(
         not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
     )
+
+
+class Redactions:
+    """Every removed body accounted for: each stub (an event whose body is only its digest) is
+    named by a later ``events_redacted`` event with its hash, the digest of the removed body and
+    the digest of the stub itself (which is what vouches for a version-2 stub, whose hash covers
+    the body that is gone), and every event a redaction names is such a stub."""
+
+    def __init__(self) -> None:
+        self.stubs: dict[int, Event] = {}
+        self.covered: set[int] = set()
+        self.wrong: tuple[int, str] | None = None
+
+    def see(self, batch: list[Event]) -> None:
+        for event in batch:
+            if is_stub_body(event.body):
+                self.stubs[event.seq] = event
+            elif event.type == EventsRedacted.type_name and self.wrong is None:
+                self._check(event)
+
+    def _check(self, redaction: Event) -> None:
+        for r in redaction.body.get("redacted", ()):
+            stub = self.stubs.get(r["seq"])
+            if stub is None:
+                why = "is not a stub before it"
+            elif (stub.id, stub.hash, stub.body["sha256"]) != (r["id"], r["hash"], r["digest"]):
+                why = "does not match the stub there (id, hash or digest)"
+            elif hashlib.sha256(canonical(stub)).hexdigest() != r["stub"]:
+                why = "names a stub whose bytes changed since the redaction"
+            else:
+                self.covered.add(r["seq"])
+                continue
+            self.wrong = (redaction.seq, f"the redaction at seq {redaction.seq} names seq {r['seq']}, which {why}")
+            return
+
+    def problem(self) -> tuple[int, str] | None:
+        """(seq, why) of the first removed body not accounted for, or None."""
+        if self.wrong is not None:
+            return self.wrong
+        loose = sorted(set(self.stubs) - self.covered)
+        if loose:
+            return loose[0], f"seq {loose[0]}'s body was removed but no redaction event records it (edited log)"
+        return None

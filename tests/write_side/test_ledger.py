@@ -50,14 +50,20 @@ def test_log_is_multimember_gzip_of_json_lines_readable_by_zcat(ledger: Ledger) 
     assert lines[1]["body"]["text"] == "entry 0 — ünïcödé"
 
 
-def test_hash_is_sha256_of_the_canonical_line_without_hash(ledger: Ledger) -> None:
+def test_hash_is_sha256_of_the_seal_of_the_canonical_line(ledger: Ledger) -> None:
+    """Version 3: the hash covers the canonical line with the body replaced by its digest."""
     event = ledger.append("root", "memory_added", {"text": "x", "metadata": {"b": 1, "a": 2}})
     line = gzip.decompress(ledger.path.read_bytes()).splitlines()[0]
     obj = json.loads(line)
     del obj["hash"]
-    canonical = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
-    # body keys are sorted in the stored line, so a plain re-encode reproduces the bytes
-    assert hashlib.sha256(canonical).hexdigest() == event.hash
+    assert obj["v"] == 3
+
+    def dumps(value: object) -> bytes:  # body keys are sorted in the stored line: a re-encode reproduces it
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+    assert dumps(obj) == line[: -len(',"hash":""}') - 64] + b"}"
+    sealed = {**obj, "body": {"sha256": hashlib.sha256(dumps(obj["body"])).hexdigest()}}
+    assert hashlib.sha256(dumps(sealed)).hexdigest() == event.hash
 
 
 def test_ids_are_unique_and_time_ordered(ledger: Ledger) -> None:
