@@ -30,6 +30,7 @@ from .log import LOG_NAME, fsync_dir
 log = logging.getLogger("ledger")
 
 STORE_DIR = "memory_ledger"
+REDACT_TMP_SUFFIX = ".redact-tmp"  # a redaction's new log before it is renamed over the old (ledger.redact)
 SNAPSHOT_NAME = "memory_projection.snapshot"  # the local projection's snapshot, beside the log
 OLD_SNAPSHOT_NAME = "memory_projection.snapshot.zst"  # its layout-1 name (it was never zstd in format 6)
 

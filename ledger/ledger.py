@@ -81,6 +81,7 @@ class Ledger:
         self.recovered: list[RecoveryReport] = []
         self.torn_tail: BadMember | None = None  # a torn tail a read-only open left in place
         self.damage: LogCorrupted | None = None  # damage open_readonly found (verify names it)
+        self.redacted_at = 0  # seq of the newest redaction this ledger has read (ledger.redact)
         self._file = logfile
         self._head_file = HeadFile(logfile.path)
         self._head = Head()
@@ -151,6 +152,8 @@ class Ledger:
                 ledger._check_head(adopt=False)
             else:
                 with ledger._locked():
+                    # A redaction killed before its rename left its new log (with the removed text).
+                    path.with_name(path.name + layout.REDACT_TMP_SUFFIX).unlink(missing_ok=True)
                     ledger._check_head(adopt=True)
         except LockUnavailable as exc:
             ledger.close()
@@ -223,6 +226,7 @@ class Ledger:
         """Catch up with appends made by other processes; return the last seq on disk."""
         with self._thread_lock:
             self._own()
+            self._follow_replacement()
             if self._file.size() != self._head.end:
                 sync(self, recover=False)
             return self._head.seq
@@ -457,6 +461,8 @@ class Ledger:
         self._own()
         self._file.lock()
         try:
+            while self._follow_replacement():  # a redaction replaced the file while we waited for its lock
+                self._file.lock()
             sync(self, recover=True, accept=accept)
             if self._index_dirty:
                 self._index_dirty = False
@@ -482,13 +488,34 @@ class Ledger:
         if not self._inherited:
             return
         self._inherited = False
-        inherited = self._file
-        self._file = LogFile(self.path, writable=inherited.writable)
-        inherited.close()  # the parent's description stays open (and locked, if it was) in the parent
+        self._reopen()
+
+    def _reopen(self) -> None:
+        """Open the log's path afresh and read the head from it (the old description is closed:
+        in a fork the parent's stays open in the parent; after a redaction nothing writes the old
+        file, whose lock is released with it)."""
+        old = self._file
+        self._file = LogFile(self.path, writable=old.writable)
+        old.close()
         self._head_file.close()
         self._head_file = HeadFile(self.path)
         self._head, self._index, self._last_member, self._index_dirty = Head(), [], (0, 1), False
         sync(self, recover=False)
+
+    def _follow_replacement(self) -> bool:
+        """When the log's path names another file than the one open (``ledger.redact`` renamed
+        a rewritten log over it), reopen it and return True. One ``stat``; a log whose path is
+        gone (a checkpoint being deleted) is left open as it is."""
+        try:
+            named = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        mine = os.fstat(self._file.fd)
+        if (named.st_ino, named.st_dev) == (mine.st_ino, mine.st_dev):
+            return False
+        log.info("%s was replaced (a redaction); reading the new file", self.path)
+        self._reopen()
+        return True
 
     def _seek(self, seq: int) -> tuple[int, int]:
         """(byte offset, first seq) of the last known member whose first seq is <= ``seq``."""

@@ -23,7 +23,7 @@ from typing import BinaryIO, Protocol
 from .anchor import HeadFile
 from .chain import ChainError, check_link, decode_line, decode_lines
 from .errors import ACT_ON_ROLLBACK, LogCorrupted, RollbackDetected
-from .events import Event, upcast, upcast_all
+from .events import Event, EventsRedacted, upcast, upcast_all
 from .log import (
     IDX_STRIDE,
     LOG_NAME,
@@ -82,6 +82,7 @@ class OpenLog(Protocol):
     _index: list[tuple[int, int]]
     _index_dirty: bool
     _last_member: tuple[int, int]
+    redacted_at: int  # seq of the newest events_redacted event read (0: none)
 
     def _acknowledged(self) -> int:
         """The newest seq the head file says was acknowledged (0 when unknown or another log's)."""
@@ -194,6 +195,9 @@ def advance(ledger: OpenLog, offset: int, end: int, events: list[Event], *, pers
             persist_index(ledger, offset, first_seq)
     ledger._head = Head(end, events[-1].seq, events[-1].hash)
     ledger._last_member = (offset, first_seq)
+    redactions = [e.seq for e in events if e.type == EventsRedacted.type_name]
+    if redactions:
+        ledger.redacted_at = redactions[-1]
     if ledger.torn_tail is not None and ledger.torn_tail.offset <= offset:
         ledger.torn_tail = None  # what looked torn was finished after all
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,3 +33,16 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
+
+
+def ari_ledger(
+    *args: object, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``ari-ledger ARGS…`` in a child process, as a person types it."""
+    return subprocess.run(
+        [PYTHON, "-m", "projections", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env if env is not None else subprocess_env(),
+        timeout=timeout,
+    )
