@@ -24,6 +24,7 @@ import fcntl
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,36 @@ class AccessLog:
         finally:
             os.close(fd)
 
+    def rewrite(self, scrub: Callable[[Any], tuple[Any, bool]]) -> list[str]:
+        """Pass every line of the access log and its rotations through ``scrub`` (a JSON value ->
+        (value, changed)) and replace each file whose lines changed, atomically, under that
+        file's lock: a writer waiting for it finds the new file (as after a rotation) and no line
+        is lost. Returns the names of the files rewritten. For ``ari-ledger redact``."""
+        rewritten = []
+        for path in sorted(self.path.parent.glob("memory_access*.json*")):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                self._lock(fd)
+                if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                    continue  # rotated meanwhile: its new name comes later in the listing, or not at all
+                with open(fd, "rb", closefd=False) as f:
+                    raw = f.read()
+                new, changed = _scrub_lines(raw, scrub) if path.suffix == ".jsonl" else _scrub_whole(raw, scrub)
+                if changed:
+                    tmp = path.with_name(path.name + ".redact-tmp")
+                    with open(tmp, "wb") as out:
+                        out.write(new)
+                        out.flush()
+                        os.fsync(out.fileno())
+                    os.replace(tmp, path)
+                    rewritten.append(path.name)
+            finally:
+                os.close(fd)
+        return rewritten
+
     @property
     def problems(self) -> list[str]:
         """The last few failures, newest last, for ``health()``/``status``; never raised."""
@@ -276,3 +307,26 @@ def _plain(value: Any, depth: int) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
+
+
+def _scrub_lines(raw: bytes, scrub: Callable[[Any], tuple[Any, bool]]) -> tuple[bytes, bool]:
+    out, changed = [], False
+    for line in raw.splitlines(keepends=True):
+        try:
+            value, hit = scrub(msgspec.json.decode(line))
+            new = _encode(value) if hit else line
+        except msgspec.DecodeError:  # not a JSON line (a torn write): scrubbed as text
+            text, hit = scrub(line.decode("utf-8", "replace"))
+            new = text.encode() if hit else line
+        out.append(new)
+        changed = changed or hit
+    return b"".join(out), changed
+
+
+def _scrub_whole(raw: bytes, scrub: Callable[[Any], tuple[Any, bool]]) -> tuple[bytes, bool]:
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return raw, False
+    value, hit = scrub(value)
+    return (msgspec.json.encode(value) if hit else raw), hit

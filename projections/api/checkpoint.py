@@ -17,7 +17,7 @@ from typing import Any
 
 from ledger import Ledger, VerifyReport, layout
 from ledger.anchor import Anchor, AnchorUnreadable
-from ledger.events import CHECKPOINT_NODE
+from ledger.events import CHECKPOINT_NODE, is_stub_body
 from ledger.layout import SNAPSHOT_NAME
 from ledger.repair import RepairReport
 from ledger.repair import repair as repair_log
@@ -80,9 +80,11 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
             raise ledger.damage
         types: Counter[str] = Counter()
         nodes: set[str] = set()
+        redacted = 0
         for event in ledger.events():
             types[event.type] += 1
             nodes.add(event.node)
+            redacted += is_stub_body(event.body)
         nodes.discard(CHECKPOINT_NODE)
         projections = projection_state(ledger)
         snapshot = projections["snapshot"] or {}
@@ -110,6 +112,7 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
             "last_seq": ledger.last_seq,
             "nodes": len(nodes),
             "types": dict(sorted(types.items())),
+            "redacted": redacted,  # events whose body a redaction removed (``ari-ledger redact``)
             "file_size": ledger.path.stat().st_size,
             "projections": projections,
             "alarms": alarms,

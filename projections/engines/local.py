@@ -24,7 +24,7 @@ import msgspec
 from ledger import Ledger
 from ledger.anchor import Anchor
 from ledger.errors import ACT_ON_ROLLBACK, RollbackDetected
-from ledger.events import Event, utc_now
+from ledger.events import Event, EventsRedacted, utc_now
 from projections.engines.snapshot import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_NAME,
@@ -107,6 +107,12 @@ class Projector:
         self.index.apply_batch(events)
         self.cursor, self.cursor_hash = events[-1].seq, events[-1].hash
         self._unsaved += len(events)
+        removed = [r["id"] for e in events if e.type == EventsRedacted.type_name for r in e.body["redacted"]]
+        if removed and self.catalog.holds_any(removed):
+            # Folded before the log was rewritten: the state holds the removed bodies. A fold of
+            # the rewritten log holds none (its stubs make no rows), so this happens once.
+            log.warning("a redaction removed bodies this projection held; rebuilding it from the log")
+            self._fold_from_scratch(self.cursor)
 
     def worth_saving(self, unfolded: int = 0) -> bool:
         """Whether closing should write the snapshot: the unsaved tail (folded, plus ``unfolded``
@@ -166,6 +172,8 @@ class Projector:
         """
         if self.ledger.readonly:
             return None
+        if self.ledger.redacted_at > self.cursor:  # never write bodies a redaction removed
+            self.catch_up()
         preamble = SnapshotPreamble(
             SNAPSHOT_FORMAT,
             self.ledger.ckpt,

@@ -22,7 +22,7 @@ import msgspec
 import numpy as np
 
 from ledger import Ledger
-from ledger.events import Event, handlers
+from ledger.events import Event, handlers, is_stub_body
 from projections.engines.snapshot import SnapshotView
 from projections.models.catalog import NEVER, REACT, Catalog, Entry, Step
 from projections.models.semantic import Embedder, SemanticIndex
@@ -81,6 +81,7 @@ def _table_claims(catalog: Catalog) -> list[Claim]:
         *((s.seq, "core_seeded", None, None) for s in tables.seeds),
         *((seq, "checkpoint_purged", None, None) for seq in tables.purges),
         *((seq, "node_cleared", node, None) for node, seqs in tables.clears.items() for seq in seqs),
+        *((r.redacted_at, "events_redacted", None, None) for r in tables.redacted),
     ]
 
 
@@ -97,6 +98,8 @@ def event_problem(catalog: Catalog, event: Event) -> str | None:
 
 
 def _row_problem(catalog: Catalog, event: Event) -> str | None:
+    if is_stub_body(event.body):
+        return None if catalog.lookup(event.id) is None else f"it holds the body a redaction removed (seq {event.seq})"
     item = catalog.lookup(event.id)
     if item is None or _normalised(item) != _fold_one(event):
         return f"its record of seq {event.seq} is not the log's event seq {event.seq}"
@@ -111,7 +114,18 @@ def _node_problem(catalog: Catalog, event: Event) -> str | None:
 
 
 def _seed_problem(catalog: Catalog, event: Event) -> str | None:
+    if is_stub_body(event.body):
+        return (
+            None if all(s.seq != event.seq for s in catalog.seeds) else f"it holds the redacted seed of seq {event.seq}"
+        )
     return None if _fold_one(event) in catalog.seeds else f"it lacks the core seed of seq {event.seq}"
+
+
+def _redaction_problem(catalog: Catalog, event: Event) -> str | None:
+    ids = [r["id"] for r in event.body["redacted"]]
+    if any(catalog.redacted.get(i) is None or catalog.redacted[i].redacted_at != event.seq for i in ids):
+        return f"it lacks the redaction of seq {event.seq}"
+    return None if not catalog.holds_any(ids) else f"it holds bodies the redaction of seq {event.seq} removed"
 
 
 def _clear_problem(catalog: Catalog, event: Event) -> str | None:
@@ -131,6 +145,7 @@ _CHECKS = handlers(
         "core_seeded": _seed_problem,
         "node_cleared": _clear_problem,
         "checkpoint_purged": _purge_problem,
+        "events_redacted": _redaction_problem,
     },
 )
 
@@ -141,7 +156,7 @@ def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int) -> str | None
     tables = Catalog()
     stored = {"memory_added": catalog.scan(False), "react_step": catalog.scan(True)}
     for event in ledger.events(as_of=cursor):
-        if event.type not in stored:
+        if event.type not in stored or is_stub_body(event.body):
             tables.apply(event)
             continue
         mine = next(stored[event.type], None)

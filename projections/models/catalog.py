@@ -20,7 +20,7 @@ from typing import Any, cast
 import msgspec
 import numpy as np
 
-from ledger.events import CoreSeeded, Event, NodeStarted, ReactStep, handlers
+from ledger.events import CoreSeeded, Event, EventsRedacted, NodeStarted, ReactStep, handlers, is_stub_body
 from ledger.typed import kind_label, typed_kind
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
@@ -94,6 +94,19 @@ class NodeInfo(msgspec.Struct, array_like=True, gc=False):
     eval_summary: str | None = None
 
 
+class RedactedInfo(msgspec.Struct, array_like=True, gc=False):
+    """An event whose body a redaction removed: what stays visible of it (it has no row)."""
+
+    event_id: str
+    seq: int
+    node_id: str
+    type: str
+    kind: str
+    reason: str
+    by: str
+    redacted_at: int  # the seq of the events_redacted event
+
+
 class Step(msgspec.Struct, array_like=True, gc=False):
     """One ReAct step of the flat checkpoint trace."""
 
@@ -127,15 +140,18 @@ class CatalogState(msgspec.Struct):
     steps: list[Step] = []
     seeds: list[Seed] = []
     purges: list[int] = []
+    redacted: list[RedactedInfo] = []
 
 
 class CatalogTables(msgspec.Struct):
-    """What the catalog keeps besides rows (small: one item per node, seed and tombstone)."""
+    """What the catalog keeps besides rows (small: one item per node, seed, tombstone and
+    redacted event)."""
 
     nodes: list[NodeInfo] = []
     seeds: list[Seed] = []
     purges: list[int] = []
     clears: dict[str, list[int]] = {}  # node → seqs of its node_cleared tombstones
+    redacted: list[RedactedInfo] = []
 
 
 class EntryRecord(msgspec.Struct, array_like=True, gc=False):
@@ -221,6 +237,7 @@ class Catalog:
         self.seeds: list[Seed] = list(tables.seeds)
         self.purges: list[int] = list(tables.purges)
         self.clears: dict[str, list[int]] = {node: list(seqs) for node, seqs in tables.clears.items()}
+        self.redacted: dict[str, RedactedInfo] = {r.event_id: r for r in tables.redacted}
         self._fresh: dict[str, Fresh] = {}
         self._where: dict[str, tuple[str, int]] | None = None  # id of a fresh row → (collection, index), once looked up
         self._hints: dict[str, tuple[str, int]] = {}  # id of a stored row a search just found → its row
@@ -229,7 +246,11 @@ class Catalog:
 
     def tables(self) -> CatalogTables:
         return CatalogTables(
-            list(self.nodes.values()), list(self.seeds), list(self.purges), {n: list(s) for n, s in self.clears.items()}
+            list(self.nodes.values()),
+            list(self.seeds),
+            list(self.purges),
+            {n: list(s) for n, s in self.clears.items()},
+            list(self.redacted.values()),
         )
 
     # -- folding ---------------------------------------------------------------------
@@ -239,10 +260,14 @@ class Catalog:
 
     def _entry(self, event: Event) -> None:
         body = event.body
+        if is_stub_body(body):
+            return  # redacted: no row; the redaction event that follows records what stays visible
         record = EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {})))
         self._add(event.node, event.id, event.seq, _ENCODE(record))
 
     def _step(self, event: Event) -> None:
+        if is_stub_body(event.body):
+            return
         step = event.body_as(ReactStep)
         record = StepRecord(event.node, event_time(event), step.content, step.metadata)
         self._add(REACT, event.id, event.seq, _ENCODE(record))
@@ -268,8 +293,21 @@ class Catalog:
         )
 
     def _seed(self, event: Event) -> None:
+        if is_stub_body(event.body):
+            return
         core = event.body_as(CoreSeeded)
         self.seeds.append(Seed(event.seq, core.persona, core.human, core.context, event_time(event)))
+
+    def _redaction(self, event: Event) -> None:
+        redaction = event.body_as(EventsRedacted)
+        for r in redaction.redacted:
+            self.redacted[r.id] = RedactedInfo(
+                r.id, r.seq, r.node, r.type, r.kind, redaction.reason, redaction.by, event.seq
+            )
+
+    def holds_any(self, item_ids: Iterable[str]) -> bool:
+        """Whether any of these entries or steps has a row (a body) here."""
+        return any(self.lookup(i) is not None for i in item_ids)
 
     def _add(self, name: str, item_id: str, seq: int, record: bytes) -> None:
         fresh = self._fresh.get(name)
@@ -418,6 +456,7 @@ class Catalog:
             list(self.scan_steps()),
             list(self.seeds),
             list(self.purges),
+            list(self.redacted.values()),
         )
 
     # -- queries ---------------------------------------------------------------------
@@ -477,6 +516,7 @@ _APPLY = handlers(
         "checkpoint_purged": Catalog._purge,
         "node_started": Catalog._node,
         "core_seeded": Catalog._seed,
+        "events_redacted": Catalog._redaction,
     },
 )
 

@@ -20,7 +20,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from ledger.events import Event, handlers
+from ledger.events import Event, handlers, is_stub_body
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
 __all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dots"]
@@ -144,6 +144,8 @@ class SemanticIndex:
         for event in events:
             action = _ACTIONS[event.type]
             # only the text is read: decoding the typed body would copy its metadata for nothing
+            if is_stub_body(event.body):
+                continue  # redacted: nothing to embed
             if action == "node text":
                 target, text = event.node, event.body["text"]
             elif action == "react text":
@@ -255,6 +257,7 @@ _ACTIONS = handlers(
         "checkpoint_purged": "purge",
         "node_started": "nothing",
         "core_seeded": "nothing",
+        "events_redacted": "nothing",  # the projector folds a redaction by rebuilding (local.Projector.apply)
     },
 )
 

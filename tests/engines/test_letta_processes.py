@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
+from ledger.events import is_stub_body
 from projections.engines.letta import make_client
 from projections.engines.letta.server import META_KEY, agent_name, delete_agent
 from support.env import subprocess_env
@@ -84,7 +85,11 @@ def visible_entries(ckpt: Path) -> set[str]:
     with Ledger.open_readonly(ckpt) as ledger:
         events = list(ledger.events())
     last_purge = max((e.seq for e in events if e.type == "checkpoint_purged"), default=0)
-    return {e.id for e in events if e.type in ("memory_added", "react_step") and e.seq > last_purge}
+    return {
+        e.id
+        for e in events
+        if e.type in ("memory_added", "react_step") and e.seq > last_purge and not is_stub_body(e.body)
+    }
 
 
 def ari_ledger(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -213,3 +218,22 @@ def test_duplicate_agents_of_older_versions_are_named_and_cleaned_up(
     assert json.loads(cleaned.stdout)["deleted_duplicates"] == [dup.id]
     assert [x.id for x in agents(ckpt)] == [kept]
     assert_as_a_user_sees_it(ckpt, letta_env)
+
+
+def test_a_redaction_while_two_processes_run_leaves_no_passage_of_the_text(ckpt: Path, letta_env, procs) -> None:
+    """Two processes push to the agent; ``ari-ledger redact`` runs beside them: the passages of the
+    redacted entries leave the server, both processes go on writing into the rewritten log, and
+    the agent ends holding every other entry once, with no passage holding the text."""
+    leak = "sk-LETTA-LEAK-31337"
+    a, b = start(procs, ckpt, letta_env, 2)
+    a.ask("write 12 plain-a"), b.ask(f"write 6 {leak}")
+    assert a.ask("flush") == "True" and b.ask("flush") == "True"
+    done = ari_ledger("redact", str(ckpt), "--match", leak, "--reason", "leaked key", env=letta_env)
+    assert done.returncode == 0 and "redacted 6 event(s)" in done.stdout, done.stdout + done.stderr
+    a.ask("write 5 after-a"), b.ask("write 5 after-b")
+    assert a.ask("flush") == "True" and b.ask("flush") == "True"
+    a.exit(), b.exit()
+    assert_as_a_user_sees_it(ckpt, letta_env)
+    (agent,) = agents(ckpt)
+    texts = [p.text for p in make_client().agents.passages.list(agent.id, limit=1000)]
+    assert len(texts) == 22 and not any(leak in t for t in texts)

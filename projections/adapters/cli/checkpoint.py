@@ -1,4 +1,5 @@
-"""Commands on the log itself: ``status``, ``verify``, ``log`` — all read-only."""
+"""Commands on the log itself: ``status``, ``verify``, ``log`` (read-only), and the two that
+change it on purpose: ``repair`` and ``redact``."""
 
 from __future__ import annotations
 
@@ -125,4 +126,43 @@ def cmd_repair(args: argparse.Namespace) -> int:
                 [*report.lines(), *(f"moved aside: {line}" for line in aside), f"verify: {found.report.summary()}"]
             )
         )
+    return EXIT_OK if found.passed else EXIT_CHECK_FAILED
+
+
+def _redact_args(parser: argparse.ArgumentParser) -> None:
+    checkpoint_arg(parser)
+    what = parser.add_argument_group("what to redact (at least one; together they must all hold)")
+    what.add_argument("--id", action="append", default=[], metavar="EVENT_ID", help="an event id (repeatable)")
+    what.add_argument("--node", help="every entry of this node")
+    what.add_argument("--match", metavar="TEXT", help="entries, ReAct steps or core seeds holding this literal text")
+    what.add_argument("--regex", metavar="PATTERN", help="... or matching this regular expression")
+    parser.add_argument("--reason", required=True, help="why (kept in the log with the redaction)")
+    parser.add_argument("--by", default=None, help="who redacts (default: the user and host)")
+    parser.add_argument("--dry-run", action="store_true", help="list what would be redacted; change nothing")
+
+
+@command(
+    "redact",
+    "remove the text of chosen events from every file of the checkpoint (and its Letta agent); the "
+    "chain still verifies and the redaction is itself an event (who, when, why, which, digests)",
+    _redact_args,
+)
+def cmd_redact(args: argparse.Namespace) -> int:
+    import getpass
+    import socket
+
+    from ledger.redact import Selector
+    from projections.api.redaction import redact_checkpoint
+
+    if args.match is not None and args.regex is not None:
+        raise InvalidInput("--match", "give --match or --regex, not both")
+    text = args.regex if args.regex is not None else args.match
+    selector = Selector(tuple(args.id), args.node, text, regex=args.regex is not None)
+    by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
+    done = redact_checkpoint(args.checkpoint, selector, reason=args.reason, by=by, dry_run=args.dry_run)
+    found = state.verify(args.checkpoint)
+    if args.json:
+        emit({"redact": done.as_dict(), "verify": found.as_dict()})
+    else:
+        print("\n".join([*done.lines(), f"verify: {found.report.summary()}"]))
     return EXIT_OK if found.passed else EXIT_CHECK_FAILED

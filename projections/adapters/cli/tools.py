@@ -93,7 +93,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "which", choices=["ledger", "projections", "letta", "hooks", "processes", "all"], nargs="?", default="all"
+        "which",
+        choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "all"],
+        nargs="?",
+        default="all",
     )
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
 
@@ -108,6 +111,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "letta": "bench.letta_bench",
         "hooks": "bench.hook_bench",
         "processes": "bench.processes_bench",
+        "redact": "bench.redact_bench",
     }
     chosen = list(modules) if args.which == "all" else [args.which]
     worst = 0

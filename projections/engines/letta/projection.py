@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep, handlers
+from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep, handlers, is_stub_body
 from ledger.typed import typed_kind
 from projections import settings
 from projections.engines.letta.lock import PushLock
@@ -43,7 +43,7 @@ from projections.engines.letta.server import (
 )
 from projections.engines.local import Projector
 from projections.errors import EmbeddingMismatch, ProjectionError
-from projections.models.catalog import event_time
+from projections.models.catalog import Seed, event_time
 
 BATCH = 200
 CLOSE_TIMEOUT_S = 2.0  # the timeout of each Letta request of a closing process's last fold
@@ -160,17 +160,26 @@ class LettaProjection:
 
     def _present_event_ids(self) -> set[str]:
         """Event ids already pushed (from passage tags): what makes a re-run replay idempotent."""
-        present: set[str] = set()
+        return {eid for passage in self._passages() if (eid := _event_id(passage)) is not None}
+
+    def _passages(self) -> Iterator[Any]:
+        """Every passage of the agent, a page at a time."""
         after = None
         while True:
             kwargs = {"limit": LIST_PAGE} | ({"after": after} if after else {})
             page = self.pusher.agents.passages.list(self.agent_id, **kwargs)
             if not page:
-                break
-            for passage in page:
-                present.update(t[2:] for t in passage.tags or () if t.startswith("e:"))
+                return
+            yield from page
             after = page[-1].id
-        return present
+
+    def _drop_passages(self, event: Event) -> None:
+        """A redaction: the passages of the events whose bodies it removed leave the server."""
+        gone = {r["id"] for r in event.body["redacted"]}
+        for passage_id in [p.id for p in self._passages() if _event_id(p) in gone]:
+            self.pusher.agents.passages.delete(passage_id, agent_id=self.agent_id)
+        if any(r["type"] == CoreSeeded.type_name for r in event.body["redacted"]):
+            self._seed_blocks(self.projector.catalog.context())  # the newest seed left, or empty blocks
 
     # -- folding -----------------------------------------------------------------------
 
@@ -299,15 +308,19 @@ class LettaProjection:
             if event.seq <= skip_to:
                 continue
             action = _ACTIONS[event.type]
-            if action == "blocks":
+            if action == "blocks" and not is_stub_body(event.body):
                 self._push(pending)
                 pending = []
-                self._seed_blocks(event)
+                self._seed_blocks(event.body_as(CoreSeeded))
             elif action == "renew":
                 pending = []  # hidden by this purge: never pushed
                 self._renew_agent()
                 present = set()
-            elif action == "passage" and event.id not in present:
+            elif action == "redact":
+                self._push(pending)
+                pending = []
+                self._drop_passages(event)
+            elif action == "passage" and event.id not in present and not is_stub_body(event.body):
                 pending.append(self._passage(event))
             if len(pending) >= BATCH:
                 self._push(pending)
@@ -366,12 +379,11 @@ class LettaProjection:
         if passages:
             self.pusher.archives.passages.create_many(self.archive_id, passages=passages)
 
-    def _seed_blocks(self, event: Event) -> None:
-        core = event.body_as(CoreSeeded)
+    def _seed_blocks(self, core: CoreSeeded | Seed | None) -> None:
         values = {
-            "persona": core.persona,
-            "human": core.human,
-            "ari_context": json.dumps(core.context, ensure_ascii=False, sort_keys=True),
+            "persona": core.persona if core else "",
+            "human": core.human if core else "",
+            "ari_context": json.dumps(core.context if core else {}, ensure_ascii=False, sort_keys=True),
         }
         for label, value in values.items():
             self.pusher.agents.blocks.update(label, agent_id=self.agent_id, value=value)
@@ -432,6 +444,7 @@ _ACTIONS = handlers(
         "checkpoint_purged": "renew",
         "node_started": "nothing",
         "node_cleared": "nothing",
+        "events_redacted": "redact",
     },
 )
 
