@@ -5,9 +5,11 @@
 A redaction reads the whole log from the redacted member on (every member decoded and checked,
 so that what it leaves verifies), copies the members before it byte for byte, rewrites the rest
 into a new file, syncs it and renames it over the log. The figures: one entry redacted near the
-start (the whole log rewritten after it), in the middle, and near the end, each the median of
-``--runs``, beside ``shutil.copyfile`` + fsync of the same log measured in the same run (the
-floor of any rewrite that leaves a whole new file). Each run ends as a user checks: ``verify``.
+start, in the middle and near the end, each the median of ``--runs``, beside two figures of the
+same log measured in the same run: ``shutil.copyfile`` + fsync (the floor of any rewrite that
+leaves a whole new file) and ``verify`` (the floor of any redaction that leaves a log it has
+checked: every event's hash read once). The limit: a redaction, one checked read plus one write,
+costs at most 2x a verify. Each run ends as a user checks: ``verify``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pathlib import Path
 
 from .common import Figure, report
 
-COPY_MULTIPLE = 40.0  # one redaction at most this many plain copies of the log file
+VERIFY_MULTIPLE = 2.0  # one redaction (one checked read and one write of the log) <= this x a verify
 
 
 def build(ckpt: Path, events: int) -> None:
@@ -47,9 +49,20 @@ def copy_seconds(log: Path, work: Path) -> float:
     return took
 
 
+def verify_seconds(ckpt: Path) -> float:
+    from ledger import Ledger
+
+    began = time.perf_counter()
+    with Ledger.open_readonly(ckpt) as ledger:
+        ok = ledger.verify().ok
+    took = time.perf_counter() - began
+    if not ok:
+        raise SystemExit("the benchmark's log does not verify")
+    return took
+
+
 def redact_seconds(master: Path, work: Path, seq: int) -> float:
     from ledger import Ledger
-    from ledger.layout import STORE_DIR
     from ledger.redact import Selector, redact
 
     ckpt = work / f"r{seq}"
@@ -63,7 +76,7 @@ def redact_seconds(master: Path, work: Path, seq: int) -> float:
     with Ledger.open_readonly(ckpt) as ledger:
         if not ledger.verify().ok or len(done.chosen) != 1:
             raise SystemExit(f"redaction of seq {seq} did not verify")
-    shutil.rmtree(ckpt / STORE_DIR)
+    shutil.rmtree(ckpt)
     return took
 
 
@@ -82,15 +95,13 @@ def main(argv: list[str] | None = None) -> int:
         build(master, args.events)
         log = log_path(master)
         copy = statistics.median(copy_seconds(log, work) for _ in range(args.runs))
+        check = statistics.median(verify_seconds(master) for _ in range(args.runs))
+        size = f"{log.stat().st_size / 1e6:.1f} MB"
         figures = [
+            Figure(f"plain copy + fsync of the log ({size})", copy * 1000, "ms", None, "the baseline", True),
             Figure(
-                f"plain copy + fsync of the log ({log.stat().st_size / 1e6:.1f} MB)",
-                copy * 1000,
-                "ms",
-                None,
-                "the baseline",
-                True,
-            )
+                f"verify of the same log ({args.events:,} events)", check * 1000, "ms", copy * 1000, "reported", True
+            ),
         ]
         for where, seq in (
             ("near the start", 10),
@@ -100,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
             took = statistics.median(redact_seconds(master, work, seq) for _ in range(args.runs))
             figures.append(
                 Figure(
-                    f"redact one entry {where} (seq {seq} of {args.events:,})",
+                    f"redact one entry {where} (seq {seq:,}; {took / copy:,.0f} x the copy)",
                     took * 1000,
                     "ms",
-                    copy * 1000,
-                    f"<= {COPY_MULTIPLE:.0f} x the copy",
-                    took <= COPY_MULTIPLE * copy,
+                    check * 1000,
+                    f"<= {VERIFY_MULTIPLE:.0f} x verify",
+                    took <= VERIFY_MULTIPLE * check,
                 )
             )
     finally:

@@ -75,6 +75,21 @@ def _decode(raw: bytes) -> _Slot | None:
     return slot if slot.check == _check(slot.ckpt, slot.seq, slot.hash) else None
 
 
+_SEQ_KEY = b'","seq":'
+
+
+def _held_seq(raw: bytes, ckpt: str) -> int:
+    """The seq a slot holds for checkpoint ``ckpt`` (0 for another checkpoint's, a blank or a torn
+    slot), read from the bytes as ``_encode`` lays them out: on every append, so no JSON decode."""
+    head = b'{"ckpt":"' + ckpt.encode()
+    if not raw.startswith(head + _SEQ_KEY):
+        return 0
+    start = len(head) + len(_SEQ_KEY)
+    end = raw.find(b",", start)
+    digits = raw[start:end]
+    return int(digits) if end > start and digits.isdigit() else 0
+
+
 class HeadFile:
     """``memory_ledger.jsonl.gz.head``: the newest acknowledged event of the log beside it."""
 
@@ -116,10 +131,8 @@ class HeadFile:
                 if durable and not existed:
                     fsync_dir(self.path.parent)
             offset = 0 if both else (seq % 2) * SLOT
-            if not both:
-                held = _decode(os.pread(self._fd, SLOT, offset))
-                if held is not None and held.ckpt == ckpt and held.seq >= seq:
-                    return
+            if not both and _held_seq(os.pread(self._fd, SLOT, offset), ckpt) >= seq:
+                return
             record = _encode(ckpt, seq, hash)
             os.pwrite(self._fd, record + record if both else record, offset)
             if durable:

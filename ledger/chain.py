@@ -37,22 +37,28 @@ _EMPTY_SHA256 = hashlib.sha256()  # copied for each line: cheaper than a new has
 
 SEALED_SINCE = 3  # the first schema version whose hash covers the seal, not the body
 _BODY_KEY = b',"body":'
-_PREV_EMPTY_END = b',"prev":""}'
+_PREV_EMPTY = b',"prev":""'
+_PREV_EMPTY_LEN = len(_PREV_EMPTY)  # 10; with a 64-hex prev the tail is 74 bytes
 _PREV_KEY = b',"prev":"'
 _STUB_START = b'{"sha256":"'
 _STUB_LEN = len(_STUB_START) + 64 + 2  # {"sha256":"<64 hex>"}
 
 
-def body_span(unhashed: bytes) -> tuple[int, int]:
-    """(start, end) of the body's bytes in an event's canonical encoding (hash field left out).
+def _span(data: bytes, end: int) -> tuple[int, int]:
+    """(start, stop) of the body's bytes in the canonical encoding ``data[:end] + b"}"``.
 
     The body follows the envelope's string fields (``"``, escaped inside a JSON string, cannot
-    open ``,"body":`` there) and ends where ``,"prev":"…"}`` (an empty or a 64-hex hash) starts."""
-    start = unhashed.find(_BODY_KEY) + len(_BODY_KEY)
-    end = len(unhashed) - (len(_PREV_EMPTY_END) if unhashed.endswith(_PREV_EMPTY_END) else len(_PREV_EMPTY_END) + 64)
-    if start < len(_BODY_KEY) or unhashed[end : end + len(_PREV_KEY)] != _PREV_KEY or end <= start:
+    open ``,"body":`` there) and ends where ``,"prev":"…"`` (an empty or a 64-hex hash) starts."""
+    start = data.find(_BODY_KEY, 0, end) + len(_BODY_KEY)
+    stop = end - (_PREV_EMPTY_LEN if data.startswith(_PREV_EMPTY, end - _PREV_EMPTY_LEN) else _PREV_EMPTY_LEN + 64)
+    if start < len(_BODY_KEY) or stop <= start or not data.startswith(_PREV_KEY, stop):
         raise ChainError("not an event's canonical encoding (no body, or prev is not where it belongs)")
-    return start, end
+    return start, stop
+
+
+def body_span(unhashed: bytes) -> tuple[int, int]:
+    """(start, end) of the body's bytes in an event's canonical encoding (hash field left out)."""
+    return _span(unhashed, len(unhashed) - 1)
 
 
 def body_digest(unhashed: bytes) -> str:
@@ -69,17 +75,10 @@ def seal(unhashed: bytes) -> bytes:
     return b"".join((unhashed[:start], _STUB_START, digest.encode(), b'"}', unhashed[end:]))
 
 
-def is_stub(unhashed: bytes) -> bool:
-    """Whether an event's body is a seal (``{"sha256":"<hex>"}``): a redaction removed it."""
-    start, end = body_span(unhashed)
-    return end - start == _STUB_LEN and unhashed.startswith(_STUB_START, start)
-
-
 def stub_line(line: bytes) -> bytes:
     """The line a redaction leaves for a stored ``line`` (newline included): its seal, with the
     event's hash unchanged, so the chain still links through it."""
-    unhashed = line[: -HASH_SUFFIX_LEN - 1] + b"}"
-    return seal(unhashed)[:-1] + line[-HASH_SUFFIX_LEN - 1 :]
+    return seal(unhashed_bytes(line))[:-1] + line[-HASH_SUFFIX_LEN - 1 :]
 
 
 def unhashed_bytes(line: bytes) -> bytes:
@@ -93,14 +92,38 @@ def canonical(event: Event) -> bytes:
     return _encoder.encode(UnsignedEvent(u.v, u.seq, u.id, u.ts, u.ckpt, u.node, u.type, u.body, u.prev))
 
 
-def _hashed_bytes(v: int, unhashed: bytes) -> bytes:
-    return unhashed if v < SEALED_SINCE or is_stub(unhashed) else seal(unhashed)
+def event_hash(v: int, data: bytes, end: int) -> str:
+    """The hash of a version-``v`` event whose canonical encoding is ``data[:end] + b"}"`` (a
+    stored line with ``end`` at its hash field, or the encoding itself less its last byte),
+    hashed in place: up to version 2 those bytes, from version 3 their seal. A stub (the body
+    already a seal) is its own seal. On every line a scan reads: :func:`_span` is inlined."""
+    digest = _EMPTY_SHA256.copy()
+    if v >= SEALED_SINCE:
+        start = data.find(_BODY_KEY, 0, end) + 8
+        stop = end - 10 if data.startswith(_PREV_EMPTY, end - 10) else end - 74
+        if start < 8 or stop <= start or not data.startswith(_PREV_KEY, stop):
+            raise ChainError("not an event's canonical encoding (no body, or prev is not where it belongs)")
+        if stop - start != _STUB_LEN or not data.startswith(_STUB_START, start):
+            digest.update(data[:start])
+            digest.update(_STUB_START + _sha256(data[start:stop]).hexdigest().encode() + b'"}')
+            digest.update(data[stop:end])
+            digest.update(b"}")
+            return digest.hexdigest()
+    digest.update(data[:end])
+    digest.update(b"}")
+    return digest.hexdigest()
+
+
+def is_v2_stub(event: Event) -> bool:
+    """A stub of an event written before version 3: its hash covers the removed body, so it
+    cannot check itself; the redaction event that removed it vouches for it (ledger.verify)."""
+    return event.v < SEALED_SINCE and len(event.body) == 1 and "sha256" in event.body
 
 
 def sign(unsigned: UnsignedEvent) -> tuple[Event, bytes]:
     """Hash an event; return it with its log line (newline included)."""
     canonical = _encoder.encode(unsigned)
-    digest = hashlib.sha256(_hashed_bytes(unsigned.v, canonical)).hexdigest()
+    digest = event_hash(unsigned.v, canonical, len(canonical) - 1)
     line = canonical[:-1] + b',"hash":"' + digest.encode() + b'"}\n'
     u = unsigned
     return Event(u.v, u.seq, u.id, u.ts, u.ckpt, u.node, u.type, u.body, u.prev, digest), line
@@ -118,10 +141,9 @@ def decode_line(line: bytes) -> Event:
         raise ChainError(f"not a valid event line ({exc})") from None
     if line[-HASH_SUFFIX_LEN:-66] != _HASH_KEY or line[-2:] != b'"}':
         raise ChainError("the hash is not the last field of the line")
-    unhashed = line[:-HASH_SUFFIX_LEN] + b"}"
-    if event.v < SEALED_SINCE and is_stub(unhashed):
-        return event  # a version-2 stub: its redaction event vouches for it (ledger.verify)
-    if _sha256(_hashed_bytes(event.v, unhashed)).hexdigest() != event.hash:
+    if is_v2_stub(event):
+        return event  # its redaction event vouches for it (ledger.verify)
+    if event_hash(event.v, line, len(line) - HASH_SUFFIX_LEN) != event.hash:
         raise ChainError("hash does not match the event's bytes (edited or damaged)")
     return event
 
@@ -147,14 +169,11 @@ def decode_lines(data: bytes, seq: int | None, prev: str | None, ckpt: str | Non
         return None
     digests: list[str] = []
     add = digests.append
-    for event, line in zip(events, lines):
-        if event.v < SEALED_SINCE:
-            digest = _EMPTY_SHA256.copy()
-            digest.update(line[:-HASH_SUFFIX_LEN])
-            digest.update(b"}")
-            add(digest.hexdigest())
-        else:
-            add(_sha256(_hashed_bytes(event.v, line[:-HASH_SUFFIX_LEN] + b"}")).hexdigest())
+    try:
+        for event, line in zip(events, lines):
+            add(event_hash(event.v, line, len(line) - HASH_SUFFIX_LEN))
+    except ChainError:
+        return None
     n = len(lines)
     first = events[0]
     seq = first.seq if seq is None else seq

@@ -506,11 +506,13 @@ class Ledger:
         """When the log's path names another file than the one open (``ledger.redact`` renamed
         a rewritten log over it), reopen it and return True. One ``stat``; a log whose path is
         gone (a checkpoint being deleted) is left open as it is."""
+        mine = os.fstat(self._file.fd)
+        if mine.st_nlink:  # a file renamed over ours leaves ours with no name: this costs one fstat
+            return False
         try:
             named = os.stat(self.path)
         except FileNotFoundError:
             return False
-        mine = os.fstat(self._file.fd)
         if (named.st_ino, named.st_dev) == (mine.st_ino, mine.st_dev):
             return False
         log.info("%s was replaced (a redaction); reading the new file", self.path)

@@ -8,8 +8,8 @@ of each removed body and of each stub, with who did it and why. The chain still 
 version-3 stub still checks against its own hash, and ``verify`` requires every stub to be named
 by a later redaction (``ledger.verify.Redactions``).
 
-The log is rewritten under its lock into a temporary file beside it (members before the first
-redacted one copied byte for byte, then each member re-built, then the redaction event), synced,
+The log is rewritten under its lock, in one checked pass, into a temporary file beside it (members
+holding no chosen event copied byte for byte, the others rebuilt, then the redaction event), synced,
 and renamed over the log: a SIGKILL at any point leaves either the old log (and a temporary file
 the next writable open removes) or the new one. Processes holding the log open notice the rename
 at their next lock or refresh (``Ledger._follow_replacement``) and continue on the new file; a
@@ -43,7 +43,7 @@ from .errors import InvalidInput
 from .events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast, validate_body
 from .layout import REDACT_TMP_SUFFIX
 from .ledger import Ledger
-from .log import IDX_STRIDE, LOG_NAME, compress_member, fsync_dir
+from .log import IDX_STRIDE, compress_member, fsync_dir
 from .recovery import walk
 
 log = logging.getLogger("ledger")
@@ -147,27 +147,33 @@ def redact(
         if not value.strip():
             raise InvalidInput(name, "must say something: a redaction records who removed what, and why")
     with Ledger.open(checkpoint_dir, create=False) as ledger, ledger._locked():
-        chosen = [e for e in ledger.events() if selector.matches(e)]
-        report = RedactionReport(chosen, selector.describe(), bytes_before=ledger._head.end)
-        if dry_run or not chosen:
+        report = RedactionReport([], selector.describe(), bytes_before=ledger._head.end)
+        if dry_run:
+            report.chosen = [e for e in ledger.events() if selector.matches(e)]
             return report
-        report.event, report.bytes_after = _rewrite(ledger, chosen, reason, by, selector.describe())
-        needles = [s.encode() for e in chosen for s in strings_of(e.body) if len(s) >= 4]
-        report.removed_files = _scrub_aside(ledger.path, needles, selector)
+        report.event, report.bytes_after = _rewrite(ledger, selector, reason, by, report.chosen)
+        if report.event is not None:
+            needles = [s.encode() for e in report.chosen for s in strings_of(e.body) if len(s) >= 4]
+            report.removed_files = _scrub_aside(ledger.path, needles, selector)
     return report
 
 
-def _rewrite(ledger: Ledger, chosen: list[Event], reason: str, by: str, selector: str) -> tuple[Event, int]:
-    """Under the lock: write the redacted log beside the old one and rename it over it."""
-    wanted = {e.seq for e in chosen}
+def _rewrite(ledger: Ledger, selector: Selector, reason: str, by: str, chosen: list[Event]) -> tuple[Event | None, int]:
+    """Under the lock, in one pass over the log: write the redacted log beside the old one
+    (``chosen`` filled as it goes) and rename it over it; (None, 0) when nothing matched."""
     path = ledger.path
     tmp = path.with_name(path.name + REDACT_TMP_SUFFIX)
-    start, first_seq = ledger._seek(min(wanted))
     fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)  # whoever opens the new log once it is renamed waits for the index and head
     try:
         with ledger._file.reader() as f, open(fd, "wb", closefd=False) as out:
-            event, index, size = _write_redacted(ledger, f, out, start, first_seq, wanted, reason, by, selector)
+            records: list[dict[str, Any]] = []
+            index = _write_redacted(ledger, f, out, selector, chosen, records)
+            if not chosen:
+                tmp.unlink()
+                return None, 0
+            event = _append_redaction(ledger, out, index, records, reason, by, selector.describe())
+            size = out.tell()
         os.fsync(fd)
         os.replace(tmp, path)
         fsync_dir(path.parent)
@@ -185,36 +191,42 @@ def _rewrite(ledger: Ledger, chosen: list[Event], reason: str, by: str, selector
 
 
 def _write_redacted(
-    ledger: Ledger,
-    f: BinaryIO,
-    out: BinaryIO,
-    start: int,
-    first_seq: int,
-    wanted: set[int],
-    reason: str,
-    by: str,
-    selector: str,
-) -> tuple[Event, list[tuple[int, int]], int]:
-    """The redacted log into ``out``: the redaction event, the side index, the size."""
-    redacted: list[dict[str, Any]] = []
-    index = [rec for rec in ledger._index if rec[0] < start]
-    _copy(f, out, start)
-    for member, events in walk(ledger, f, start, seq=first_seq, prev=None):
+    ledger: Ledger, f: BinaryIO, out: BinaryIO, selector: Selector, chosen: list[Event], records: list[dict[str, Any]]
+) -> list[tuple[int, int]]:
+    """Every member of the log into ``out``: byte for byte, or rebuilt with the chosen events'
+    stubs (``chosen`` and their ``records`` filled as it goes); returns the new side index."""
+    index: list[tuple[int, int]] = []
+    for member, events in walk(ledger, f, 0, seq=1, prev=""):
         offset = out.tell()
         if events and (not index or offset - index[-1][0] >= IDX_STRIDE):
             index.append((offset, events[0].seq))
-        if not wanted.intersection(e.seq for e in events):
+        mine = [selector.matches(e) for e in events]
+        if not any(mine):
             out.write(_raw(f, member.offset, member.end))  # untouched members stay byte for byte
             continue
         lines = []
-        for event, line in zip(events, member.data.split(b"\n")[:-1], strict=True):
+        for event, line, redacted in zip(events, member.data.split(b"\n")[:-1], mine, strict=True):
             line += b"\n"
-            if event.seq in wanted:
+            if redacted:
                 stub = stub_line(line)
-                redacted.append(_record(event, line, stub))
+                chosen.append(event)
+                records.append(_record(event, line, stub))
                 line = stub
             lines.append(line)
         out.write(compress_member(b"".join(lines), single_event=len(lines) == 1))
+    return index
+
+
+def _append_redaction(
+    ledger: Ledger,
+    out: BinaryIO,
+    index: list[tuple[int, int]],
+    redacted: list[dict[str, Any]],
+    reason: str,
+    by: str,
+    selector: str,
+) -> Event:
+    """The events_redacted event, signed after the log's last event, as the new log's last member."""
     body = validate_body(
         EventsRedacted.type_name, {"reason": reason, "by": by, "selector": selector, "redacted": redacted}
     )
@@ -224,11 +236,12 @@ def _write_redacted(
         index.append((offset, event.seq))
     out.write(compress_member(line, single_event=True))
     out.flush()
-    return event, index, out.tell()
+    return event
 
 
 def _record(event: Event, line: bytes, stub: bytes) -> dict[str, Any]:
-    """What the redaction event says of one removed body (``events.Redacted``)."""
+    """What the redaction event says of one removed body (``events.Redacted``), from the stored
+    line and its stub."""
     metadata = event.body.get("metadata")
     kind = metadata.get("type") if isinstance(metadata, dict) else None
     record: dict[str, Any] = msgspec.to_builtins(
@@ -244,17 +257,6 @@ def _record(event: Event, line: bytes, stub: bytes) -> dict[str, Any]:
         )
     )
     return record
-
-
-def _copy(f: Any, out: Any, end: int) -> None:
-    f.seek(0)
-    left = end
-    while left:
-        chunk = f.read(min(left, 1 << 20))
-        if not chunk:
-            raise OSError(f"{LOG_NAME} ended before byte {end} while it was being copied")
-        out.write(chunk)
-        left -= len(chunk)
 
 
 def _raw(f: Any, start: int, end: int) -> bytes:
