@@ -36,6 +36,9 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
         info = catalog.nodes.get(nid)
         entries = catalog.node_entries(nid)
         kinds = Counter(e.kind or "note" for e in entries)
+        gone = [r for r in catalog.redacted.values() if r.node_id == nid and r.type == "memory_added"]
+        if gone:  # a redacted entry keeps its place in the counts (ari-ledger redact)
+            kinds["redacted"] = len(gone)
         run_id = next(
             (
                 ref["run_id"]
@@ -69,6 +72,9 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
                     for c in claims
                 ],
                 "entries": [_entry(e, experiments_root) for e in entries],
+                "redacted": [
+                    {"memory_id": r.event_id, "seq": r.seq, "kind": r.kind or "note", "reason": r.reason} for r in gone
+                ],
             }
         )
     return {

@@ -14,6 +14,7 @@ from ledger.log import LOG_NAME, compress_member
 from ledger.redact import Selector
 from projections.api.ari_export import write_ari_backup
 from projections.api.backend import MemoryBackend
+from projections.api.lineage import lineage_data
 from projections.api.redaction import redact_checkpoint
 from support.env import ari_ledger
 from support.leaks import every_file_bytes
@@ -67,6 +68,8 @@ def test_after_a_redaction_no_file_holds_the_text_and_reads_never_return_it(leak
         redacted = backend.session.projector.catalog.redacted
         assert len(redacted) == 5 and {r.reason for r in redacted.values()} == {"leaked token"}
         assert {r.kind for r in redacted.values() if r.type == "memory_added"} == {"", "experiment_result"}
+        (root,) = [n for n in lineage_data(backend)["nodes"] if n["node_id"] == "root"]
+        assert root["memory_counts"]["redacted"] == 4 and {r["reason"] for r in root["redacted"]} == {"leaked token"}
         backend.session.projector.save()
     finally:
         backend.close()
