@@ -504,10 +504,14 @@ class Ledger:
 
     def _follow_replacement(self) -> bool:
         """When the log's path names another file than the one open (``ledger.redact`` renamed
-        a rewritten log over it), reopen it and return True. One ``stat``; a log whose path is
-        gone (a checkpoint being deleted) is left open as it is."""
+        a rewritten log over it), reopen it and return True. One ``fstat``; a log whose path is
+        gone (a checkpoint being deleted) is left open as it is.
+
+        A redaction keeps every event's seq and hash, so the new file must still hold the last
+        event this ledger saw; one that does not (an older copy renamed over the log) is a
+        rollback, refused like one found at open, never continued silently."""
         mine = os.fstat(self._file.fd)
-        if mine.st_nlink:  # a file renamed over ours leaves ours with no name: this costs one fstat
+        if mine.st_nlink:  # a file renamed over ours leaves ours with no name
             return False
         try:
             named = os.stat(self.path)
@@ -516,7 +520,11 @@ class Ledger:
         if (named.st_ino, named.st_dev) == (mine.st_ino, mine.st_dev):
             return False
         log.info("%s was replaced (a redaction); reading the new file", self.path)
+        seen = Anchor(f"this process's last look at {self.path.name}", self._head.hash, self._head.seq, self._ckpt)
         self._reopen()
+        problem = self.anchor_problem(seen) if seen.seq else None
+        if problem:
+            raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(seen.seq or 0, self._head.seq + 1))
         return True
 
     def _seek(self, seq: int) -> tuple[int, int]:

@@ -276,3 +276,23 @@ def test_a_ledger_open_before_the_redaction_continues_on_the_new_file(ckpt: Path
     with Ledger.open_readonly(ckpt) as reader:
         assert reader.verify().ok and reader.last_seq == 3
     assert os.path.getsize(store_dir(ckpt) / LOG_NAME) > 0
+
+
+def test_an_older_copy_renamed_over_the_log_is_a_rollback_for_a_ledger_that_saw_more(ckpt: Path) -> None:
+    """A redaction's new file keeps every hash, so an open ledger follows it; an older copy of the
+    log renamed over it (a restored backup) lacks what the ledger saw: refused, not continued."""
+    from ledger.errors import RollbackDetected
+
+    log = store_dir(ckpt) / LOG_NAME
+    with Ledger.open(ckpt) as ledger:
+        for i in range(3):
+            ledger.append("root", "memory_added", {"text": f"entry {i}"}, current_node="root")
+        older = log.read_bytes()
+        for i in range(3, 6):
+            ledger.append("root", "memory_added", {"text": f"entry {i}"}, current_node="root")
+        copy = log.with_name("older-copy")
+        copy.write_bytes(older)
+        os.replace(copy, log)
+        with pytest.raises(RollbackDetected, match="acknowledged events were removed"):
+            ledger.append("root", "memory_added", {"text": "lost?"}, current_node="root")
+    assert log.read_bytes() == older  # nothing was appended to the older copy
