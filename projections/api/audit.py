@@ -1,4 +1,5 @@
-"""Audit (R20): re-hash every artifact memory cites, and check the log's hash chain.
+"""Audit (R20): re-hash every artifact memory cites, check the numbers claims state against
+their node reports and those artifacts, and check the log's hash chain.
 
 Each artifact ref resolves to ``experiments_root/<run_id>/<node_id>/<path>`` through its
 entry's ``node_report_ref``. Only regular files inside that work dir are read: a path that
@@ -7,61 +8,38 @@ would leave it, a symlink leading out, a FIFO or a device is reported, never ope
 
 from __future__ import annotations
 
-import os
-import stat
-from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, get_args
 
 from ledger import InvalidInput
-from ledger.provenance import resolve_inside, sha256_file
 from ledger.typed import evidence_refs
-from ledger.vocabulary import is_sha256
+from projections.api.grounding import Grounding, check_run_id, run_and_node
 from projections.api.session import Session
-from projections.api.shapes import AuditResult, AuditRow, AuditStatus
+from projections.api.shapes import AuditResult, AuditRow, AuditStatus, ValueRow
+from projections.api.working import is_result_summary
+from projections.models.catalog import Entry
 
 STATUSES: tuple[str, ...] = get_args(AuditStatus)
+VALUE_VERDICTS = ("checked", "unchecked", "mismatch")
+CLAIM_LABELS = ("experiment_result", "paper_claim")
 
 
-def audit_ref(work_dir: Path, path: str, recorded: str | None) -> tuple[str | None, str]:
-    """(current sha256, status) of one artifact ref; only a regular file inside is read."""
-    try:
-        target = resolve_inside(work_dir, path)
-        regular = stat.S_ISREG(os.stat(target).st_mode)
-    except (InvalidInput, OSError):
-        return None, "missing"
-    current = sha256_file(target) if regular else None
-    if recorded is None or not is_sha256(recorded):
-        return current, "unhashed" if regular else "missing"
-    if current is None:
-        return None, "missing"
-    return current, "verified" if current == recorded else "mismatch"
-
-
-def experiments_roots(checkpoint_dir: str | Path) -> list[Path]:
-    """Where a checkpoint's node work dirs (``<root>/<run_id>/<node_id>``) may be, in order:
-    ``experiments`` inside it or beside it, and ARI's layout, ``<workspace>/experiments``
-    beside ``<workspace>/checkpoints/<run_id>``."""
-    ckpt = Path(checkpoint_dir).resolve()
-    return [ckpt / "experiments", ckpt.parent / "experiments", ckpt.parent.parent / "experiments"]
-
-
-def check_run_id(run_id: object, field: str = "run_id") -> str:
-    """A run id is one directory name under the experiments root, never a path."""
-    if not isinstance(run_id, str) or run_id in ("", ".", "..") or "/" in run_id or "\\" in run_id or "\x00" in run_id:
-        raise InvalidInput(field, f"{run_id!r} is not a run id (one directory name under experiments_root)")
-    return run_id
+def is_claim(entry: Entry) -> bool:
+    """What states a result: typed results and claims, anything with a metric_ptr, and the
+    ``RESULT SUMMARY`` note ARI's loop writes per node."""
+    return entry.label in CLAIM_LABELS or bool(entry.metadata.get("metric_ptr")) or is_result_summary(entry)
 
 
 class Audit:
-    """Re-hash the artifacts every memory entry cites."""
+    """Re-hash the artifacts every memory entry cites; check the numbers every claim states."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
 
     def run(self, experiments_root: str | Path, run_id: str | None) -> AuditResult:
-        """ARI's ``{"summary", "results"}``, plus ``ok`` (false on missing, mismatch or a broken
+        """ARI's ``{"summary", "results"}``, plus ``values`` (a verdict per claim),
+        ``value_summary``, ``ok`` (false on missing, mismatch, a value mismatch or a broken
         chain) and the chain check."""
         root = Path(experiments_root)
         if not root.is_dir():
@@ -71,35 +49,49 @@ class Audit:
         with self.session.reading() as catalog:
             entries = list(catalog.entries.values())
             chain = self.session.ledger.verify()
+        grounding = Grounding([root])
+        grounding.learn(entries)
         seen: dict[tuple[Any, ...], AuditRow] = {}
+        values: list[ValueRow] = []
         for entry in entries:
-            ref = entry.metadata.get("node_report_ref")
-            if not isinstance(ref, Mapping) or (run_id is not None and ref.get("run_id") != run_id):
+            where = grounding.pointer(entry)
+            if run_id is not None and (where is None or where[0] != run_id):
                 continue
-            try:
-                work_dir = root / check_run_id(ref.get("run_id")) / check_run_id(ref.get("node_id"), "node_id")
-            except InvalidInput:
-                continue  # a pointer that names no work dir (its finding was recorded at write)
+            if is_claim(entry):
+                verdict = grounding.values(entry, grounding.work_dir(entry))
+                values.append({"entry_id": entry.entry_id, "node_id": entry.node_id, "kind": entry.label, **verdict})
+            pair = run_and_node(entry.metadata.get("node_report_ref"))
+            if pair is None:
+                continue  # cites no work dir (its finding, if any, was recorded at write)
+            work_dir = root / pair[0] / pair[1]
             for art in evidence_refs(entry.metadata):
-                key = (ref["run_id"], ref["node_id"], art.get("path"), art.get("sha256"))
+                key = (pair[0], pair[1], art.get("path"), art.get("sha256"))
                 if key in seen:
                     seen[key]["memory_ids"].append(entry.entry_id)
                     continue
                 raw_path = art.get("path")
                 path = raw_path if isinstance(raw_path, str) else ""
-                current, status = audit_ref(work_dir, path, art.get("sha256"))
+                state = grounding.artifact(work_dir, path, art.get("sha256"))
                 seen[key] = {
-                    "run_id": ref["run_id"],
-                    "node_id": ref["node_id"],
+                    "run_id": pair[0],
+                    "node_id": pair[1],
                     "path": path,
                     "role": art.get("role", "unknown"),
                     "recorded_sha256": art.get("sha256"),
-                    "current_sha256": current,
-                    "status": status,  # type: ignore[typeddict-item]
+                    "current_sha256": state.current,
+                    "status": state.status,  # type: ignore[typeddict-item]
                     "memory_ids": [entry.entry_id],
                 }
         results = sorted(seen.values(), key=lambda r: (r["run_id"], r["node_id"], r["path"]))
         summary = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
-        ok = chain.ok and not summary["missing"] and not summary["mismatch"]
-        self.session.access.record("audit", "audit_memory", summary=summary)
-        return {"ok": ok, "summary": summary, "results": results, "chain": asdict(chain)}
+        value_summary = {v: sum(1 for r in values if r["verdict"] == v) for v in VALUE_VERDICTS}
+        ok = chain.ok and not summary["missing"] and not summary["mismatch"] and not value_summary["mismatch"]
+        self.session.access.record("audit", "audit_memory", summary=summary, value_summary=value_summary)
+        return {
+            "ok": ok,
+            "summary": summary,
+            "results": results,
+            "values": values,
+            "value_summary": value_summary,
+            "chain": asdict(chain),
+        }

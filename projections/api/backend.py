@@ -321,8 +321,11 @@ class MemoryBackend:
         min_evidence: str | None = None,
         experiments_root: str | Path | None = None,
         as_of: int | None = None,
+        keep_mismatches: bool = False,
     ) -> VerifiedContextView:
-        return self._verified.get(ancestor_ids, purpose, limit, min_evidence, experiments_root, as_of)
+        """ARI's verified context; claims whose numbers do not match their evidence are kept out
+        of ``usable_for_claims`` unless ``keep_mismatches``."""
+        return self._verified.get(ancestor_ids, purpose, limit, min_evidence, experiments_root, as_of, keep_mismatches)
 
     def write_verified_context(
         self, nodes: Iterable[Mapping[str, Any]], *, experiments_root: str | Path | None = None

@@ -17,8 +17,8 @@ from ledger import InvalidInput
 from ledger.consolidation import headline_metric
 from ledger.node_report import read_report_file
 from ledger.typed import evidence_refs
-from projections.api.audit import audit_ref
 from projections.api.backend import MemoryBackend
+from projections.api.grounding import audit_ref
 from projections.api.verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
 from projections.api.views import research_view
 

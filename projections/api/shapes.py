@@ -143,14 +143,25 @@ class ResearchResult(TypedDict):
     results: list[ResearchHit]
 
 
-Evidence = Literal["none", "cited", "hashed", "verified", "rerun_passed"]
+Evidence = Literal["none", "cited", "hashed", "verified", "values_checked", "rerun_passed"]
+ValuesVerdict = Literal["checked", "unchecked", "mismatch"]
 AuditStatus = Literal["verified", "missing", "mismatch", "unhashed"]
+
+
+class ValuesView(TypedDict, total=False):
+    """Added: do the numbers a claim states match its node report and cited artifacts?"""
+
+    verdict: Required[ValuesVerdict]
+    checked: Required[int]  # numbers that held (metric_ptr and mentions)
+    mismatches: list[dict[str, Any]]  # value, reason, looked_in
+    why: str  # for unchecked: what there was not
 
 
 class Claim(ResearchEntryView, total=False):
     grounded: Required[bool]  # ARI's rule: cites artifacts
     repro_status: Required[str | None]  # ARI's: the latest event, None without one
     evidence: Evidence  # added
+    values: ValuesView  # added
 
 
 class VerifiedContextView(TypedDict, total=False):
@@ -189,10 +200,20 @@ class AuditRow(TypedDict):
     memory_ids: list[str]
 
 
+class ValueRow(ValuesView, total=False):
+    """Added: the values verdict of one claim in the audit."""
+
+    entry_id: Required[str]
+    node_id: Required[str]
+    kind: Required[str | None]
+
+
 class AuditResult(TypedDict):
     ok: bool  # added
     summary: dict[str, int]
     results: list[AuditRow]
+    values: list[ValueRow]  # added
+    value_summary: dict[str, int]  # added
     chain: dict[str, Any]  # added
 
 

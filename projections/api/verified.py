@@ -9,9 +9,12 @@ rerun_failed (ties in log order). Failure cases become limitations.
 On top, every claim carries this library's *evidence level*, how far its citation can be
 trusted — ``none`` (cites nothing) < ``cited`` (cites files, but nothing pinned) < ``hashed``
 (points at its node report and pins a file by sha256) < ``verified`` (every pinned file
-re-hashes equal on disk now) < ``rerun_passed`` (hashed, and a re-run passed) — and the
-paper stage can ask for a minimum (``min_evidence``). Re-runs count from anywhere in the
-checkpoint: a validation child re-running its parent's result is the usual case.
+re-hashes equal on disk now) < ``values_checked`` (verified, and the numbers it states are
+its report's and its artifacts') < ``rerun_passed`` (hashed, and a re-run passed) — and the
+paper stage can ask for a minimum (``min_evidence``). Each claim's ``values`` verdict says
+whether its numbers matched; a claim whose numbers do not is left out of
+``usable_for_claims`` (and so of the grounded block) unless asked for. Re-runs count from
+anywhere in the checkpoint: a validation child re-running its parent's result is the usual case.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast, get_args
 
@@ -28,10 +31,10 @@ from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections import settings
 from projections.api import checks
-from projections.api.audit import audit_ref, check_run_id, experiments_roots
 from projections.api.context import ExperimentContext
+from projections.api.grounding import Grounding, experiments_roots
 from projections.api.session import Session
-from projections.api.shapes import Claim, Evidence, VerifiedContextView
+from projections.api.shapes import Claim, Evidence, ValuesView, VerifiedContextView
 from projections.api.views import research_view
 from projections.models.catalog import Catalog, Entry
 from projections.models.repro import repro_status
@@ -46,7 +49,7 @@ def is_grounded(entry: Entry) -> bool:
     return bool(entry.metadata.get("artifact_refs"))
 
 
-def evidence_level(entry: Entry, status: str | None, work_dir: Path | None) -> str:
+def evidence_level(entry: Entry, status: str | None, grounding: Grounding | None, values: ValuesView | None) -> str:
     """How far a claim's citation can be trusted (see the module docstring)."""
     if not is_grounded(entry):
         return "none"
@@ -56,9 +59,12 @@ def evidence_level(entry: Entry, status: str | None, work_dir: Path | None) -> s
         return "cited"
     if status == "rerun_passed":
         return "rerun_passed"
-    if work_dir is not None and all(audit_ref(work_dir, r["path"], r["sha256"])[1] == "verified" for r in pinned):
-        return "verified"
-    return "hashed"
+    work_dir = grounding.work_dir(entry) if grounding is not None else None
+    if grounding is None or work_dir is None:
+        return "hashed"
+    if not all(grounding.artifact(work_dir, r["path"], r["sha256"]).status == "verified" for r in pinned):
+        return "hashed"
+    return "values_checked" if values is not None and values["verdict"] == "checked" else "verified"
 
 
 def _rank(claim: Claim) -> int:
@@ -74,24 +80,31 @@ def verified_context(
     repro_events: Iterable[Entry],
     limit: int | None = None,
     *,
-    work_dir_of: Callable[[Entry], Path | None] = lambda entry: None,
+    grounding: Grounding | None = None,
     min_evidence: str | None = None,
+    keep_mismatches: bool = False,
 ) -> VerifiedContextView:
     """Claims, limitations and usable claims from the visible entries of a lineage (log order).
 
     ``repro_events`` come from the whole checkpoint: a re-run is evidence about its target
     whoever ran it (typically a validation child re-running its parent's result).
-    ``work_dir_of(entry)`` locates a claim's artifacts for the ``verified`` level.
+    ``grounding`` locates a claim's files for the ``verified`` level and its ``values``
+    verdict (without it, claims carry neither).
     """
     floor = EVIDENCE.index(check_evidence(min_evidence)) if min_evidence else 0
     status = repro_status(repro_events)
+    if grounding is not None:
+        grounding.learn(entries)
     claims = []
     for entry in entries:
         if entry.label in CLAIM_KINDS:
             claim = cast(Claim, research_view(entry))
             claim["grounded"] = is_grounded(entry)
             claim["repro_status"] = status.get(entry.entry_id)
-            claim["evidence"] = cast(Evidence, evidence_level(entry, claim["repro_status"], work_dir_of(entry)))
+            values = grounding.values(entry, grounding.work_dir(entry)) if grounding is not None else None
+            if values is not None:
+                claim["values"] = values
+            claim["evidence"] = cast(Evidence, evidence_level(entry, claim["repro_status"], grounding, values))
             claims.append(claim)
     claims.sort(key=lambda c: (_rank(c), c["seq"]))
     if limit is not None:
@@ -100,7 +113,10 @@ def verified_context(
     usable = [
         c
         for c in claims
-        if c["grounded"] and c["repro_status"] != "rerun_failed" and EVIDENCE.index(c["evidence"]) >= floor
+        if c["grounded"]
+        and c["repro_status"] != "rerun_failed"
+        and EVIDENCE.index(c["evidence"]) >= floor
+        and (keep_mismatches or c.get("values", {}).get("verdict") != "mismatch")
     ]
     return {"claims": claims, "limitations": limitations, "usable_for_claims": usable}
 
@@ -124,7 +140,7 @@ def render_grounded_block(ctx: Mapping[str, Any]) -> str:
     lines = [
         "## Verified results (artifact-grounded)",
         "State quantitative claims only from this list; cite the artifacts. "
-        "Re-run status and evidence level (cited < hashed < verified < rerun_passed) in brackets.",
+        "Re-run status and evidence level (cited < hashed < verified < values_checked < rerun_passed) in brackets.",
     ]
     for claim in usable:
         arts = ", ".join(
@@ -198,21 +214,24 @@ class VerifiedContext:
         min_evidence: str | None,
         experiments_root: str | Path | None,
         as_of: int | None,
+        keep_mismatches: bool = False,
     ) -> VerifiedContextView:
         """ARI's verified context (``claims``, ``limitations``, ``usable_for_claims``), each claim
-        with its evidence level; artifacts are re-hashed under ``experiments_root`` (default:
-        ARI's layout beside the checkpoint) for the ``verified`` level."""
+        with its evidence level and ``values`` verdict; artifacts are re-hashed under
+        ``experiments_root`` (default: ARI's layout beside the checkpoint)."""
         scope = checks.node_ids(ancestor_ids)
         if limit is not None:
             checks.limit(limit)
         roots = self._experiments_roots(experiments_root)
         with self.session.reading() as catalog:
+            grounding = Grounding(roots, self.context.get(as_of).get("metric_ranges"))
             ctx = verified_context(
                 catalog.scope_entries(scope, as_of),
                 repro_events(catalog, as_of),
                 limit,
-                work_dir_of=lambda e: _work_dir(e, roots),
+                grounding=grounding,
                 min_evidence=min_evidence,
+                keep_mismatches=keep_mismatches,
             )
         ctx["purpose"] = purpose
         ctx["lineage"] = scope
@@ -268,19 +287,3 @@ class VerifiedContext:
             tmp.write_text(json.dumps(written, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
             os.replace(tmp, path)
         return path
-
-
-def _work_dir(entry: Entry, roots: list[Path]) -> Path | None:
-    """The work dir of the node report a claim points at, under the first root that has it."""
-    ref = entry.metadata.get("node_report_ref")
-    if not isinstance(ref, Mapping):
-        return None
-    try:
-        run_id, node_id = check_run_id(ref.get("run_id")), check_run_id(ref.get("node_id"), "node_id")
-    except InvalidInput:
-        return None
-    for root in roots:
-        candidate = root / run_id / node_id
-        if candidate.is_dir():
-            return candidate
-    return None

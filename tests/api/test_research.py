@@ -117,9 +117,11 @@ def test_verified_context_lists_exactly_the_grounded_claims_of_the_best_lineage(
     assert "[rerun_passed; evidence rerun_passed] node_A2" in block and "results.csv" in block
     assert {c["node_id"]: c["evidence"] for c in ctx["claims"]} == {
         "node_A2": "rerun_passed",
-        "root": "verified",
-        "node_A": "verified",
+        "root": "values_checked",  # its files re-hash equal and its numbers are its report's
+        "node_A": "values_checked",
     }
+    # "2.41 GFlops/s (7% of the ~35 ...)", "9.87 GFlops/s, 4.1x the baseline", "6.6x baseline"
+    assert {c["node_id"]: c["values"]["verdict"] for c in ctx["claims"]} == dict.fromkeys(ctx["lineage"], "checked")
 
 
 def test_rerun_failed_removes_the_claim_but_not_the_entry(replayed) -> None:

@@ -15,8 +15,8 @@ from rich.table import Table
 from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.bundle import check_output_path
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
-from projections.api.audit import experiments_roots
 from projections.api.backend import MemoryBackend
+from projections.api.grounding import experiments_roots
 from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, render_grounded_block
 
 
@@ -148,7 +148,11 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run-id", default=None)
 
 
-@command("audit", "re-hash every artifact memory cites; exit 1 on missing or mismatch", _audit_args)
+@command(
+    "audit",
+    "re-hash every artifact memory cites and check every claim's numbers; exit 1 on a missing file or a mismatch",
+    _audit_args,
+)
 def cmd_audit(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
     root = _experiments_root(Path(args.checkpoint), args.experiments)
@@ -158,8 +162,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
     else:
         for r in audit["results"]:
             if r["status"] != "verified":
-                console.print(f"{r['status']:>9}  {r['node_id']}/{r['path']}")
-        console.print(f"summary: {audit['summary']}; chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}")
+                console.print(f"{r['status']:>9}  {r['node_id']}/{r['path']}", markup=False)
+        for v in audit["values"]:
+            for miss in v.get("mismatches", []):
+                console.print(
+                    f"   values  {v['node_id']} {v['entry_id']}: {miss['value']}: {miss['reason']}", markup=False
+                )
+        console.print(
+            f"summary: {audit['summary']}; values: {audit['value_summary']}; "
+            f"chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}"
+        )
     return EXIT_OK if audit["ok"] else EXIT_CHECK_FAILED
 
 

@@ -1,0 +1,202 @@
+"""Grounding a claim in its files: where its node report is, what its artifacts hash to, and
+whether the numbers it states are the numbers in them (``projections.models.values``).
+
+One :class:`Grounding` serves one read (a verified context, an audit, a proof): each node
+report and each artifact is read once, and an artifact's bytes are hashed and searched for
+numbers in the same read, so value checks cost no second pass over the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger import InvalidInput
+from ledger.provenance import resolve_inside, sha256_file
+from ledger.typed import evidence_refs
+from ledger.vocabulary import is_sha256
+from projections.api.shapes import ValuesView
+from projections.models.catalog import Entry
+from projections.models.values import (
+    Evidence,
+    Miss,
+    Place,
+    check_metric_ptr,
+    check_text,
+    numbers_in,
+    numeric_metrics,
+)
+
+REPORT_NAME = "node_report.json"
+SEARCH_MAX_BYTES = 8 << 20  # larger artifacts are hashed, not searched for numbers
+
+
+@dataclass(frozen=True)
+class ArtifactState:
+    current: str | None  # sha256 on disk now (None: not a readable regular file)
+    status: str  # verified, mismatch, unhashed, missing
+    place: Place | None  # its numbers, when it verified and could be searched
+
+
+def experiments_roots(checkpoint_dir: str | Path) -> list[Path]:
+    """Where a checkpoint's node work dirs (``<root>/<run_id>/<node_id>``) may be, in order:
+    ``experiments`` inside it or beside it, and ARI's layout, ``<workspace>/experiments``
+    beside ``<workspace>/checkpoints/<run_id>``."""
+    ckpt = Path(checkpoint_dir).resolve()
+    return [ckpt / "experiments", ckpt.parent / "experiments", ckpt.parent.parent / "experiments"]
+
+
+def check_run_id(run_id: object, field: str = "run_id") -> str:
+    """A run id is one directory name under the experiments root, never a path."""
+    if not isinstance(run_id, str) or run_id in ("", ".", "..") or "/" in run_id or "\\" in run_id or "\x00" in run_id:
+        raise InvalidInput(field, f"{run_id!r} is not a run id (one directory name under experiments_root)")
+    return run_id
+
+
+def audit_ref(work_dir: Path, path: str, recorded: str | None) -> tuple[str | None, str]:
+    """(current sha256, status) of one artifact ref; only a regular file inside is read."""
+    state = _read_artifact(work_dir, path, recorded, search=False)
+    return state.current, state.status
+
+
+def run_and_node(ref: object) -> tuple[str, str] | None:
+    """(run_id, node_id) of a ``node_report_ref`` that names one work dir, else None."""
+    if not isinstance(ref, Mapping):
+        return None
+    try:
+        return check_run_id(ref.get("run_id")), check_run_id(ref.get("node_id"), "node_id")
+    except InvalidInput:
+        return None
+
+
+class Grounding:
+    """The files behind claims, under the first experiments root that holds each work dir."""
+
+    def __init__(self, roots: list[Path], ranges: Mapping[str, Any] | None = None) -> None:
+        self.roots = roots
+        self.ranges = _ranges(ranges)
+        self._reports: dict[Path, Mapping[str, Any] | None] = {}
+        self._artifacts: dict[tuple[Path, str, str | None], ArtifactState] = {}
+        self._runs: dict[str, Mapping[str, Any]] = {}  # node id → a node_report_ref seen for it
+
+    def learn(self, entries: list[Entry]) -> None:
+        """Remember each node's report pointer, so a result summary (which carries none) finds
+        its node's report."""
+        for entry in entries:
+            ref = entry.metadata.get("node_report_ref")
+            if isinstance(ref, Mapping) and run_and_node(ref) is not None:
+                self._runs.setdefault(entry.node_id, ref)
+
+    def pointer(self, entry: Entry) -> tuple[str, str] | None:
+        """(run_id, node_id) of the report the entry points at, or of its node's report."""
+        return run_and_node(entry.metadata.get("node_report_ref") or self._runs.get(entry.node_id))
+
+    def work_dir(self, entry: Entry) -> Path | None:
+        """The work dir of that report, under the first root that holds it."""
+        pair = self.pointer(entry)
+        if pair is None:
+            return None
+        for root in self.roots:
+            candidate = root / pair[0] / pair[1]
+            if candidate.is_dir():
+                return candidate
+        return None
+
+    def artifact(self, work_dir: Path, path: str, recorded: str | None) -> ArtifactState:
+        """Hash one cited file (a regular file inside the work dir only) and, when it verifies,
+        keep its numbers."""
+        key = (work_dir, path, recorded)
+        if key not in self._artifacts:
+            self._artifacts[key] = _read_artifact(work_dir, path, recorded)
+        return self._artifacts[key]
+
+    def report(self, work_dir: Path) -> Mapping[str, Any] | None:
+        if work_dir not in self._reports:
+            try:
+                loaded = json.loads((work_dir / REPORT_NAME).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                loaded = None
+            self._reports[work_dir] = loaded if isinstance(loaded, Mapping) else None
+        return self._reports[work_dir]
+
+    def values(self, entry: Entry, work_dir: Path | None) -> ValuesView:
+        """The ``values`` verdict of one claim."""
+        ptr = entry.metadata.get("metric_ptr")
+        report = self.report(work_dir) if work_dir is not None else None
+        if report is None:
+            evidence = Evidence(numeric_metrics(entry.metadata.get("metrics")))
+            mentions, _ = check_text(entry.text, evidence)
+            if not mentions and not isinstance(ptr, Mapping):
+                return {"verdict": "unchecked", "checked": 0, "why": "nothing numeric to check"}
+            where = "no work dir found" if work_dir is None else f"no readable {REPORT_NAME} in {work_dir}"
+            return {"verdict": "unchecked", "checked": 0, "why": f"{where} (looked under {_roots(self.roots)})"}
+        assert work_dir is not None
+        evidence = self._evidence(entry, work_dir, report)
+        misses: list[Miss] = []
+        checked = 0
+        if isinstance(ptr, Mapping) and ptr.get("name") is not None:
+            miss = check_metric_ptr(ptr, evidence)
+            checked += miss is None
+            misses += [miss] if miss else []
+        mentions, text_misses = check_text(entry.text, evidence)
+        checked += len(mentions) - len(text_misses)
+        misses += text_misses
+        if misses:
+            return {"verdict": "mismatch", "checked": checked, "mismatches": [m.as_dict() for m in misses]}
+        if not checked:
+            return {"verdict": "unchecked", "checked": 0, "why": "nothing numeric to check"}
+        return {"verdict": "checked", "checked": checked}
+
+    def _evidence(self, entry: Entry, work_dir: Path, report: Mapping[str, Any]) -> Evidence:
+        places = []
+        for ref in evidence_refs(entry.metadata):
+            path = ref.get("path")
+            if isinstance(path, str) and path != REPORT_NAME:
+                state = self.artifact(work_dir, path, ref.get("sha256"))
+                if state.place is not None:
+                    places.append(state.place)
+        ancestors: dict[str, float] = {}
+        ids = report.get("ancestor_ids")
+        for aid in ids if isinstance(ids, list) else []:
+            if isinstance(aid, str) and "/" not in aid and aid not in ("", ".", ".."):
+                up = self.report(work_dir.parent / aid)
+                for name, value in numeric_metrics(up.get("metrics") if up else None).items():
+                    ancestors[f"{aid}:{name}"] = value
+        return Evidence(numeric_metrics(report.get("metrics")), ancestors, places, self.ranges)
+
+
+def _read_artifact(work_dir: Path, path: str, recorded: str | None, *, search: bool = True) -> ArtifactState:
+    try:
+        target = resolve_inside(work_dir, path)
+        info = os.stat(target)
+    except (InvalidInput, OSError):
+        return ArtifactState(None, "missing", None)
+    if not stat.S_ISREG(info.st_mode):
+        return ArtifactState(None, "missing", None)
+    data = target.read_bytes() if search and info.st_size <= SEARCH_MAX_BYTES else None
+    current = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(target)
+    if recorded is None or not is_sha256(recorded):
+        return ArtifactState(current, "unhashed", None)
+    if current != recorded:
+        return ArtifactState(current, "mismatch", None)
+    searchable = data is not None and b"\x00" not in data[:8192]
+    return ArtifactState(current, "verified", numbers_in(data, path) if searchable and data is not None else None)
+
+
+def _ranges(declared: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
+    """``metric_ranges`` of the experiment context: ``{name: [low, high]}`` (others ignored)."""
+    out = {}
+    for name, pair in (declared or {}).items():
+        if isinstance(pair, (list, tuple)) and len(pair) == 2 and all(isinstance(v, (int, float)) for v in pair):
+            out[str(name)] = (float(pair[0]), float(pair[1]))
+    return out
+
+
+def _roots(roots: list[Path]) -> str:
+    return ", ".join(str(r) for r in roots) or "no experiments root"
