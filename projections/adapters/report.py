@@ -190,6 +190,8 @@ def _node_svg(node: Mapping[str, Any], x: float, y: float, on_lineage: bool, bes
     metric = _metric(node.get("headline_metric"))
     counts = _counts(node.get("memory_counts") or {})
     classes = f"node status-{status}" + (" on-lineage" if on_lineage else "") + (" best" if best else "")
+    if any(c.get("proof") == "fails" for c in node.get("claims") or []):
+        classes += " proof-failed"
     tip = f"{node_id} — {label}, {status}"
     tip += (f", {metric}" if metric else "") + (f"; {counts}" if counts else "")
     halo = (
@@ -228,6 +230,7 @@ def _badges(claims: Sequence[Mapping[str, Any]]) -> str:
         ("ungrounded", "ungr", len(claims) - grounded, "not grounded in an artifact"),
         ("passed", "pass", repro.count("rerun_passed"), "rerun passed"),
         ("rerun-failed", "fail", repro.count("rerun_failed"), "rerun failed"),
+        ("proof-failed", "✗ prove", sum(c.get("proof") == "fails" for c in claims), "failed ari-ledger prove"),
     ]
     out, x = [], 10.0
     for cls, word, count, meaning in tallies:
@@ -260,6 +263,8 @@ def _details(node: Mapping[str, Any]) -> dict[str, Any]:
                 "grounded": bool(c.get("grounded")),
                 "repro": str(c.get("repro_status") or "unverified"),
                 "usable": bool(c.get("usable")),
+                "proof": str(c.get("proof") or ""),
+                "why": [str(w) for w in c.get("proof_failures") or []],
             }
             for c in node.get("claims") or []
         ],
@@ -437,6 +442,10 @@ main{flex:1;display:flex;min-height:0}
 .status.status-failed{color:#c5221f}
 .status.status-unknown{color:#5f6368}
 .claim,.entry{border:1px solid #e3e5e8;border-radius:7px;padding:6px 9px;margin:0 0 8px}
+.claim.proof-fails{border-color:#c5221f;background:#fce8e6}
+.node.proof-failed .box{stroke:#c5221f;stroke-width:3}
+.b-proof-failed rect{fill:#c5221f}
+.why{margin:2px 0 0 14px;color:#c5221f;font-size:12px}
 .entry-head{display:flex;gap:8px;align-items:baseline;flex-wrap:wrap}
 .kind{font-weight:700;font-size:12px;background:#e8f0fe;color:#1a56c4;padding:0 7px;border-radius:8px}
 .ts,.mid{color:#5f6368;font-size:12px}
@@ -499,13 +508,15 @@ _JS = """
 
     parts.push(el("h3", null, "Claims (" + d.claims.length + ")"));
     for (const c of d.claims) {
-      const box = el("div", "claim");
+      const box = el("div", c.proof ? "claim proof-" + c.proof : "claim");
       box.appendChild(el("div", "text", c.text));
       box.append(
         chip(c.grounded ? "grounded" : "ungrounded", c.grounded ? "good" : null),
         chip(c.repro, c.repro === "rerun_failed" ? "bad" : (c.repro === "unverified" ? null : "good")),
-        chip(c.usable ? "usable" : "not usable", c.usable ? "good" : "bad"),
-        el("span", "mid", c.memory_id));
+        chip(c.usable ? "usable" : "not usable", c.usable ? "good" : "bad"));
+      if (c.proof) box.append(chip("prove: " + c.proof, c.proof === "holds" ? "good" : "bad"));
+      box.append(el("span", "mid", c.memory_id));
+      for (const why of c.why) box.appendChild(el("div", "why", why));
       parts.push(box);
     }
     if (!d.claims.length) parts.push(el("p", "hint", "No claims."));

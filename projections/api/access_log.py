@@ -30,9 +30,11 @@ from typing import Any
 
 import msgspec
 
-from ledger import config
+from ledger import config, layout
+from ledger.anchor import AnchorUnreadable, HeadFile
 from ledger.events import utc_now
 from projections import settings
+from projections.models.access_chain import GENESIS, last_line, link, rechain, seal
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +43,9 @@ ROTATED_GLOB = "memory_access.*.jsonl"  # what ``ari memory compact-access`` col
 KEEP_PROBLEMS = 10
 _SETTLE_ATTEMPTS = 1000  # reopen-after-rotation rounds before a line is given up
 _FIXED = ("ts", "node_id", "op", "tool", "pid")
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # read: the last line, to chain onto
+_TAIL_WINDOW = 4096
+HEAD_ID = "memory_access"  # the head file's record names the access log, not a ledger
 # str.splitlines() (ARI's readers) also breaks on these; JSON allows them raw in a string,
 # so they are escaped to keep one event on one line as ARI reads it.
 _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
@@ -54,8 +58,11 @@ class AccessLog:
     def __init__(self, checkpoint_dir: Path, *, muted: bool = False) -> None:
         self.path = Path(checkpoint_dir) / ACCESS_LOG_NAME
         self.muted = muted  # a read-only backend (a person's `ari-ledger search`) writes nothing
+        self.head = HeadFile(layout.store_dir(checkpoint_dir) / ACCESS_LOG_NAME)  # the chain's newest line
         self._problems: collections.deque[str] = collections.deque(maxlen=KEEP_PROBLEMS)
         self._warned: set[tuple[str, int | None]] = set()
+        self._end: tuple[int, int, int] | None = None  # (dev, ino, size) just past our last line…
+        self._last: tuple[int, str] = (0, GENESIS)  # …which is this (n, hash)
 
     # ARI's two line shapes --------------------------------------------------------------
 
@@ -98,7 +105,9 @@ class AccessLog:
         **extra: Any,
     ) -> None:
         """ARI's read line; ``ancestor_ids`` is None for ReAct reads, ``results`` carry
-        ``entry_id``/``src_node_id``/``score`` (inheritance reads: ``query="inherit:…"``)."""
+        ``entry_id``/``src_node_id``/``score`` (inheritance reads: ``query="inherit:…"``). Added:
+        ``ids`` (the entry ids returned, in order) and what the caller passes, such as ``at``
+        (the log position read at) and ``args`` (what else a replay needs)."""
         if self.muted or not settings.access_log_enabled():
             return
         self._append(
@@ -109,18 +118,27 @@ class AccessLog:
                 "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
                 "limit": limit,
                 "results": results,
+                "ids": [r.get("entry_id") for r in results if isinstance(r, dict)],
             },
             tool,
             extra,
         )
 
     def node_search(
-        self, query: str, scope: list[str], limit: int, results: list[Any], *, tool: str, as_of: int | None
+        self,
+        query: str,
+        scope: list[str],
+        limit: int,
+        results: list[Any],
+        *,
+        tool: str,
+        as_of: int | None,
+        **extra: Any,
     ) -> None:
         """The read line of a scored search of node memory (``results``: entry views with
         ``entry_id``, ``node_id`` and ``score``)."""
         refs = [{"entry_id": r["entry_id"], "src_node_id": r["node_id"], "score": r["score"]} for r in results]
-        self.read("node_scope", query, scope, limit, refs, tool=tool, as_of=as_of)
+        self.read("node_scope", query, scope, limit, refs, tool=tool, as_of=as_of, **extra)
 
     def record(self, op: str, tool: str, *, node: str | None = None, **fields: Any) -> None:
         """A line for this library's other operations (``refused``, ``clear``, ``purge``,
@@ -157,23 +175,30 @@ class AccessLog:
 
     def rewrite(self, scrub: Callable[[Any], tuple[Any, bool]]) -> list[str]:
         """Pass every line of the access log and its rotations through ``scrub`` (a JSON value ->
-        (value, changed)) and replace each file whose lines changed, atomically, under that
-        file's lock: a writer waiting for it finds the new file (as after a rotation) and no line
-        is lost. Returns the names of the files rewritten. For ``ari-ledger redact``."""
+        (value, changed)), seal the chain again from the first changed line on, and replace each
+        file whose bytes changed, atomically, under that file's lock: a writer waiting for it
+        finds the new file (as after a rotation) and no line is lost. Returns the names of the
+        files rewritten. For ``ari-ledger redact``."""
         rewritten = []
+        running: str | None = None  # the hash the next file's first line must name
         for path in sorted(self.path.parent.glob("memory_access*.json*")):
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:
                 continue
+            lines: list[bytes] = []
             try:
                 self._lock(fd)
                 if os.fstat(fd).st_ino != os.stat(path).st_ino:
                     continue  # rotated meanwhile: its new name comes later in the listing, or not at all
                 with open(fd, "rb", closefd=False) as f:
                     raw = f.read()
-                new, changed = _scrub_lines(raw, scrub) if path.suffix == ".jsonl" else _scrub_whole(raw, scrub)
-                if changed:
+                if path.suffix == ".jsonl":
+                    lines, running = rechain(_scrub_lines(raw, scrub), running)
+                    new = b"".join(line + b"\n" for line in lines)
+                else:
+                    new = _scrub_whole(raw, scrub)
+                if new != raw:
                     tmp = path.with_name(path.name + ".redact-tmp")
                     with open(tmp, "wb") as out:
                         out.write(new)
@@ -181,6 +206,8 @@ class AccessLog:
                         os.fsync(out.fileno())
                     os.replace(tmp, path)
                     rewritten.append(path.name)
+                if path == self.path and lines and (last := link(lines[-1])).n is not None:
+                    self.head.write(HEAD_ID, last.n, last.hash, both=True)
             finally:
                 os.close(fd)
         return rewritten
@@ -234,7 +261,7 @@ class AccessLog:
                         continue
                     except OSError as exc:  # keep the line in the big file rather than lose it
                         self._problem("rotate", exc)
-                self._write_once(fd, data)
+                self._write_once(fd, self._chained(fd, mine, data, locked))
                 return
             except OSError as exc:
                 self._problem("write", exc)
@@ -242,6 +269,47 @@ class AccessLog:
             finally:
                 os.close(fd)  # releases the flock
         self._problem("write", OSError(errno.EAGAIN, f"no stable {ACCESS_LOG_NAME} after {_SETTLE_ATTEMPTS} reopens"))
+
+    def _chained(self, fd: int, mine: os.stat_result, data: bytes, locked: bool) -> bytes:
+        """``data`` (one JSON object) sealed onto the file's last line, with its newline; the
+        head file then names it. Only under the lock is the last line still last when ours
+        lands: unlocked (no ``flock``), lines are chained as well as they can be."""
+        here = (mine.st_dev, mine.st_ino, mine.st_size)
+        if here == self._end:
+            n, prev = self._last  # our own line is still the last: no read back
+            glue = b""
+        else:
+            (n, prev), glue = self._tail(fd, mine.st_size)
+        line, digest = seal(data, n + 1, prev)
+        out = glue + line + b"\n"
+        self._end, self._last = (mine.st_dev, mine.st_ino, mine.st_size + len(out)), (n + 1, digest)
+        if locked:
+            try:
+                self.head.write(HEAD_ID, n + 1, digest)
+            except OSError as exc:
+                self._problem("head", exc)
+        return out
+
+    def _tail(self, fd: int, size: int) -> tuple[tuple[int, str], bytes]:
+        """(n, hash) of the last line of the file (of the chain, from the head file, when the
+        file is new after a rotation), and a newline to write first when a torn line ends it."""
+        if size == 0:
+            try:
+                anchor = self.head.read()
+            except AnchorUnreadable:
+                anchor = None
+            return ((anchor.seq or 0, anchor.hash) if anchor else (0, GENESIS)), b""
+        window = _TAIL_WINDOW
+        while True:
+            start = max(0, size - window)
+            data = os.pread(fd, size - start, start)
+            line = last_line(data)
+            if line is None and start == 0:
+                line = data.rstrip(b"\n")
+            if line is not None:
+                found = link(line)
+                return (found.n or 0, found.hash), b"" if data.endswith(b"\n") else b"\n"
+            window *= 8
 
     def _lock(self, fd: int) -> bool:
         """Take the exclusive lock. A file system without ``flock`` (Lustre mounted without
@@ -285,15 +353,15 @@ class AccessLog:
 
 
 def _encode(line: dict[str, Any]) -> bytes:
-    """One JSON line, UTF-8 as is (``ensure_ascii=False``), big ints exact; values JSON cannot
-    hold are turned into strings rather than losing the line."""
+    """One JSON object (no newline), UTF-8 as is (``ensure_ascii=False``), big ints exact;
+    values JSON cannot hold are turned into strings rather than losing the line."""
     try:
         data = _encoder.encode(line)
     except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
         data = _encoder.encode(_plain(line, 0))
     for raw, escaped in _LINE_BREAKS:
         data = data.replace(raw, escaped)
-    return data + b"\n"
+    return data
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -309,9 +377,10 @@ def _plain(value: Any, depth: int) -> Any:
     return str(value)
 
 
-def _scrub_lines(raw: bytes, scrub: Callable[[Any], tuple[Any, bool]]) -> tuple[bytes, bool]:
-    out, changed = [], False
-    for line in raw.splitlines(keepends=True):
+def _scrub_lines(raw: bytes, scrub: Callable[[Any], tuple[Any, bool]]) -> list[bytes]:
+    """The lines of ``raw`` (no newlines) through ``scrub``; a changed line is encoded anew."""
+    out = []
+    for line in raw.splitlines():
         try:
             value, hit = scrub(msgspec.json.decode(line))
             new = _encode(value) if hit else line
@@ -319,14 +388,13 @@ def _scrub_lines(raw: bytes, scrub: Callable[[Any], tuple[Any, bool]]) -> tuple[
             text, hit = scrub(line.decode("utf-8", "replace"))
             new = text.encode() if hit else line
         out.append(new)
-        changed = changed or hit
-    return b"".join(out), changed
+    return out
 
 
-def _scrub_whole(raw: bytes, scrub: Callable[[Any], tuple[Any, bool]]) -> tuple[bytes, bool]:
+def _scrub_whole(raw: bytes, scrub: Callable[[Any], tuple[Any, bool]]) -> bytes:
     try:
         value = msgspec.json.decode(raw)
     except msgspec.DecodeError:
-        return raw, False
+        return raw
     value, hit = scrub(value)
-    return (msgspec.json.encode(value) if hit else raw), hit
+    return msgspec.json.encode(value) if hit else raw

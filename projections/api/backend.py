@@ -352,9 +352,9 @@ class MemoryBackend:
         return self._nodes.start(node_id, parent_id, ancestor_ids, label, depth, eval_summary, current_node)
 
     def build_working_context(
-        self, node_id: str, ancestor_ids: list[str], eval_summary: str | None = None
+        self, node_id: str, ancestor_ids: list[str], eval_summary: str | None = None, *, as_of: int | None = None
     ) -> WorkingContext:
-        return self._working.build(node_id, ancestor_ids, eval_summary)
+        return self._working.build(node_id, ancestor_ids, eval_summary, as_of)
 
     def node(self, node_id: str) -> dict[str, Any] | None:
         """The node as the tree recorded it (from ``start_node`` or its report), or None."""

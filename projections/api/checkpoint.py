@@ -54,22 +54,26 @@ def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
 
 
 def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | None]:
-    """The anchor ``verified_context.json`` records (``{"anchor": {"seq", "hash"}}``), or why
+    """The anchor the checkpoint's ``verified_context.json`` records (see :func:`context_anchor`)."""
+    return context_anchor(checkpoint_dir / VERIFIED_CONTEXT_NAME)
+
+
+def context_anchor(path: Path) -> tuple[Anchor | None, str | None]:
+    """The anchor a verified context file records (``{"anchor": {"seq", "hash"}}``), or why
     it cannot be read; (None, None) when the file or its anchor is absent."""
-    path = checkpoint_dir / VERIFIED_CONTEXT_NAME
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None, None
     except (OSError, ValueError) as exc:
-        return None, f"{VERIFIED_CONTEXT_NAME} is unreadable ({exc})"
+        return None, f"{path.name} is unreadable ({exc})"
     anchor = data.get("anchor") if isinstance(data, dict) else None
     if anchor is None:
         return None, None
     seq, hash_ = (anchor.get("seq"), anchor.get("hash")) if isinstance(anchor, dict) else (None, None)
     if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(hash_, str):
-        return None, f'{VERIFIED_CONTEXT_NAME}: anchor must be {{"seq": int, "hash": str}}, got {anchor!r}'
-    return Anchor(VERIFIED_CONTEXT_NAME, hash_, seq), None
+        return None, f'{path.name}: anchor must be {{"seq": int, "hash": str}}, got {anchor!r}'
+    return Anchor(path.name, hash_, seq), None
 
 
 def status(checkpoint_dir: str | Path) -> dict[str, Any]:
@@ -142,11 +146,11 @@ class Verification:
         }
 
 
-def verify(checkpoint_dir: str | Path, heads: Iterable[str] = ()) -> Verification:
-    """Every member, hash and link of the log, its anchors (``heads``, verified_context.json,
-    the head file, the snapshot) and the snapshot against the whole log."""
+def verify(checkpoint_dir: str | Path, heads: Iterable[str] = (), context: Path | None = None) -> Verification:
+    """Every member, hash and link of the log, its anchors (``heads``, verified_context.json or
+    the ``context`` file given, the head file, the snapshot) and the snapshot against the log."""
     with Ledger.open_readonly(checkpoint_dir) as ledger:
-        vc_anchor, vc_problem = verified_context_anchor(ledger.checkpoint_dir)
+        vc_anchor, vc_problem = context_anchor(context or ledger.checkpoint_dir / VERIFIED_CONTEXT_NAME)
         report = ledger.verify([Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else []))
         snapshot = check_snapshot(ledger) if report.reason is None else None
     rollback = [*report.rollback, *([snapshot.rollback] if snapshot and snapshot.rollback else [])]

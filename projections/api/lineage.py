@@ -19,12 +19,17 @@ from ledger.node_report import read_report_file
 from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import audit_ref
+from projections.api.prove import ClaimProof, Proof
 from projections.api.verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
 from projections.api.views import research_view
 
 
-def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -> dict[str, Any]:
-    """Everything the tree views show, computed from the log (and the reports, if given)."""
+def lineage_data(
+    backend: MemoryBackend, experiments_root: Path | None = None, *, proof: Proof | None = None
+) -> dict[str, Any]:
+    """Everything the tree views show, computed from the log (and the reports, if given); with
+    a ``proof``, each claim it traced carries its verdict and reasons."""
+    traced = {c.entry_id: c for c in proof.claims} if proof is not None else {}
     backend.health()  # fold the tail
     catalog = backend.session.projector.catalog
     primary = backend.get_experiment_context().get("primary_metric")
@@ -68,6 +73,7 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
                         "evidence": c["evidence"],
                         "repro_status": c["repro_status"] or "unverified",
                         "usable": c["grounded"] and c["repro_status"] != "rerun_failed",
+                        **_proved(traced.get(c["entry_id"])),
                     }
                     for c in claims
                 ],
@@ -85,6 +91,12 @@ def lineage_data(backend: MemoryBackend, experiments_root: Path | None = None) -
         "best_lineage": verified.get("lineage", []),
         "nodes": nodes,
     }
+
+
+def _proved(claim: ClaimProof | None) -> dict[str, Any]:
+    if claim is None:
+        return {}
+    return {"proof": claim.verdict, "proof_failures": claim.failures, "proof_unchecked": claim.unchecked}
 
 
 def _latest_status(entries: list[Any]) -> str:

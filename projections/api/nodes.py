@@ -88,12 +88,14 @@ class Nodes:
         with self.session.reading() as catalog:
             hits = self.session.engine.search(query, scope, limit, as_of) if limit else []
             results = [{**entry_view(catalog.entries[entry_id]), "score": score} for entry_id, score in hits]
-        self.session.access.node_search(query, scope, limit, results, tool="search_memory", as_of=as_of)
+            stamp = self.session.read_stamp(as_of)
+        self.session.access.node_search(query, scope, limit, results, tool="search_memory", as_of=as_of, **stamp)
         return {"results": results}  # type: ignore[typeddict-item]
 
     def get(self, node_id: str, as_of: int | None) -> NodeMemory:
         with self.session.reading() as catalog:
             entries = [entry_view(e) for e in catalog.node_entries(node_id, as_of)]
+            stamp = self.session.read_stamp(as_of)
         self.session.access.read(
             "node_scope",
             "inherit:get_node_memory",
@@ -102,6 +104,7 @@ class Nodes:
             [{"src_node_id": node_id, "entry_id": e["entry_id"], "type": e["metadata"].get("type")} for e in entries],
             tool="get_node_memory",
             as_of=as_of,
+            **stamp,
         )
         return {"entries": entries}
 

@@ -47,6 +47,7 @@ class ReactTrace:
             hits = self.session.engine.react_search(query, limit, as_of) if limit else []
             steps = {s.step_id: s for s in catalog.steps_as_of(as_of)}
             results: list[StepView] = [{**step_view(steps[sid]), "score": score} for sid, score in hits]
+            stamp = self.session.read_stamp(as_of)
         self.session.access.read(
             "react_step",
             query,
@@ -55,6 +56,7 @@ class ReactTrace:
             [{"entry_id": r["id"], "src_node_id": "", "score": r["score"]} for r in results],
             tool="react_search",
             as_of=as_of,
+            **stamp,
         )
         return results
 

@@ -246,7 +246,11 @@ class Research:
             results = [
                 {**research_view(catalog.entries[eid]), "score": score} for eid, score in hits if eid in allowed
             ][:limit]
-        self.session.access.node_search(query, scope, limit, results, tool="search_research_memory", as_of=as_of)
+            stamp = self.session.read_stamp(as_of)
+        args = {"kinds": None if wanted is None else sorted(wanted), "require_artifacts": require_artifacts}
+        self.session.access.node_search(
+            query, scope, limit, results, tool="search_research_memory", as_of=as_of, **stamp, args=args
+        )
         return {"results": results}  # type: ignore[typeddict-item]
 
     def ancestors(

@@ -132,6 +132,7 @@ class Session:
             inherited.release()
         else:
             self._refold = True
+        self.access.head.forked()
         self._drop_runners_in_child()
 
     def _drop_runners_in_child(self) -> None:
@@ -159,6 +160,12 @@ class Session:
         with self.lock:
             self._fold()
             yield self.projector.catalog
+
+    def read_stamp(self, as_of: int | None) -> dict[str, Any]:
+        """What a read inside :meth:`reading` records so it can be replayed: the log position
+        it saw (``as_of``, else the fold's end) and the engine that ranked it."""
+        at = min(as_of, self.projector.cursor) if as_of is not None else self.projector.cursor
+        return {"at": at, "engine": self.engine.name}
 
     # -- the write helpers --------------------------------------------------------------
 

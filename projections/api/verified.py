@@ -233,6 +233,7 @@ class VerifiedContext:
                 min_evidence=min_evidence,
                 keep_mismatches=keep_mismatches,
             )
+            stamp = self.session.read_stamp(as_of)
         ctx["purpose"] = purpose
         ctx["lineage"] = scope
         self.session.access.read(
@@ -243,6 +244,8 @@ class VerifiedContext:
             [{"entry_id": c["entry_id"], "src_node_id": c["node_id"]} for c in ctx["claims"]],
             tool="get_verified_context",
             as_of=as_of,
+            **stamp,
+            args={"purpose": purpose, "limit": limit},
         )
         return ctx
 

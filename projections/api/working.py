@@ -55,20 +55,24 @@ class WorkingContextBuilder:
     def __init__(self, session: Session, context: ExperimentContext) -> None:
         self.session, self.context = session, context
 
-    def build(self, node_id: str, ancestor_ids: list[str], eval_summary: str | None) -> WorkingContext:
+    def build(
+        self, node_id: str, ancestor_ids: list[str], eval_summary: str | None, as_of: int | None = None
+    ) -> WorkingContext:
+        """The experiment core, the ancestors' result summaries (root → parent) and a few
+        related ancestor entries; ``as_of`` as the node would have seen it then (a replay)."""
         ancestors = checks.node_ids(ancestor_ids)
         with self.session.reading() as catalog:
-            core = self.context.get()
+            core = self.context.get(as_of)
             summaries, seen_text, used = [], set(), set()
             for nid in ancestors:
-                for entry in catalog.node_entries(nid):
+                for entry in catalog.node_entries(nid, as_of):
                     if is_result_summary(entry) and entry.text not in seen_text:
                         seen_text.add(entry.text)
                         used.add(entry.entry_id)
                         summaries.append({"node_id": nid, "entry_id": entry.entry_id, "text": _cap(entry.text)})
             supplement = []
             if eval_summary and ancestors:
-                hits = self.session.engine.search(eval_summary, ancestors, SUPPLEMENT + len(used), None)
+                hits = self.session.engine.search(eval_summary, ancestors, SUPPLEMENT + len(used), as_of)
                 for entry_id, score in hits:
                     entry = catalog.entries[entry_id]
                     if entry_id in used or entry.text in seen_text:
@@ -79,6 +83,7 @@ class WorkingContextBuilder:
                     )
                     if len(supplement) == SUPPLEMENT:
                         break
+            stamp = self.session.read_stamp(as_of)
         messages = []
         if core:
             lines = [f"{k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in _core_fields(core)]
@@ -97,6 +102,9 @@ class WorkingContextBuilder:
             [{"entry_id": s["entry_id"], "src_node_id": s["node_id"]} for s in summaries + supplement],
             tool="build_working_context",
             node=node_id,
+            as_of=as_of,
+            **stamp,
+            args={"node_id": node_id, "eval_summary": eval_summary},
         )
         return {
             "node_id": node_id,

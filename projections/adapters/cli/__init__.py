@@ -13,7 +13,7 @@ import logging
 import sys
 
 from ledger import LedgerError
-from projections.adapters.cli import checkpoint, files, memory, tools  # noqa: F401 - registered in this order
+from projections.adapters.cli import checkpoint, files, memory, proof, tools  # noqa: F401 - registered in this order
 from projections.adapters.cli.framework import COMMANDS, EXIT_ERROR, EXIT_OK
 
 

@@ -48,7 +48,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for line in accepted or ["nothing to accept: the log holds every anchor"]:
             print(f"accepted: {line}" if accepted else line)
         return EXIT_OK
-    found = state.verify(args.checkpoint, [_hash_arg(h) for h in args.head])
+    found = state.verify(args.checkpoint, [hash_arg(h) for h in args.head])
     report = found.report
     if args.json:
         emit(found.as_dict())
@@ -61,7 +61,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if found.passed else EXIT_CHECK_FAILED
 
 
-def _hash_arg(value: str) -> str:
+def hash_arg(value: str) -> str:
     value = value.strip().lower()
     if not 12 <= len(value) <= 64 or any(c not in "0123456789abcdef" for c in value):
         raise InvalidInput("--head", f"{value!r} is not an event hash (12 to 64 lowercase hex digits)")

@@ -1,0 +1,131 @@
+"""Commands for a reviewer: ``reads`` (what a node saw, replayed) and ``prove`` (everything)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ledger.bundle import check_output_path
+from projections.adapters.cli.checkpoint import hash_arg
+from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
+from projections.adapters.cli.memory import open_backend
+from projections.api.reads import check_chain, read_records, replay_all
+
+
+def _reads_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument("--node", default=None, help="only this node's reads")
+    p.add_argument("--replay", action="store_true", help="run every read again as of its log position and compare")
+
+
+@command(
+    "reads",
+    "what each node read (position, ids) from the chained access log; --replay re-runs them (exit 1 on a problem)",
+    _reads_args,
+)
+def cmd_reads(args: argparse.Namespace) -> int:
+    chain, lines = check_chain(Path(args.checkpoint))
+    records = read_records(lines, args.node)
+    replayed = replay_all(open_backend(args.checkpoint), records) if args.replay else []
+    failed = not chain.ok or any(r.verdict == "differs" for r in replayed)
+    if args.json:
+        emit(
+            {
+                "chain": chain.as_dict(),
+                "reads": [r.as_dict() for r in replayed] if args.replay else [r.as_dict() for r in records],
+            }
+        )
+        return EXIT_CHECK_FAILED if failed else EXIT_OK
+    verdicts = {id(r.record): r for r in replayed}
+    for record in records:
+        done = verdicts.get(id(record))
+        mark = f"{done.verdict:>14}  " if done else ""
+        at = "?" if record.at is None else record.at
+        console.print(
+            f"{mark}{record.where}  {record.node_id or '-'}  {record.tool} @seq {at}: {len(record.ids)} id(s)"
+            + (f"  ({done.why})" if done and done.why else "")
+        )
+    state = "intact" if chain.ok else "BROKEN"
+    console.print(f"access log: {chain.lines} lines, {chain.chained} chained, chain {state}")
+    for line in chain.problems:
+        console.print(f"problem: {line}")
+    for line in chain.notes:
+        console.print(f"note: {line}")
+    if args.replay:
+        same = sum(r.verdict == "same" for r in replayed)
+        console.print(f"replayed {len(replayed)} read(s): {same} same, {len(replayed) - same} not")
+    return EXIT_CHECK_FAILED if failed else EXIT_OK
+
+
+def _prove_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument("--context", default=None, help="a verified_context.json (default: the checkpoint's own)")
+    p.add_argument("--experiments", default=None, help="experiments root (default: beside the checkpoint)")
+    p.add_argument(
+        "--head",
+        action="append",
+        default=[],
+        metavar="HASH",
+        help="an event hash kept outside the checkpoint (repeatable)",
+    )
+    p.add_argument("--html", default=None, metavar="FILE", help="write the lineage report with failing claims marked")
+    p.add_argument("--strict", action="store_true", help="what could not be checked fails too")
+
+
+@command(
+    "prove",
+    "for a reviewer: chain, anchors, every claim traced to its event, report, artifacts and values, "
+    "every read replayed (exit 0 only when all holds)",
+    _prove_args,
+)
+def cmd_prove(args: argparse.Namespace) -> int:
+    from projections.api.prove import prove
+
+    if args.html:
+        check_output_path(Path(args.html), "--html")
+    proof = prove(args.checkpoint, args.context, args.experiments, [hash_arg(h) for h in args.head], strict=args.strict)
+    if args.html:
+        from projections.adapters.report import render_report
+        from projections.api.lineage import lineage_data
+
+        backend = open_backend(args.checkpoint)
+        roots = [Path(args.experiments)] if args.experiments else None
+        data = lineage_data(backend, _first_dir(roots or _default_roots(args.checkpoint)), proof=proof)
+        Path(args.html).write_text(render_report(data), encoding="utf-8")
+    if args.json:
+        emit(proof.as_dict())
+        return EXIT_OK if proof.ok else EXIT_CHECK_FAILED
+    for claim in proof.claims:
+        head = f"{claim.verdict:>5}  {claim.node_id}  [{claim.evidence}; values {claim.values and claim.values['verdict']}]"
+        console.print(f"{head}  {claim.text}")
+        for why in claim.failures:
+            console.print(f"         fails: {why}")
+        for why in claim.unchecked:
+            console.print(f"         not checked: {why}")
+    console.print(f"anchors: {', '.join(proof.anchors)}")
+    console.print(
+        f"reads: {proof.reads['same']} replayed the same, {proof.reads['differs']} differ, "
+        f"{proof.reads['not_replayable']} not replayable; access log {proof.access['chained']} chained lines"
+    )
+    for line in proof.failures:
+        console.print(f"FAIL: {line}")
+    for read in proof.read_failures:
+        console.print(f"FAIL: read {read['where']} ({read['tool']} @seq {read['at']}): {read['why']}")
+    for line in proof.unchecked:
+        console.print(f"not checked: {line}")
+    holds = sum(c.verdict == "holds" for c in proof.claims)
+    console.print(
+        f"{'PROVED' if proof.ok else 'NOT PROVED'}: {holds} of {len(proof.claims)} claims hold"
+        + (f"; report: {args.html}" if args.html else "")
+    )
+    return EXIT_OK if proof.ok else EXIT_CHECK_FAILED
+
+
+def _default_roots(checkpoint: str) -> list[Path]:
+    from projections.api.grounding import experiments_roots
+
+    return experiments_roots(checkpoint)
+
+
+def _first_dir(roots: list[Path]) -> Path | None:
+    return next((r for r in roots if r.is_dir()), None)

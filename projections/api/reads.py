@@ -1,0 +1,284 @@
+"""What each node read, checked and replayed: the access log as evidence.
+
+Every read through ARI's calls leaves a line in ``memory_access.jsonl`` with the log position
+it read at (``at``), the ids it returned in order (``ids``) and what else a replay needs
+(``args``), chained like the log (``projections.models.access_chain``). :func:`check_chain`
+walks the access log and its rotations and finds an edited, inserted, removed or reordered
+line, and a cut tail against the head file ``memory_ledger/memory_access.jsonl.head``.
+:class:`Replayer` runs each recorded read again as of its position and compares: the engines
+are deterministic, so the same ids in the same order are expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger import layout
+from ledger.anchor import AnchorUnreadable, HeadFile
+from projections.api.access_log import ACCESS_LOG_NAME, HEAD_ID, ROTATED_GLOB
+from projections.api.backend import MemoryBackend
+from projections.models.access_chain import GENESIS, link
+
+SUMMARY_NAME = "memory_access.summary.json"  # what `ari memory compact-access` leaves of rotated files
+REPLAYABLE = (
+    "search_memory",
+    "search_research_memory",
+    "build_working_context",
+    "get_verified_context",
+    "get_node_memory",
+    "react_search",
+)
+
+
+@dataclass
+class ReadRecord:
+    """One recorded read."""
+
+    where: str  # file:line
+    n: int | None
+    node_id: str
+    tool: str
+    query: str
+    scope: list[str] | None
+    limit: int
+    at: int | None
+    ids: list[str]
+    args: dict[str, Any]
+    engine: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ChainCheck:
+    """The access log's chain, as a person would check it."""
+
+    files: list[str] = field(default_factory=list)
+    lines: int = 0
+    chained: int = 0
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    head: int | None = None  # the chain's newest line as the head file records it
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def access_files(checkpoint_dir: Path) -> list[Path]:
+    """The rotated files, oldest first, then the current one."""
+    rotated = sorted(Path(checkpoint_dir).glob(ROTATED_GLOB))
+    current = Path(checkpoint_dir) / ACCESS_LOG_NAME
+    return rotated + ([current] if current.exists() else [])
+
+
+def _lines(checkpoint_dir: Path) -> Iterator[tuple[str, bytes]]:
+    for path in access_files(checkpoint_dir):
+        for i, line in enumerate(path.read_bytes().splitlines(), 1):
+            yield f"{path.name}:{i}", line
+
+
+def check_chain(checkpoint_dir: str | Path) -> tuple[ChainCheck, list[dict[str, Any]]]:
+    """Check every line's link and the head file; returns the check and the decoded lines."""
+    ckpt = Path(checkpoint_dir)
+    check = ChainCheck(files=[p.name for p in access_files(ckpt)])
+    decoded: list[dict[str, Any]] = []
+    running: str | None = None  # the hash the next line must name
+    last_n: int | None = None
+    hashes: dict[int, str] = {}
+    for where, raw in _lines(ckpt):
+        check.lines += 1
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            check.problems.append(f"{where}: not a JSON line")
+            value = None
+        found = link(raw)
+        if found.n is None:
+            if not found.intact or last_n is not None:
+                check.problems.append(f"{where}: an unchained line after the chain began (inserted or edited)")
+        else:
+            check.chained += 1
+            if not found.intact:
+                check.problems.append(f"{where}: its bytes do not match its hash (the line was edited)")
+            if last_n is None and found.n != 1:
+                _chain_starts_late(check, ckpt, where, found.n)
+            elif last_n is not None and found.n != last_n + 1:
+                check.problems.append(f"{where}: line {found.n} follows line {last_n} (lines removed or reordered)")
+            elif found.prev != (running or GENESIS):
+                check.problems.append(f"{where}: does not commit to the line before it (a line was removed or edited)")
+            last_n = found.n
+            hashes[found.n] = found.hash
+        running = found.hash
+        if isinstance(value, dict):
+            decoded.append({**value, "_where": where})
+    _check_head(check, ckpt, last_n, hashes)
+    return check, decoded
+
+
+def _chain_starts_late(check: ChainCheck, ckpt: Path, where: str, n: int) -> None:
+    if (ckpt / SUMMARY_NAME).exists():
+        check.notes.append(f"{where}: the chain starts at line {n}; lines 1-{n - 1} were compacted into {SUMMARY_NAME}")
+    else:
+        check.problems.append(f"{where}: the chain starts at line {n}: lines 1-{n - 1} were removed")
+
+
+def _check_head(check: ChainCheck, ckpt: Path, last_n: int | None, hashes: dict[int, str]) -> None:
+    head_file = HeadFile(layout.store_dir(ckpt) / ACCESS_LOG_NAME)
+    try:
+        anchor = head_file.read()
+    except AnchorUnreadable as exc:
+        check.problems.append(str(exc))
+        return
+    if anchor is None or anchor.ckpt != HEAD_ID or anchor.seq is None:
+        if check.chained:
+            check.notes.append(f"no {head_file.source}: a cut tail cannot be told from a short log")
+        return
+    check.head = anchor.seq
+    if last_n is None or last_n < anchor.seq:
+        check.problems.append(
+            f"the access log ends at line {last_n or 0}, but {head_file.source} records line {anchor.seq}: lines were cut"
+        )
+    elif anchor.seq in hashes and hashes[anchor.seq] != anchor.hash:
+        check.problems.append(
+            f"line {anchor.seq} is not the line {head_file.source} records: the access log was rewritten"
+        )
+
+
+def read_records(lines: list[dict[str, Any]], node: str | None = None) -> list[ReadRecord]:
+    """The read lines (of one node: its own reads, and those scoped to it as the last node)."""
+    out = []
+    for line in lines:
+        if line.get("op") != "read":
+            continue
+        scope = line.get("ancestor_ids")
+        who = str(line.get("node_id") or "")
+        if node is not None and who != node and not (not who and isinstance(scope, list) and scope[-1:] == [node]):
+            continue
+        ids = line.get("ids")
+        if not isinstance(ids, list):
+            ids = [r.get("entry_id") for r in line.get("results") or [] if isinstance(r, dict)]
+        args = line.get("args")
+        out.append(
+            ReadRecord(
+                line["_where"],
+                line.get("n"),
+                who,
+                str(line.get("tool") or ""),
+                str(line.get("query") or ""),
+                scope if isinstance(scope, list) else None,
+                int(line.get("limit") or 0),
+                line.get("at") if isinstance(line.get("at"), int) else None,
+                [str(i) for i in ids],
+                args if isinstance(args, dict) else {},
+                line.get("engine") if isinstance(line.get("engine"), str) else None,
+            )
+        )
+    return out
+
+
+@dataclass
+class Replayed:
+    """A recorded read run again."""
+
+    record: ReadRecord
+    verdict: str  # same, differs, not_replayable
+    got: list[str] = field(default_factory=list)
+    why: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.record.as_dict(), "verdict": self.verdict, "got": self.got, "why": self.why}
+
+
+class Replayer:
+    """Runs recorded reads again on a read-only backend (it records nothing)."""
+
+    def __init__(self, backend: MemoryBackend) -> None:
+        self.backend = backend
+        self._calls: dict[str, Callable[[ReadRecord], list[str]]] = {
+            "search_memory": self._search,
+            "search_research_memory": self._research,
+            "build_working_context": self._working,
+            "get_verified_context": self._verified,
+            "get_node_memory": self._node_memory,
+            "react_search": self._react,
+        }
+
+    def replay(self, record: ReadRecord) -> Replayed:
+        call = self._calls.get(record.tool)
+        if call is None:
+            return Replayed(record, "not_replayable", why=f"{record.tool or 'this read'} is not a read ARI replays")
+        if record.at is None:
+            return Replayed(record, "not_replayable", why="recorded before reads carried their log position")
+        engine = self.backend.session.engine.name
+        if record.engine is not None and record.engine != engine:
+            return Replayed(record, "not_replayable", why=f"read ranked by {record.engine}; this replay uses {engine}")
+        redacted = self.backend.session.projector.catalog.redacted
+        gone = [i for i in record.ids if i in redacted]
+        if gone:
+            return Replayed(record, "not_replayable", why=f"{len(gone)} of its results were redacted since")
+        try:
+            got = call(record)
+        except Exception as exc:  # a recorded read this checkpoint can no longer answer
+            return Replayed(record, "differs", why=f"the replay failed: {type(exc).__name__}: {exc}")
+        if got == record.ids:
+            return Replayed(record, "same", got)
+        return Replayed(record, "differs", got, why=_difference(record.ids, got))
+
+    def _scope(self, record: ReadRecord) -> list[str]:
+        return list(record.scope or [])
+
+    def _search(self, r: ReadRecord) -> list[str]:
+        return [
+            h["entry_id"] for h in self.backend.search_memory(r.query, self._scope(r), r.limit, as_of=r.at)["results"]
+        ]
+
+    def _research(self, r: ReadRecord) -> list[str]:
+        hits = self.backend.search_research_memory(
+            r.query,
+            self._scope(r),
+            kinds=r.args.get("kinds"),
+            require_artifacts=bool(r.args.get("require_artifacts")),
+            limit=r.limit,
+            as_of=r.at,
+        )["results"]
+        return [h["entry_id"] for h in hits]
+
+    def _working(self, r: ReadRecord) -> list[str]:
+        node = str(r.args.get("node_id") or r.node_id)
+        ctx = self.backend.build_working_context(node, self._scope(r), r.args.get("eval_summary"), as_of=r.at)
+        return [s["entry_id"] for s in ctx["ancestor_summaries"] + ctx["supplement"]]
+
+    def _verified(self, r: ReadRecord) -> list[str]:
+        limit = r.args.get("limit")
+        ctx = self.backend.get_verified_context(
+            self._scope(r), str(r.args.get("purpose") or "paper"), limit if isinstance(limit, int) else None, as_of=r.at
+        )
+        return [c["entry_id"] for c in ctx["claims"]]
+
+    def _node_memory(self, r: ReadRecord) -> list[str]:
+        return [e["entry_id"] for e in self.backend.get_node_memory(self._scope(r)[0], as_of=r.at)["entries"]]
+
+    def _react(self, r: ReadRecord) -> list[str]:
+        return [s["id"] for s in self.backend.react_search(r.query, r.limit, as_of=r.at)]
+
+
+def _difference(expected: list[str], got: list[str]) -> str:
+    if set(expected) == set(got):
+        return "the same ids in another order"
+    missing, extra = [i for i in expected if i not in got], [i for i in got if i not in expected]
+    return f"{len(missing)} recorded id(s) not returned now, {len(extra)} returned now that were not"
+
+
+def replay_all(backend: MemoryBackend, records: list[ReadRecord]) -> list[Replayed]:
+    replayer = Replayer(backend)
+    return [replayer.replay(r) for r in records]
