@@ -45,6 +45,7 @@ _SETTLE_ATTEMPTS = 1000  # reopen-after-rotation rounds before a line is given u
 _FIXED = ("ts", "node_id", "op", "tool", "pid")
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # read: the last line, to chain onto
 _TAIL_WINDOW = 4096
+CHAIN_KEYS = ("n", "prev", "hash")  # sealed on by the chain, never a caller's
 HEAD_ID = "memory_access"  # the head file's record names the access log, not a ledger
 # str.splitlines() (ARI's readers) also breaks on these; JSON allows them raw in a string,
 # so they are escaped to keep one event on one line as ARI reads it.
@@ -118,10 +119,9 @@ class AccessLog:
                 "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
                 "limit": limit,
                 "results": results,
-                "ids": [r.get("entry_id") for r in results if isinstance(r, dict)],
             },
             tool,
-            extra,
+            {"ids": [r.get("entry_id") for r in results if isinstance(r, dict)], **extra},
         )
 
     def node_search(
@@ -156,7 +156,8 @@ class AccessLog:
 
     def flush_and_close(self) -> None:
         """ARI's tests drain its queue with this. Lines here are written synchronously, so it
-        only fsyncs the current file; the log stays usable afterwards."""
+        only fsyncs the current file and closes the head file; the log stays usable afterwards."""
+        self.head.close()
         if self.muted or not settings.access_log_enabled():
             return
         try:
@@ -228,10 +229,10 @@ class AccessLog:
         try:
             line["tool"] = tool
             line["pid"] = os.getpid()
-            clash = [k for k in extra if k in line]
+            clash = [k for k in extra if k in line or k in CHAIN_KEYS]
             if clash:
                 self._problem("fields", ValueError(f"extra fields {clash} would overwrite fixed ones; dropped"))
-            line.update((k, v) for k, v in extra.items() if k not in line)
+            line.update((k, v) for k, v in extra.items() if k not in line and k not in CHAIN_KEYS)
             self._append_bytes(_encode(line))
         except Exception as exc:  # telemetry must not fail a memory call
             self._problem("append", exc)
@@ -286,6 +287,8 @@ class AccessLog:
         if locked:
             try:
                 self.head.write(HEAD_ID, n + 1, digest)
+            except FileNotFoundError:
+                pass  # no memory_ledger/ (an access log without a ledger): no head to keep
             except OSError as exc:
                 self._problem("head", exc)
         return out
@@ -294,11 +297,7 @@ class AccessLog:
         """(n, hash) of the last line of the file (of the chain, from the head file, when the
         file is new after a rotation), and a newline to write first when a torn line ends it."""
         if size == 0:
-            try:
-                anchor = self.head.read()
-            except AnchorUnreadable:
-                anchor = None
-            return ((anchor.seq or 0, anchor.hash) if anchor else (0, GENESIS)), b""
+            return self._before_rotation(), b""
         window = _TAIL_WINDOW
         while True:
             start = max(0, size - window)
@@ -310,6 +309,24 @@ class AccessLog:
                 found = link(line)
                 return (found.n or 0, found.hash), b"" if data.endswith(b"\n") else b"\n"
             window *= 8
+
+    def _before_rotation(self) -> tuple[int, str]:
+        """Where a new (empty) file's chain goes on from: the last line of the newest rotated
+        file, else (``ari memory compact-access`` removed them) the head file's record."""
+        rotated = sorted(self.path.parent.glob(ROTATED_GLOB))
+        if rotated:
+            fd = os.open(rotated[-1], os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                size = os.fstat(fd).st_size
+                if size:
+                    return self._tail(fd, size)[0]
+            finally:
+                os.close(fd)
+        try:
+            anchor = self.head.read()
+        except AnchorUnreadable:
+            anchor = None
+        return (anchor.seq or 0, anchor.hash) if anchor else (0, GENESIS)
 
     def _lock(self, fd: int) -> bool:
         """Take the exclusive lock. A file system without ``flock`` (Lustre mounted without

@@ -332,6 +332,14 @@ class MemoryBackend:
     ) -> Path | None:
         return self._verified.write(nodes, experiments_root)
 
+    def export_verified_context(
+        self, ancestor_ids: list[str], path: str | Path, *, keep_mismatches: bool = True
+    ) -> Path:
+        """The verified context of any scope, anchored to the log's head, written to ``path``:
+        a file a reviewer keeps apart and checks with ``ari-ledger prove --context``."""
+        ctx = self._verified.get(ancestor_ids, "review", None, None, None, None, keep_mismatches)
+        return self._verified.save(ctx, Path(path))
+
     def audit_memory(self, experiments_root: str | Path, run_id: str | None = None) -> AuditResult:
         return self._audit.run(experiments_root, run_id)
 

@@ -8,11 +8,12 @@ numbers in the same read, so value checks cost no second pass over the files.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,6 @@ SEARCH_MAX_BYTES = 8 << 20  # larger artifacts are hashed, not searched for numb
 class ArtifactState:
     current: str | None  # sha256 on disk now (None: not a readable regular file)
     status: str  # verified, mismatch, unhashed, missing
-    place: Place | None  # its numbers, when it verified and could be searched
 
 
 def experiments_roots(checkpoint_dir: str | Path) -> list[Path]:
@@ -61,7 +61,7 @@ def check_run_id(run_id: object, field: str = "run_id") -> str:
 
 def audit_ref(work_dir: Path, path: str, recorded: str | None) -> tuple[str | None, str]:
     """(current sha256, status) of one artifact ref; only a regular file inside is read."""
-    state = _read_artifact(work_dir, path, recorded, search=False)
+    state = _read_artifact(work_dir, path, recorded)
     return state.current, state.status
 
 
@@ -83,6 +83,7 @@ class Grounding:
         self.ranges = _ranges(ranges)
         self._reports: dict[Path, Mapping[str, Any] | None] = {}
         self._artifacts: dict[tuple[Path, str, str | None], ArtifactState] = {}
+        self._places: dict[tuple[Path, str, str], Place | None] = {}
         self._runs: dict[str, Mapping[str, Any]] = {}  # node id → a node_report_ref seen for it
 
     def learn(self, entries: list[Entry]) -> None:
@@ -109,12 +110,27 @@ class Grounding:
         return None
 
     def artifact(self, work_dir: Path, path: str, recorded: str | None) -> ArtifactState:
-        """Hash one cited file (a regular file inside the work dir only) and, when it verifies,
-        keep its numbers."""
+        """Hash one cited file (a regular file inside the work dir only), once."""
         key = (work_dir, path, recorded)
         if key not in self._artifacts:
             self._artifacts[key] = _read_artifact(work_dir, path, recorded)
         return self._artifacts[key]
+
+    def place(self, work_dir: Path, path: str, recorded: str) -> Place | None:
+        """The numbers of a cited file that verifies, read when a claim's number is not its
+        report's: the bytes searched are hashed again, so they are the bytes that verified."""
+        key = (work_dir, path, recorded)
+        if key not in self._places:
+            self._places[key] = None
+            if self.artifact(work_dir, path, recorded).status == "verified":
+                try:
+                    target = resolve_inside(work_dir, path)
+                    data = target.read_bytes() if os.stat(target).st_size <= SEARCH_MAX_BYTES else b""
+                except (InvalidInput, OSError):
+                    data = b""  # gone since it was hashed: nothing to search
+                if data and hashlib.sha256(data).hexdigest() == recorded and b"\x00" not in data[:8192]:
+                    self._places[key] = numbers_in(data, path)
+        return self._places[key]
 
     def report(self, work_dir: Path) -> Mapping[str, Any] | None:
         if work_dir not in self._reports:
@@ -154,13 +170,11 @@ class Grounding:
         return {"verdict": "checked", "checked": checked}
 
     def _evidence(self, entry: Entry, work_dir: Path, report: Mapping[str, Any]) -> Evidence:
-        places = []
+        sources: list[Callable[[], Place | None]] = []
         for ref in evidence_refs(entry.metadata):
-            path = ref.get("path")
-            if isinstance(path, str) and path != REPORT_NAME:
-                state = self.artifact(work_dir, path, ref.get("sha256"))
-                if state.place is not None:
-                    places.append(state.place)
+            path, sha = ref.get("path"), ref.get("sha256")
+            if isinstance(path, str) and path != REPORT_NAME and is_sha256(sha):
+                sources.append(functools.partial(self.place, work_dir, path, sha))
         ancestors: dict[str, float] = {}
         ids = report.get("ancestor_ids")
         for aid in ids if isinstance(ids, list) else []:
@@ -168,25 +182,21 @@ class Grounding:
                 up = self.report(work_dir.parent / aid)
                 for name, value in numeric_metrics(up.get("metrics") if up else None).items():
                     ancestors[f"{aid}:{name}"] = value
-        return Evidence(numeric_metrics(report.get("metrics")), ancestors, places, self.ranges)
+        return Evidence(numeric_metrics(report.get("metrics")), ancestors, sources, self.ranges)
 
 
-def _read_artifact(work_dir: Path, path: str, recorded: str | None, *, search: bool = True) -> ArtifactState:
+def _read_artifact(work_dir: Path, path: str, recorded: str | None) -> ArtifactState:
     try:
         target = resolve_inside(work_dir, path)
         info = os.stat(target)
     except (InvalidInput, OSError):
-        return ArtifactState(None, "missing", None)
+        return ArtifactState(None, "missing")
     if not stat.S_ISREG(info.st_mode):
-        return ArtifactState(None, "missing", None)
-    data = target.read_bytes() if search and info.st_size <= SEARCH_MAX_BYTES else None
-    current = hashlib.sha256(data).hexdigest() if data is not None else sha256_file(target)
+        return ArtifactState(None, "missing")
+    current = sha256_file(target)
     if recorded is None or not is_sha256(recorded):
-        return ArtifactState(current, "unhashed", None)
-    if current != recorded:
-        return ArtifactState(current, "mismatch", None)
-    searchable = data is not None and b"\x00" not in data[:8192]
-    return ArtifactState(current, "verified", numbers_in(data, path) if searchable and data is not None else None)
+        return ArtifactState(current, "unhashed")
+    return ArtifactState(current, "verified" if current == recorded else "mismatch")
 
 
 def _ranges(declared: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:

@@ -277,16 +277,21 @@ class VerifiedContext:
             ctx = self.get(catalog.lineage(best["node_id"]), "paper", None, None, experiments_root, None)
             if not ctx["claims"]:
                 return None
-            ledger = self.session.ledger
-            written: dict[str, Any] = {
+            best_id = best["node_id"]
+            return self.save({**ctx, "best_node": best_id, "best_node_id": best_id}, self.session.checkpoint_dir)
+
+    def save(self, ctx: Mapping[str, Any], where: Path) -> Path:
+        """Write a verified context with the log's head (``anchor``) to ``where`` (a directory:
+        its ``verified_context.json``; else the file), atomically."""
+        ledger = self.session.ledger
+        with self.session.reading():
+            written = {
                 **ctx,
-                "best_node": best["node_id"],
-                "best_node_id": best["node_id"],
                 "as_of_seq": ledger.last_seq,
                 "anchor": {"seq": ledger.last_seq, "hash": ledger.last_hash},
             }
-            path = self.session.checkpoint_dir / VERIFIED_CONTEXT_NAME
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(written, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+        path = where / VERIFIED_CONTEXT_NAME if where.is_dir() else where
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(written, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
         return path

@@ -22,7 +22,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,12 +79,20 @@ class Place:
 
 @dataclass
 class Evidence:
-    """What one claim's numbers may be checked against."""
+    """What one claim's numbers may be checked against. The cited artifacts are read only when
+    a number is not the report's (``sources`` load them, once)."""
 
     metrics: dict[str, float]  # the claim's node report's numeric metrics
     ancestors: dict[str, float] = field(default_factory=dict)  # "node:metric" → value (ancestors' reports)
-    places: list[Place] = field(default_factory=list)  # cited, hash-verified artifacts (and the report)
+    sources: list[Callable[[], Place | None]] = field(default_factory=list)  # cited, hash-verified artifacts
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # declared metric ranges
+    _places: list[Place] | None = field(default=None, repr=False)
+
+    @property
+    def places(self) -> list[Place]:
+        if self._places is None:
+            self._places = [p for p in (load() for load in self.sources) if p is not None]
+        return self._places
 
 
 @dataclass(frozen=True)
@@ -280,21 +288,26 @@ def check_metric_ptr(ptr: object, evidence: Evidence) -> Miss | None:
 
 def check_mention(mention: Mention, numbers: list[float], evidence: Evidence) -> Miss | None:
     """None when the mention equals a value in reach (or one derived from two) and is in range."""
-    candidates = _candidates(mention, evidence)
-    looked = tuple(dict.fromkeys(where for where, _ in candidates)) or ("node_report.json metrics",)
-    values = [v for _, v in candidates]
-    for name in _names_for(mention, evidence):
+    names = _names_for(mention, evidence)
+    matched = [n for n in names if same(evidence.metrics[n], mention.value, mention.tolerance)]
+    for name in matched or names:  # the metric it states, when one matches; else every metric it may be
         problem = range_problem(name, mention.value, evidence.ranges)
         if problem and mention.unit != "%":
             return Miss(mention.text, problem, ("metric range",))
     if mention.unit == "%" and mention.bounded and not 0 <= mention.value <= 100:
         return Miss(mention.text, "a percentage of a bounded quantity outside [0, 100]", ("metric range",))
-    if any(same(v, mention.value, mention.tolerance) for v in values):
-        return None
-    if mention.unit == "%" and any(same(v, mention.value / 100, mention.tolerance / 100) for v in values):
-        return None
-    if mention.unit in ("%", "x") and _derived(mention, numbers, evidence):
-        return None
+    looked: tuple[str, ...] = ()
+    for artifacts in (False, True):  # the report first: the artifacts are read only if it does not hold it
+        candidates = _candidates(mention, evidence, names, artifacts)
+        looked += tuple(dict.fromkeys(where for where, _ in candidates if where not in looked))
+        values = [v for _, v in candidates]
+        if any(same(v, mention.value, mention.tolerance) for v in values):
+            return None
+        if mention.unit == "%" and any(same(v, mention.value / 100, mention.tolerance / 100) for v in values):
+            return None
+        if not artifacts and mention.unit in ("%", "x") and _derived(mention, numbers, evidence):
+            return None
+    looked = looked or ("node_report.json metrics",)
     what = f"{mention.name or mention.unit}"
     return Miss(mention.text, f"no {what} value in reach equals {mention.value:g} within its rounding", looked)
 
@@ -308,13 +321,15 @@ def _names_for(mention: Mention, evidence: Evidence) -> list[str]:
     return sorted(names, key=lambda n: len(tokens(n)))
 
 
-def _candidates(mention: Mention, evidence: Evidence) -> list[tuple[str, float]]:
-    """(where, value) pairs the mention may stand for."""
+def _candidates(mention: Mention, evidence: Evidence, names: list[str], artifacts: bool) -> list[tuple[str, float]]:
+    """(where, value) pairs the mention may stand for: in the report, or (``artifacts``) in the
+    cited artifacts' columns and keys of those names or that unit."""
     out: list[tuple[str, float]] = []
-    names = _names_for(mention, evidence)
-    out += [("node_report.json metrics", evidence.metrics[n]) for n in names]
-    if mention.unit == "%" and mention.name is None:
-        out += [("node_report.json metrics", v) for v in evidence.metrics.values()]
+    if not artifacts:
+        out += [("node_report.json metrics", evidence.metrics[n]) for n in names]
+        if mention.unit == "%" and mention.name is None:
+            out += [("node_report.json metrics", v) for v in evidence.metrics.values()]
+        return out
     keys = {tokens_key(n) for n in names}
     for place in evidence.places:
         for key, vals in place.by_key.items():

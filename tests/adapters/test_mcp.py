@@ -281,7 +281,8 @@ def test_ari_skill_dir_over_stdio(skill_dir: Path, sdk: tuple[str, list[str]], t
         claim = next(x for x in ctx["claims"] if x["node_id"] == "node_A")
         assert {"entry_id", "node_id", "text", "kind", "grounded", "artifact_refs", "repro_status"} <= set(claim)
         assert claim["grounded"] is True and "9.87" in claim["text"] and claim["repro_status"] is None
-        assert claim["kind"] == "experiment_result" and claim["evidence"] == "verified"
+        assert claim["kind"] == "experiment_result" and claim["evidence"] == "values_checked"
+        assert claim["values"] == {"verdict": "checked", "checked": 3}  # metric_ptr, 9.87 GFlops/s, 4.1x
         audit = await c.call("audit_memory", experiments_root=str(experiments), run_id=RUN_ID)
         assert audit["summary"]["verified"] >= 1 and audit["summary"]["mismatch"] == 0
         assert [r["path"] for r in audit["results"] if r["status"] == "missing"] == [

@@ -39,10 +39,12 @@ import pytest
 
 import projections.api.access_log as access_log
 from projections.api.access_log import ACCESS_LOG_NAME, KEEP_PROBLEMS, ROTATED_GLOB, AccessLog
+from projections.api.reads import check_chain
 from support.env import subprocess_env
 
 ARI_WRITE_KEYS = ["ts", "node_id", "op", "collection", "entry_id", "text_preview", "metadata"]
 ARI_READ_KEYS = ["ts", "node_id", "op", "collection", "query", "ancestor_ids", "limit", "results"]
+CHAIN_KEYS = ["n", "prev", "hash"]  # this library's, sealed on last
 ROTATED_NAME = re.compile(r"memory_access\.(\d+)(?:_(\d+))?\.jsonl")
 TINY_MB = "0.001"  # 1048 bytes: a rotation every few lines
 TINY_BYTES = int(0.001 * 1024 * 1024)
@@ -91,7 +93,7 @@ def test_write_line_has_aris_fields_first_then_ours(ckpt: Path, monkeypatch: pyt
     assert line["node_id"] == "node_A" and line["op"] == "write" and line["collection"] == "node_scope"
     assert line["entry_id"] == "e1" and line["text_preview"] == "RESULT SUMMARY ok"
     assert line["metadata"] == metadata  # the big int exactly, not as a float
-    assert list(line)[7:] == ["tool", "pid", "seq"]
+    assert list(line)[7:] == ["tool", "pid", "seq", *CHAIN_KEYS]
     assert line["tool"] == "add_memory" and line["pid"] == os.getpid() and line["seq"] == 12
     assert "測定 naïve".encode() in raw and b"\\u" not in raw  # ensure_ascii=False, as ARI writes
 
@@ -125,7 +127,7 @@ def test_read_lines_have_aris_fields_for_search_react_and_inheritance(
     search, react, inherit, bulk = ari_lines(ckpt / ACCESS_LOG_NAME)
     for line in (search, react, inherit, bulk):
         assert list(line)[:8] == ARI_READ_KEYS and line["op"] == "read" and line["node_id"] == "child"
-        assert list(line)[8:] == ["tool", "pid"]
+        assert list(line)[8:] == ["tool", "pid", "ids", *CHAIN_KEYS]
     assert search["ancestor_ids"] == ["root", "child"] and search["limit"] == 5 and search["results"] == hits
     assert react["collection"] == "react_step" and react["ancestor_ids"] is None
     assert inherit["query"] == "inherit:get_node_memory" and inherit["results"][0]["type"] == "result_summary"
@@ -174,7 +176,7 @@ def test_other_operations_are_lines_the_viz_counts_as_neither_read_nor_write(
     log.record("audit", "audit_memory", findings={"missing": 1, "verified": 3})
     log.record("refused", "add_memory", node="node_B", reason="copy-on-write: node_A is current")
     audit, refused = ari_lines(ckpt / ACCESS_LOG_NAME)
-    assert list(audit) == ["ts", "node_id", "op", "tool", "pid", "findings"]
+    assert list(audit) == ["ts", "node_id", "op", "tool", "pid", "findings", *CHAIN_KEYS]
     assert audit["op"] == "audit" and audit["findings"] == {"missing": 1, "verified": 3}
     assert refused["node_id"] == "node_B" and refused["op"] == "refused"
     assert not {x["op"] for x in (audit, refused)} & {"read", "write"}
@@ -183,12 +185,13 @@ def test_other_operations_are_lines_the_viz_counts_as_neither_read_nor_write(
 
 def test_ari_fields_cannot_be_overwritten_or_faked(ckpt: Path) -> None:
     log = AccessLog(ckpt)
-    log.write("node_scope", "e1", "t", {}, tool="add_memory", ts="yesterday", pid=1, kept=True)
+    log.write("node_scope", "e1", "t", {}, tool="add_memory", ts="yesterday", pid=1, hash="0" * 64, kept=True)
     log.record("write", "add_memory", entry_id="e2")  # a write line without ARI's fields
     [line] = ari_lines(ckpt / ACCESS_LOG_NAME)
     assert isinstance(line["ts"], float) and line["pid"] == os.getpid() and line["kept"] is True
     assert len(log.problems) == 2
-    assert "['ts', 'pid']" in log.problems[0] and "use AccessLog.write()" in log.problems[1]
+    assert "['ts', 'pid', 'hash']" in log.problems[0] and "use AccessLog.write()" in log.problems[1]
+    assert check_chain(ckpt)[0].ok  # the chain's keys stay the chain's
 
 
 def test_values_json_cannot_hold_become_strings_instead_of_losing_the_line(ckpt: Path) -> None:
@@ -251,6 +254,8 @@ def test_rotation_uses_aris_names_at_the_size_limit_and_loses_nothing(
     compacted = Counter((x["node_id"], x["op"]) for p in rotated for x in ari_lines(p))
     assert compacted[("node_A", "write")] == 60 - len(ari_lines(ckpt / ACCESS_LOG_NAME))
     assert log.problems == []
+    chain, _ = check_chain(ckpt)
+    assert chain.ok and chain.chained == 60 and len(chain.files) == len(rotated) + 1
 
 
 def test_rotation_never_overwrites_an_existing_rotated_file(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -296,6 +301,8 @@ def check_every_line_once_in_order(ckpt: Path, writers: list[str], n: int) -> li
         assert [x["i"] for x in lines if x["writer"] == w] == list(range(n))
     for p in rotated_in_order(ckpt):  # each file rotated once, when full (one rotator per file)
         assert p.stat().st_size >= TINY_BYTES
+    chain, _ = check_chain(ckpt)  # one chain across every rotation, each line once
+    assert chain.ok and chain.chained == len(lines) == len(writers) * n, chain.problems
     return lines
 
 

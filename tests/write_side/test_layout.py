@@ -53,6 +53,7 @@ def old_layout(tmp_path: Path, name: str = "old") -> tuple[Path, list[str], list
     for i in range(5):
         backend.add_memory("root", f"RESULT SUMMARY run {i}", {"type": "result_summary"}, current_node="root")
     backend.close()
+    (store_dir(ckpt) / "memory_access.jsonl.head").unlink()  # the access log's head came later, in memory_ledger/
     moved = sorted(p.name.replace(SNAPSHOT_NAME, OLD_SNAPSHOT_NAME) for p in store_dir(ckpt).iterdir())
     for file in moved:  # layout 1 named the snapshot .zst
         shutil.move(store_dir(ckpt) / file.replace(OLD_SNAPSHOT_NAME, SNAPSHOT_NAME), ckpt / file)

@@ -9,6 +9,7 @@ from ledger.bundle import check_output_path
 from projections.adapters.cli.checkpoint import hash_arg
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
 from projections.adapters.cli.memory import open_backend
+from projections.api.grounding import experiments_roots
 from projections.api.reads import check_chain, read_records, replay_all
 
 
@@ -24,9 +25,13 @@ def _reads_args(p: argparse.ArgumentParser) -> None:
     _reads_args,
 )
 def cmd_reads(args: argparse.Namespace) -> int:
-    chain, lines = check_chain(Path(args.checkpoint))
-    records = read_records(lines, args.node)
-    replayed = replay_all(open_backend(args.checkpoint), records) if args.replay else []
+    backend = open_backend(args.checkpoint)  # a checkpoint, or exit 2 saying so
+    try:
+        chain, lines = check_chain(Path(args.checkpoint))
+        records = read_records(lines, args.node)
+        replayed = replay_all(backend, records) if args.replay else []
+    finally:
+        backend.close()
     failed = not chain.ok or any(r.verdict == "differs" for r in replayed)
     if args.json:
         emit(
@@ -89,8 +94,11 @@ def cmd_prove(args: argparse.Namespace) -> int:
         from projections.api.lineage import lineage_data
 
         backend = open_backend(args.checkpoint)
-        roots = [Path(args.experiments)] if args.experiments else None
-        data = lineage_data(backend, _first_dir(roots or _default_roots(args.checkpoint)), proof=proof)
+        roots = [Path(args.experiments)] if args.experiments else experiments_roots(args.checkpoint)
+        try:
+            data = lineage_data(backend, next((r for r in roots if r.is_dir()), None), proof=proof)
+        finally:
+            backend.close()
         Path(args.html).write_text(render_report(data), encoding="utf-8")
     if args.json:
         emit(proof.as_dict())
@@ -119,13 +127,3 @@ def cmd_prove(args: argparse.Namespace) -> int:
         + (f"; report: {args.html}" if args.html else "")
     )
     return EXIT_OK if proof.ok else EXIT_CHECK_FAILED
-
-
-def _default_roots(checkpoint: str) -> list[Path]:
-    from projections.api.grounding import experiments_roots
-
-    return experiments_roots(checkpoint)
-
-
-def _first_dir(roots: list[Path]) -> Path | None:
-    return next((r for r in roots if r.is_dir()), None)

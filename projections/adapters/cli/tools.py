@@ -22,6 +22,11 @@ from projections.api.verified import render_grounded_block
 def _demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", nargs="?", default=None, help="output directory (default: a new temp dir)")
     p.add_argument("--json", action="store_true", help="print the scope table as JSON")
+    p.add_argument(
+        "--planted",
+        action="store_true",
+        help="add the planted-fault claims (answer key planted.json, context planted_context.json) and prove them",
+    )
 
 
 @command("demo", "replay the fixture BFTS run into a fresh checkpoint, as ARI's hooks would", _demo_args)
@@ -50,6 +55,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     "top_hits": [(h["node_id"], round(h["score"], 3), h["text"][:48]) for h in hits],
                 }
             )
+        planted = _plant(backend, replay, out) if args.planted else None
         data = lineage_data(backend, experiments)
         report_path = out / "report.html"
         report_path.write_text(render_report(data), encoding="utf-8")
@@ -88,13 +94,38 @@ def cmd_demo(args: argparse.Namespace) -> int:
     console.print(
         f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}"
     )
+    if planted is not None:
+        _print_detection(out, planted)
     return EXIT_OK
+
+
+def _plant(backend: MemoryBackend, replay: Any, out: Path) -> list[Any]:
+    from projections.adapters.planted import plant_faults, write_answer_key
+
+    planted = plant_faults(backend, replay)
+    write_answer_key(planted, out / "planted.json")
+    backend.export_verified_context(list(replay.tree), out / "planted_context.json")
+    return planted
+
+
+def _print_detection(out: Path, planted: list[Any]) -> None:
+    from projections.adapters.planted import detection
+    from projections.api.prove import prove
+
+    proof = prove(out / "checkpoint", out / "planted_context.json")
+    table = detection(planted, {c.entry_id: (c.verdict, c.failures) for c in proof.claims})
+    grid = Table(title=f"ari-ledger prove {out / 'checkpoint'} --context {out / 'planted_context.json'}")
+    for col in ("class", "planted", "detected", "false positives"):
+        grid.add_column(col)
+    for fault, row in table.items():
+        grid.add_row(fault, str(row["planted"]), str(row["detected"]), str(row["false_positives"]))
+    console.print(grid)
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "which",
-        choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "all"],
+        choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "all"],
         nargs="?",
         default="all",
     )
@@ -112,6 +143,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "hooks": "bench.hook_bench",
         "processes": "bench.processes_bench",
         "redact": "bench.redact_bench",
+        "prove": "bench.prove_bench",
     }
     chosen = list(modules) if args.which == "all" else [args.which]
     worst = 0

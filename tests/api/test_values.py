@@ -1,0 +1,138 @@
+"""Value grounding and the access-log chain, as functions: what a number in a sentence must be
+to hold, and that no edit of a chained line goes unnoticed."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ledger.anchor import HeadFile
+from projections.api.access_log import HEAD_ID
+from projections.api.reads import check_chain
+from projections.models.access_chain import GENESIS, link, seal
+from projections.models.values import Evidence, check_metric_ptr, check_text, numbers_in
+
+REPORT = {"GFlops_per_s": 13.64, "time_s": 0.9611, "effective_bandwidth_GB_per_s": 40.92, "accuracy": 0.913}
+PARENT = {"node_A:GFlops_per_s": 9.87}
+
+
+def misses(text: str, metrics: dict[str, float] = REPORT) -> list[str]:
+    return [m.value for m in check_text(text, Evidence(metrics, PARENT))[1]]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "13.64 GFlops/s with 3-D blocking 32x8x64 on 16 threads",  # bare numbers and shapes are not claims
+        "13.6 GFlops/s",  # rounded as written
+        "GFlops_per_s=13.64, time_s=0.9611",
+        "+38% over node_A",  # derived: 13.64 / 9.87 - 1
+        "1.38x node_A",
+        "40.92 GB/s effective bandwidth",
+        "accuracy 91.3%",  # a fraction written as a percentage
+        "on 256^3 with DDR4-2933 and ~35 GFlops/s peak",  # powers, part numbers, approximations
+    ],
+)
+def test_numbers_that_hold(text: str) -> None:
+    assert misses(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "bad"),
+    [
+        ("13.65 GFlops/s", "13.65 GFlops/s"),  # the report says 13.64, written to the same digits
+        ("+45% over node_A", "+45%"),
+        ("0.87 s per run", "0.87 s"),
+        ("accuracy 1.3", "1.3"),  # a ratio above 1
+        ("accuracy of 112%", "112%"),
+        ("warm-up took -0.4 s", "-0.4 s"),  # a negative time
+    ],
+)
+def test_numbers_that_do_not(text: str, bad: str) -> None:
+    assert misses(text) == [bad]
+
+
+def test_metric_ptr_holds_within_the_coarser_precision() -> None:
+    evidence = Evidence(REPORT)
+    assert check_metric_ptr({"name": "GFlops_per_s", "value": 13.6}, evidence) is None
+    wrong = check_metric_ptr({"name": "GFlops_per_s", "value": 12.0}, evidence)
+    assert wrong is not None and "node report says GFlops_per_s=13.64" in wrong.reason
+    absent = check_metric_ptr({"name": "speedup", "value": 2.0}, evidence)
+    assert absent is not None and "no metric 'speedup'" in absent.reason
+
+
+def test_artifact_numbers_are_keyed_by_column_and_key() -> None:
+    csv_place = numbers_in(b"TI,GFlops_per_s\n16,9.80\n32,13.64\n", "results.csv")
+    assert csv_place.by_key["gflops_per_s"] == [9.8, 13.64]
+    log_place = numbers_in(b"# host\nverify: max_abs_error = 0.0 OK\nn,time_s\n256,1.33\n", "run.log")
+    assert log_place.by_key["time_s"] == [1.33] and log_place.by_key["max_abs_error"] == [0.0]
+    json_place = numbers_in(b'{"runs": [{"loss": 0.25}, {"loss": 0.5}]}', "m.json")
+    assert json_place.by_key["loss"] == [0.25, 0.5]
+    evidence = Evidence(REPORT, sources=[lambda: csv_place])
+    assert check_text("9.80 GFlops/s for TI=16", evidence)[1] == []  # found in the cited CSV only
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(0.001, 1e6, allow_nan=False), st.integers(0, 4))
+def test_a_value_written_to_any_precision_holds_and_one_off_by_a_unit_does_not(value: float, digits: int) -> None:
+    written = f"{value:.{digits}f}"
+    assert misses(f"{written} GFlops/s", {"GFlops_per_s": value}) == []
+    off = f"{float(written) + 1.5 * 10.0**-digits:.{digits}f}"  # beyond half a unit of the last digit
+    assert misses(f"{off} GFlops/s", {"GFlops_per_s": value}) == [f"{off} GFlops/s"]
+
+
+def _chained(values: list[dict]) -> list[bytes]:
+    lines, prev = [], GENESIS
+    for n, value in enumerate(values, 1):
+        line, prev = seal(json.dumps(value, separators=(",", ":")).encode(), n, prev)
+        lines.append(line)
+    return lines
+
+
+_lines = st.lists(
+    st.fixed_dictionaries({"op": st.sampled_from(["read", "write"]), "q": st.text(max_size=20)}), min_size=2, max_size=8
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_lines, st.data())
+def test_any_edit_removal_or_reorder_of_a_chained_line_is_found(values: list[dict], data: st.DataObject) -> None:
+    lines = _chained(values)  # a cut tail is found against the head file, written as appends write it
+    i = data.draw(st.integers(0, len(lines) - 1))
+    how = data.draw(st.sampled_from(["edit", "remove", "swap"]))
+    if how == "edit":
+        at = data.draw(st.integers(1, len(lines[i]) - 80))  # a byte of ARI's fields
+        lines[i] = lines[i][:at] + bytes([lines[i][at] ^ 1]) + lines[i][at + 1 :]
+    elif how == "remove":
+        del lines[i]
+    else:
+        j = (i + 1) % len(lines)
+        lines[i], lines[j] = lines[j], lines[i]
+    with tempfile.TemporaryDirectory() as tmp:
+        _write(Path(tmp), lines, head=_chained(values)[-1])
+        assert not check_chain(tmp)[0].ok
+
+
+@settings(max_examples=50, deadline=None)
+@given(_lines)
+def test_an_intact_chain_checks(values: list[dict]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = _chained(values)
+        _write(Path(tmp), lines, head=lines[-1])
+        check, decoded = check_chain(tmp)
+        assert check.ok and check.chained == len(values) and len(decoded) == len(values)
+
+
+def _write(ckpt: Path, lines: list[bytes], head: bytes) -> None:
+    (ckpt / "memory_access.jsonl").write_bytes(b"".join(line + b"\n" for line in lines))
+    (ckpt / "memory_ledger").mkdir()
+    last = link(head)
+    assert last.n is not None
+    head_file = HeadFile(ckpt / "memory_ledger" / "memory_access.jsonl")
+    head_file.write(HEAD_ID, last.n, last.hash)
+    head_file.close()
