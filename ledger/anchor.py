@@ -17,6 +17,7 @@ check and the other slot (one append older) is used.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import zlib
 from collections.abc import Callable
@@ -60,8 +61,19 @@ def _check(ckpt: str, seq: int, hash: str) -> int:
     return zlib.crc32(f"{ckpt}|{seq}|{hash}".encode())
 
 
+_PLAIN = re.compile(r"[\w.:-]*\Z", re.ASCII)
+
+
 def _encode(ckpt: str, seq: int, hash: str) -> bytes:
-    line = msgspec.json.encode(_Slot(ckpt, seq, hash, _check(ckpt, seq, hash)))
+    if _PLAIN.match(ckpt) and _PLAIN.match(hash):  # every id and hash: no JSON escape needed, msgspec's bytes
+        line = b'{"ckpt":"%s","seq":%d,"hash":"%s","check":%d}' % (
+            ckpt.encode(),
+            seq,
+            hash.encode(),
+            _check(ckpt, seq, hash),
+        )
+    else:
+        line = msgspec.json.encode(_Slot(ckpt, seq, hash, _check(ckpt, seq, hash)))
     if len(line) >= SLOT:
         raise ValueError(f"head record of {len(line)} bytes does not fit a {SLOT}-byte slot")
     return line.ljust(SLOT - 1) + b"\n"
@@ -116,13 +128,16 @@ class HeadFile:
         best = max(slots, key=lambda s: s.seq)
         return Anchor(self.source, best.hash, best.seq, best.ckpt)
 
-    def write(self, ckpt: str, seq: int, hash: str, *, both: bool = False, durable: bool = False) -> None:
+    def write(
+        self, ckpt: str, seq: int, hash: str, *, both: bool = False, durable: bool = False, ordered: bool = False
+    ) -> None:
         """Record the newest acknowledged event in the slot of its seq's parity; ``both`` slots
         when the anchor is set rather than advanced. Not synced unless ``durable`` (an anchor
         that lags after a power loss costs detection, never a false alarm). Appends anchor
         their events after their own ``fdatasync``, so they may arrive out of order: an advance
         is skipped when its slot already holds a newer seq of the same log (between processes
-        one can still land late within microseconds; the file then lags, never leads)."""
+        one can still land late within microseconds; the file then lags, never leads). A writer
+        that advances it under its own lock (``ordered``) skips that check."""
         with self._lock:
             if self._fd < 0:
                 existed = self.path.exists()
@@ -131,7 +146,7 @@ class HeadFile:
                 if durable and not existed:
                     fsync_dir(self.path.parent)
             offset = 0 if both else (seq % 2) * SLOT
-            if not both and _held_seq(os.pread(self._fd, SLOT, offset), ckpt) >= seq:
+            if not both and not ordered and _held_seq(os.pread(self._fd, SLOT, offset), ckpt) >= seq:
                 return
             record = _encode(ckpt, seq, hash)
             os.pwrite(self._fd, record + record if both else record, offset)

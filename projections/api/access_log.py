@@ -6,21 +6,15 @@ additions (``tool``, ``pid`` and whatever the caller passes) follow as extra key
 audit trail, not a source of truth: nothing here may fail a memory call, so failures (disk
 full, permissions, a read-only file system) are kept in ``problems`` and logged once.
 
-Many processes share one checkpoint (ARI runs nodes in parallel), so each line is appended with
-a single ``write()`` on an ``O_APPEND`` descriptor while holding an exclusive ``flock`` on the
-file itself. The holder of the lock on the inode currently named ``memory_access.jsonl`` is the
-only process that may rotate it; a writer that finds its inode renamed away retries on the new
-file. Rotation goes to ``memory_access.<unix time>.jsonl`` (ARI's name), or to
-``memory_access.<unix time>_<n>.jsonl`` when that name is taken, so nothing is overwritten and
-``compact-access``'s glob ``memory_access.*.jsonl`` still finds every rotated file. Without
-``flock`` (some network file systems) lines are still appended, unlocked and never rotated.
+A call encodes its line and queues it; :mod:`projections.api.access_writer` appends it from a
+thread of its own, chained onto the line before it, under a ``flock`` shared by every process
+of the checkpoint, rotating the file as ARI names rotations. Readers in the same process call
+:meth:`AccessLog.flush` first (``flush_and_close`` for ARI's tests).
 """
 
 from __future__ import annotations
 
 import collections
-import errno
-import fcntl
 import logging
 import os
 import time
@@ -31,22 +25,18 @@ from typing import Any
 import msgspec
 
 from ledger import config, layout
-from ledger.anchor import AnchorUnreadable, HeadFile
+from ledger.anchor import HeadFile
 from ledger.events import utc_now
 from projections import settings
-from projections.models.access_chain import GENESIS, last_line, link, rechain, seal
+from projections.api.access_writer import HEAD_ID, LineWriter
+from projections.models.access_chain import link, rechain
 
 log = logging.getLogger(__name__)
 
 ACCESS_LOG_NAME = "memory_access.jsonl"
-ROTATED_GLOB = "memory_access.*.jsonl"  # what ``ari memory compact-access`` collects
 KEEP_PROBLEMS = 10
-_SETTLE_ATTEMPTS = 1000  # reopen-after-rotation rounds before a line is given up
-_FIXED = ("ts", "node_id", "op", "tool", "pid")
-_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # read: the last line, to chain onto
-_TAIL_WINDOW = 4096
 CHAIN_KEYS = ("n", "prev", "hash")  # sealed on by the chain, never a caller's
-HEAD_ID = "memory_access"  # the head file's record names the access log, not a ledger
+_CHAIN_SET = frozenset(CHAIN_KEYS)
 # str.splitlines() (ARI's readers) also breaks on these; JSON allows them raw in a string,
 # so they are escaped to keep one event on one line as ARI reads it.
 _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
@@ -62,8 +52,7 @@ class AccessLog:
         self.head = HeadFile(layout.store_dir(checkpoint_dir) / ACCESS_LOG_NAME)  # the chain's newest line
         self._problems: collections.deque[str] = collections.deque(maxlen=KEEP_PROBLEMS)
         self._warned: set[tuple[str, int | None]] = set()
-        self._end: tuple[int, int, int] | None = None  # (dev, ino, size) just past our last line…
-        self._last: tuple[int, str] = (0, GENESIS)  # …which is this (n, hash)
+        self._writer = LineWriter(self.path, self.head, self._problem, _encode)
 
     # ARI's two line shapes --------------------------------------------------------------
 
@@ -87,7 +76,7 @@ class AccessLog:
                 "collection": collection,
                 "entry_id": entry_id,
                 "text_preview": (text or "")[: settings.access_log_preview_chars()],
-                "metadata": metadata or {},
+                "metadata": dict(metadata or {}),  # as it was at the call (the line is encoded later)
             },
             tool,
             extra,
@@ -154,10 +143,15 @@ class AccessLog:
 
     # ARI compatibility and health ---------------------------------------------------------
 
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every line queued so far is in the file (what a reader in this process
+        needs first); False if that took longer than ``timeout``."""
+        return self._writer.flush(timeout)
+
     def flush_and_close(self) -> None:
-        """ARI's tests drain its queue with this. Lines here are written synchronously, so it
-        only fsyncs the current file and closes the head file; the log stays usable afterwards."""
-        self.head.close()
+        """ARI's tests drain its queue with this: every queued line written, the descriptors
+        closed, the file fsynced. The log stays usable afterwards (the next line reopens)."""
+        self._writer.close()
         if self.muted or not settings.access_log_enabled():
             return
         try:
@@ -180,6 +174,7 @@ class AccessLog:
         file whose bytes changed, atomically, under that file's lock: a writer waiting for it
         finds the new file (as after a rotation) and no line is lost. Returns the names of the
         files rewritten. For ``ari-ledger redact``."""
+        self.flush()
         rewritten = []
         running: str | None = None  # the hash the next file's first line must name
         for path in sorted(self.path.parent.glob("memory_access*.json*")):
@@ -189,7 +184,7 @@ class AccessLog:
                 continue
             lines: list[bytes] = []
             try:
-                self._lock(fd)
+                self._writer.lock(fd)
                 if os.fstat(fd).st_ino != os.stat(path).st_ino:
                     continue  # rotated meanwhile: its new name comes later in the listing, or not at all
                 with open(fd, "rb", closefd=False) as f:
@@ -229,137 +224,14 @@ class AccessLog:
         try:
             line["tool"] = tool
             line["pid"] = os.getpid()
-            clash = [k for k in extra if k in line or k in CHAIN_KEYS]
-            if clash:
+            if extra.keys() & line.keys() or extra.keys() & _CHAIN_SET:
+                clash = [k for k in extra if k in line or k in _CHAIN_SET]
                 self._problem("fields", ValueError(f"extra fields {clash} would overwrite fixed ones; dropped"))
-            line.update((k, v) for k, v in extra.items() if k not in line and k not in CHAIN_KEYS)
-            self._append_bytes(_encode(line))
+                extra = {k: v for k, v in extra.items() if k not in clash}
+            line.update(extra)
+            self._writer.put(line)  # encoded in the writer thread
         except Exception as exc:  # telemetry must not fail a memory call
             self._problem("append", exc)
-
-    def _append_bytes(self, data: bytes) -> None:
-        """Append ``data`` as one ``write()`` under an exclusive lock on the current file,
-        rotating it first when it has reached the size limit."""
-        max_bytes = settings.access_log_max_bytes()
-        for _ in range(_SETTLE_ATTEMPTS):
-            try:
-                fd = os.open(self.path, _OPEN_FLAGS, 0o644)
-            except OSError as exc:
-                self._problem("open", exc)
-                return
-            try:
-                locked = self._lock(fd)
-                mine = os.fstat(fd)
-                try:
-                    named = os.stat(self.path)
-                except FileNotFoundError:
-                    continue  # rotated (or removed) while we waited: reopen
-                if (named.st_dev, named.st_ino) != (mine.st_dev, mine.st_ino):
-                    continue  # another process rotated our inode away: reopen
-                if locked and mine.st_size >= max_bytes:
-                    try:
-                        self._rotate()
-                        continue
-                    except OSError as exc:  # keep the line in the big file rather than lose it
-                        self._problem("rotate", exc)
-                self._write_once(fd, self._chained(fd, mine, data, locked))
-                return
-            except OSError as exc:
-                self._problem("write", exc)
-                return
-            finally:
-                os.close(fd)  # releases the flock
-        self._problem("write", OSError(errno.EAGAIN, f"no stable {ACCESS_LOG_NAME} after {_SETTLE_ATTEMPTS} reopens"))
-
-    def _chained(self, fd: int, mine: os.stat_result, data: bytes, locked: bool) -> bytes:
-        """``data`` (one JSON object) sealed onto the file's last line, with its newline; the
-        head file then names it. Only under the lock is the last line still last when ours
-        lands: unlocked (no ``flock``), lines are chained as well as they can be."""
-        here = (mine.st_dev, mine.st_ino, mine.st_size)
-        if here == self._end:
-            n, prev = self._last  # our own line is still the last: no read back
-            glue = b""
-        else:
-            (n, prev), glue = self._tail(fd, mine.st_size)
-        line, digest = seal(data, n + 1, prev)
-        out = glue + line + b"\n"
-        self._end, self._last = (mine.st_dev, mine.st_ino, mine.st_size + len(out)), (n + 1, digest)
-        if locked:
-            try:
-                self.head.write(HEAD_ID, n + 1, digest)
-            except FileNotFoundError:
-                pass  # no memory_ledger/ (an access log without a ledger): no head to keep
-            except OSError as exc:
-                self._problem("head", exc)
-        return out
-
-    def _tail(self, fd: int, size: int) -> tuple[tuple[int, str], bytes]:
-        """(n, hash) of the last line of the file (of the chain, from the head file, when the
-        file is new after a rotation), and a newline to write first when a torn line ends it."""
-        if size == 0:
-            return self._before_rotation(), b""
-        window = _TAIL_WINDOW
-        while True:
-            start = max(0, size - window)
-            data = os.pread(fd, size - start, start)
-            line = last_line(data)
-            if line is None and start == 0:
-                line = data.rstrip(b"\n")
-            if line is not None:
-                found = link(line)
-                return (found.n or 0, found.hash), b"" if data.endswith(b"\n") else b"\n"
-            window *= 8
-
-    def _before_rotation(self) -> tuple[int, str]:
-        """Where a new (empty) file's chain goes on from: the last line of the newest rotated
-        file, else (``ari memory compact-access`` removed them) the head file's record."""
-        rotated = sorted(self.path.parent.glob(ROTATED_GLOB))
-        if rotated:
-            fd = os.open(rotated[-1], os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                size = os.fstat(fd).st_size
-                if size:
-                    return self._tail(fd, size)[0]
-            finally:
-                os.close(fd)
-        try:
-            anchor = self.head.read()
-        except AnchorUnreadable:
-            anchor = None
-        return (anchor.seq or 0, anchor.hash) if anchor else (0, GENESIS)
-
-    def _lock(self, fd: int) -> bool:
-        """Take the exclusive lock. A file system without ``flock`` (Lustre mounted without
-        ``-o flock`` answers ENOSYS) still gets the line, unlocked and never rotated."""
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            return True
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
-                raise
-            self._problem("lock", exc)
-            return False
-
-    def _write_once(self, fd: int, data: bytes) -> None:
-        """One ``write()``. A short write (a full disk) is cut back off when the file still
-        ends with it, which holding the lock guarantees, so no partial line stays."""
-        written = os.write(fd, data)
-        if written != len(data):
-            end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: just past our piece
-            if os.fstat(fd).st_size == end:
-                os.ftruncate(fd, end - written)
-            raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes), line dropped")
-
-    def _rotate(self) -> None:
-        """Rename the current file (the caller holds its lock) to a free rotated name."""
-        stamp = int(time.time())
-        target = self.path.with_name(f"memory_access.{stamp}.jsonl")
-        n = 0
-        while target.exists():
-            n += 1
-            target = self.path.with_name(f"memory_access.{stamp}_{n:03d}.jsonl")
-        os.rename(self.path, target)
-        log.info("access log rotated to %s", target.name)
 
     def _problem(self, what: str, exc: BaseException) -> None:
         self._problems.append(f"{utc_now()} {what}: {type(exc).__name__}: {exc}")
@@ -376,8 +248,9 @@ def _encode(line: dict[str, Any]) -> bytes:
         data = _encoder.encode(line)
     except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
         data = _encoder.encode(_plain(line, 0))
-    for raw, escaped in _LINE_BREAKS:
-        data = data.replace(raw, escaped)
+    if b"\xc2\x85" in data or b"\xe2\x80" in data:
+        for raw, escaped in _LINE_BREAKS:
+            data = data.replace(raw, escaped)
     return data
 
 

@@ -20,7 +20,8 @@ import msgspec
 
 from ledger import layout
 from ledger.anchor import AnchorUnreadable, HeadFile
-from projections.api.access_log import ACCESS_LOG_NAME, HEAD_ID, ROTATED_GLOB
+from projections.api.access_log import ACCESS_LOG_NAME
+from projections.api.access_writer import HEAD_ID, ROTATED_GLOB
 from projections.api.backend import MemoryBackend
 from projections.models.access_chain import GENESIS, link
 

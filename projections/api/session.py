@@ -132,7 +132,6 @@ class Session:
             inherited.release()
         else:
             self._refold = True
-        self.access.head.forked()
         self._drop_runners_in_child()
 
     def _drop_runners_in_child(self) -> None:

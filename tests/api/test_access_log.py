@@ -37,8 +37,9 @@ from typing import Any
 
 import pytest
 
-import projections.api.access_log as access_log
-from projections.api.access_log import ACCESS_LOG_NAME, KEEP_PROBLEMS, ROTATED_GLOB, AccessLog
+import projections.api.access_writer as access_writer
+from projections.api.access_log import ACCESS_LOG_NAME, KEEP_PROBLEMS, AccessLog
+from projections.api.access_writer import ROTATED_GLOB, flush_all
 from projections.api.reads import check_chain
 from support.env import subprocess_env
 
@@ -59,6 +60,7 @@ def no_access_log_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def ari_lines(path: Path) -> list[dict[str, Any]]:
     """A file read the way ARI reads it; fails on anything ARI would skip or mis-split."""
+    flush_all()  # what this process queued is in the file
     raw = path.read_bytes()
     assert raw == b"" or raw.endswith(b"\n"), f"{path.name} ends inside a line"
     return [json.loads(line) for line in raw.decode("utf-8").splitlines()]
@@ -66,6 +68,7 @@ def ari_lines(path: Path) -> list[dict[str, Any]]:
 
 def rotated_in_order(ckpt: Path) -> list[Path]:
     """Rotated files as compact-access finds them, oldest first (unix time, then suffix)."""
+    flush_all()
     found = list(ckpt.glob(ROTATED_GLOB))
     for p in found:
         assert ROTATED_NAME.fullmatch(p.name), p.name
@@ -74,7 +77,7 @@ def rotated_in_order(ckpt: Path) -> list[Path]:
 
 def all_lines(ckpt: Path) -> list[dict[str, Any]]:
     """Every line ever written, oldest file first, the current file last."""
-    files = rotated_in_order(ckpt) + [ckpt / ACCESS_LOG_NAME]
+    files = rotated_in_order(ckpt) + [ckpt / ACCESS_LOG_NAME]  # (flushed first)
     return [line for f in files if f.exists() for line in ari_lines(f)]
 
 
@@ -86,6 +89,7 @@ def test_write_line_has_aris_fields_first_then_ours(ckpt: Path, monkeypatch: pyt
     metadata = {"kind": "experiment_result", "flops": 2**70, "note": "測定 naïve"}
     before = time.time()
     AccessLog(ckpt).write("node_scope", "e1", "RESULT SUMMARY ok", metadata, tool="add_memory", seq=12)
+    flush_all()
     raw = (ckpt / ACCESS_LOG_NAME).read_bytes()
     [line] = ari_lines(ckpt / ACCESS_LOG_NAME)
     assert list(line)[:7] == ARI_WRITE_KEYS
@@ -289,6 +293,7 @@ for i in range(n):
     else:
         log.read("node_scope", "q", [writer], 5, [{"entry_id": f"{writer}-{i}", "src_node_id": writer, "score": 1.0}],
                  tool="search_memory", writer=writer, i=i)
+log.flush()
 print(json.dumps(log.problems))
 """
 
@@ -361,6 +366,7 @@ def test_a_full_disk_is_a_problem_not_an_exception(ckpt: Path, caplog: pytest.Lo
     with caplog.at_level(logging.WARNING, logger="projections.api.access_log"):
         for i in range(KEEP_PROBLEMS + 5):
             log.write("node_scope", f"e{i}", "t", {}, tool="add_memory")
+            log.flush()  # one line, one failed write
     assert len(log.problems) == KEEP_PROBLEMS  # the last few, bounded
     assert all("No space left on device" in p for p in log.problems)
     assert len(caplog.records) == 1  # warned once, not per line
@@ -369,7 +375,9 @@ def test_a_full_disk_is_a_problem_not_an_exception(ckpt: Path, caplog: pytest.Lo
 def test_a_missing_checkpoint_directory_is_a_problem_not_an_exception(tmp_path: Path) -> None:
     log = AccessLog(tmp_path / "gone")
     log.write("node_scope", "e1", "t", {}, tool="add_memory")
+    log.flush()
     log.read("node_scope", "q", ["root"], 5, [], tool="search_memory")
+    log.flush()
     assert len(log.problems) == 2 and "FileNotFoundError" in log.problems[0]
     assert not (tmp_path / "gone").exists()
 
@@ -382,11 +390,12 @@ def test_without_flock_lines_are_still_written_unlocked_and_never_rotated(
     def no_flock(fd: int, operation: int) -> None:
         raise OSError(errno.ENOSYS, "Function not implemented")
 
-    monkeypatch.setattr(access_log.fcntl, "flock", no_flock)  # fcntl as the module sees it
+    monkeypatch.setattr(access_writer.fcntl, "flock", no_flock)  # fcntl as the writer sees it
     monkeypatch.setenv("ARI_MEMORY_ACCESS_LOG_MAX_MB", TINY_MB)
     log = AccessLog(ckpt)
     for i in range(20):
         log.write("node_scope", f"e{i}", "x" * 120, {}, tool="add_memory")
+        log.flush()
     assert [x["entry_id"] for x in ari_lines(ckpt / ACCESS_LOG_NAME)] == [f"e{i}" for i in range(20)]
     assert list(ckpt.glob(ROTATED_GLOB)) == []  # rotating unlocked could race another process
     assert log.problems and all("lock" in p and "Function not implemented" in p for p in log.problems)
@@ -405,6 +414,7 @@ subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(ckpt)], c
 log, path = AccessLog(ckpt), ckpt / ACCESS_LOG_NAME
 for i in range(20):
     log.write("node_scope", f"e{i}", "z" * 100, {}, tool="add_memory")
+log.flush()
 fd = os.open(ckpt / "filler", os.O_WRONLY | os.O_CREAT)
 try:
     while os.write(fd, b"f" * 4096):
@@ -415,15 +425,18 @@ os.close(fd)
 before = path.read_bytes()
 os.environ["ARI_MEMORY_ACCESS_PREVIEW_CHARS"] = "5000"
 log.write("node_scope", "big", "w" * 5000, {}, tool="add_memory")  # longer than any space left
+log.flush()
 full = {"problems": log.problems, "unchanged": path.read_bytes() == before, "size": len(before)}
 real_flock = fcntl.flock
 fcntl.flock = no_flock  # the same full disk on a file system without flock
 log.write("node_scope", "big2", "w" * 5000, {}, tool="add_memory")
+log.flush()
 fcntl.flock = real_flock
 unlocked = {"problems": log.problems[len(full["problems"]):], "unchanged": path.read_bytes() == before}
 seen = len(log.problems)
 subprocess.run(["mount", "-o", "remount,ro", str(ckpt)], check=True)
 log.write("node_scope", "late", "t", {}, tool="add_memory")
+log.flush()
 print(json.dumps({"full": full, "unlocked": unlocked, "ro_problems": log.problems[seen:], "text": path.read_text()}))
 """
 

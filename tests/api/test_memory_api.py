@@ -204,6 +204,7 @@ def test_read_your_writes_across_processes(backend) -> None:
 def test_access_log_records_reads_and_writes(backend, monkeypatch: pytest.MonkeyPatch) -> None:
     entry = add(backend, "root", "logged")
     backend.search_memory("logged", ["root"], limit=1)
+    backend._access.flush_and_close()  # as ARI's tests drain the queue before reading
     lines = [json.loads(x) for x in (backend.checkpoint_dir / ACCESS_LOG_NAME).read_text().splitlines()]
     write = next(x for x in lines if x["op"] == "write" and x["tool"] == "add_memory")
     assert write["entry_id"] == entry and write["node_id"] == "root" and write["collection"] == "node_scope"
@@ -213,6 +214,7 @@ def test_access_log_records_reads_and_writes(backend, monkeypatch: pytest.Monkey
     monkeypatch.setenv("ARI_MEMORY_ACCESS_LOG", "off")
     size = (backend.checkpoint_dir / ACCESS_LOG_NAME).stat().st_size
     backend.search_memory("logged", ["root"], limit=1)
+    backend._access.flush_and_close()
     assert (backend.checkpoint_dir / ACCESS_LOG_NAME).stat().st_size == size
 
 

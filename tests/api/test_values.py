@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.anchor import HeadFile
-from projections.api.access_log import HEAD_ID
+from projections.api.access_writer import HEAD_ID
 from projections.api.reads import check_chain
 from projections.models.access_chain import GENESIS, link, seal
 from projections.models.values import Evidence, check_metric_ptr, check_text, numbers_in
@@ -82,7 +82,7 @@ def test_artifact_numbers_are_keyed_by_column_and_key() -> None:
 def test_a_value_written_to_any_precision_holds_and_one_off_by_a_unit_does_not(value: float, digits: int) -> None:
     written = f"{value:.{digits}f}"
     assert misses(f"{written} GFlops/s", {"GFlops_per_s": value}) == []
-    off = f"{float(written) + 1.5 * 10.0**-digits:.{digits}f}"  # beyond half a unit of the last digit
+    off = f"{value + 2 * 10.0**-digits:.{digits}f}"  # written: at least 1.5 units of its last digit away
     assert misses(f"{off} GFlops/s", {"GFlops_per_s": value}) == [f"{off} GFlops/s"]
 
 
