@@ -172,6 +172,8 @@ def _claim(
     proof.event = {"seq": entry.seq, "hash": event.hash if event else None}
     if event is None or event.id != entry.entry_id:
         proof.failures.append(f"the log's event at seq {entry.seq} is not this entry")
+    elif claim.get("event_hash") not in (None, event.hash):
+        proof.failures.append(f"the context names event {str(claim['event_hash'])[:12]}…, the log holds {event.hash[:12]}…")
     if claim.get("text") != entry.text:
         proof.failures.append("the context's text differs from the text the log holds")
     if claim.get("metric_ptr") != entry.metadata.get("metric_ptr"):

@@ -162,6 +162,7 @@ class Claim(ResearchEntryView, total=False):
     repro_status: Required[str | None]  # ARI's: the latest event, None without one
     evidence: Evidence  # added
     values: ValuesView  # added
+    event_hash: str | None  # added in verified_context.json: the hash of the event that wrote it
 
 
 class VerifiedContextView(TypedDict, total=False):

@@ -280,11 +280,15 @@ class VerifiedContext:
             best_id = best["node_id"]
             return self.save({**ctx, "best_node": best_id, "best_node_id": best_id}, self.session.checkpoint_dir)
 
-    def save(self, ctx: Mapping[str, Any], where: Path) -> Path:
-        """Write a verified context with the log's head (``anchor``) to ``where`` (a directory:
-        its ``verified_context.json``; else the file), atomically."""
+    def save(self, ctx: VerifiedContextView | dict[str, Any], where: Path) -> Path:
+        """Write a verified context with the log's head (``anchor``) and each claim's event hash
+        (``event_hash``, what ``prove`` traces it by) to ``where`` (a directory: its
+        ``verified_context.json``; else the file), atomically."""
         ledger = self.session.ledger
         with self.session.reading():
+            for claim in ctx.get("claims", []):
+                event = ledger.event_at(claim["seq"])
+                claim["event_hash"] = event.hash if event is not None else None
             written = {
                 **ctx,
                 "as_of_seq": ledger.last_seq,

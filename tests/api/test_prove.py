@@ -155,12 +155,17 @@ def test_a_forged_but_consistent_access_log_fails_its_replay(demo: Path, tmp_pat
 
 def test_a_context_that_disagrees_with_the_log_fails(demo: Path, tmp_path: Path) -> None:
     context = json.loads((demo / "checkpoint" / "verified_context.json").read_text())
+    assert all(len(c["event_hash"]) == 64 for c in context["claims"])  # what each claim is traced by
     context["claims"][1]["text"] = context["claims"][1]["text"].replace("2.41", "3.41")
+    context["claims"][2]["event_hash"] = "0" * 64
     kept = tmp_path / "kept_context.json"  # a reviewer's copy, kept outside the checkpoint
     kept.write_text(json.dumps(context))
     proof = prove(demo / "checkpoint", kept)
-    assert [c.verdict for c in proof.claims] == ["holds", "fails", "holds"]
+    assert [c.verdict for c in proof.claims] == ["holds", "fails", "fails"]
     assert "the context's text differs from the text the log holds" in proof.claims[1].failures
+    assert proof.claims[2].failures == [
+        f"the context names event 000000000000…, the log holds {proof.claims[2].event['hash'][:12]}…"
+    ]
     assert not any("no anchor kept outside" in u for u in proof.unchecked)
 
 
