@@ -22,7 +22,7 @@ from itertools import repeat
 
 import msgspec
 
-from .events import Event, UnsignedEvent
+from .events import Event, UnsignedEvent, is_stub_body
 
 _encoder = msgspec.json.Encoder(order="deterministic")
 _decoder: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
@@ -71,8 +71,7 @@ def seal(unhashed: bytes) -> bytes:
     """The canonical encoding with its body replaced by the body's digest: what a version-3
     event's hash covers, and the line a redaction leaves in its place."""
     start, end = body_span(unhashed)
-    digest = _sha256(memoryview(unhashed)[start:end]).hexdigest()
-    return b"".join((unhashed[:start], _STUB_START, digest.encode(), b'"}', unhashed[end:]))
+    return b"".join((unhashed[:start], _STUB_START, body_digest(unhashed).encode(), b'"}', unhashed[end:]))
 
 
 def stub_line(line: bytes) -> bytes:
@@ -117,7 +116,7 @@ def event_hash(v: int, data: bytes, end: int) -> str:
 def is_v2_stub(event: Event) -> bool:
     """A stub of an event written before version 3: its hash covers the removed body, so it
     cannot check itself; the redaction event that removed it vouches for it (ledger.verify)."""
-    return event.v < SEALED_SINCE and len(event.body) == 1 and "sha256" in event.body
+    return event.v < SEALED_SINCE and is_stub_body(event.body)
 
 
 def sign(unsigned: UnsignedEvent) -> tuple[Event, bytes]:
