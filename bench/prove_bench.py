@@ -34,10 +34,11 @@ VALUES_MULTIPLE = 1.0  # value checks <= this x the hashing the audit already do
 
 def planted_fixture(out: Path, pad_mb: int) -> Path:
     from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
-    from projections.adapters.planted import plant_faults
+    from projections.adapters.planted import plant_faults, plant_reports
     from projections.api.backend import MemoryBackend
 
     experiments = copy_run(FIXTURE_RUN, out)
+    plant_reports(experiments)
     for log in experiments.glob("*/*/run.log"):  # real bytes to hash; run.log is cited, never searched here
         with log.open("a") as f:
             line = "n,iters,threads,time_s,GFlops_per_s\n" + "256,100,16,1.3377,9.80\n" * 200

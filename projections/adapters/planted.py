@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from projections.adapters.demo import Replay
+from projections.adapters.demo import FIXTURE_RUN, Replay
 from projections.api.backend import MemoryBackend
 
 FAULTS = ("fabricated_number", "metric_ptr_disagrees", "out_of_range", "artifact_edited")
@@ -46,8 +46,22 @@ class Planted:
     text: str
 
 
+def plant_reports(experiments: Path, run_dir: Path = FIXTURE_RUN) -> None:
+    """Before the run is replayed: each node's report gets an impossible metric, as a buggy
+    evaluation would write it (so consolidation records the report that holds it)."""
+    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    works = [experiments / run["run_id"] / node["node_id"] for node in run["nodes"]]
+    for i, work in enumerate(w for w in works if _report_metrics(w)):
+        name, impossible, _template = _IMPOSSIBLE[i % len(_IMPOSSIBLE)]
+        path = work / "node_report.json"
+        report = json.loads(path.read_text(encoding="utf-8"))
+        report["metrics"][name] = impossible
+        path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
 def plant_faults(backend: MemoryBackend, replay: Replay) -> list[Planted]:
-    """Write the clean and faulty claims of every node with metrics; returns the answer key."""
+    """Write the clean and faulty claims of every node with metrics (its reports planted by
+    :func:`plant_reports` before the replay); returns the answer key."""
     planted: list[Planted] = []
     nodes = [nid for nid in replay.tree if _metrics(replay, nid)]
     for i, nid in enumerate(nodes):
@@ -79,7 +93,8 @@ def plant_faults(backend: MemoryBackend, replay: Replay) -> list[Planted]:
         wrong = {"name": PRIMARY, "value": round(value * 0.8, 2)}
         claim(f"{nid} is the variant this lineage builds on", "metric_ptr_disagrees", wrong, [log_ref])
         name, impossible, template = _IMPOSSIBLE[i % len(_IMPOSSIBLE)]
-        _add_metric(work, name, impossible)
+        if metrics.get(name) != impossible:
+            raise ValueError(f"{nid}'s report has no planted {name}: call plant_reports before the replay")
         claim(template.format(v=impossible), "out_of_range", {"name": name, "value": impossible}, [log_ref])
         edited = _write(work, f"planted/measure_{nid}.log", f"{PRIMARY}={value}\n")
         claim(f"{value} GFlops/s as measured in planted/measure_{nid}.log", "artifact_edited", ptr, [edited])
@@ -106,9 +121,11 @@ def write_answer_key(planted: list[Planted], path: Path) -> None:
 
 
 def _metrics(replay: Replay, nid: str | None) -> dict[str, float]:
-    if nid is None:
-        return {}
-    report = json.loads((replay.experiments_root / replay.run_id / nid / "node_report.json").read_text())
+    return _report_metrics(replay.experiments_root / replay.run_id / nid) if nid is not None else {}
+
+
+def _report_metrics(work: Path) -> dict[str, float]:
+    report = json.loads((work / "node_report.json").read_text(encoding="utf-8"))
     return dict(report.get("metrics") or {})
 
 
@@ -129,14 +146,6 @@ def _other_row(results: Path, best: float) -> str | None:
         cells = [row[PRIMARY] for row in csv.DictReader(f) if row.get(PRIMARY)]
     others = [c for c in cells if float(c) != best]
     return (others or cells or [None])[0]
-
-
-def _add_metric(work: Path, name: str, value: float) -> None:
-    """The report itself holds the impossible value (as a buggy evaluation would write it)."""
-    path = work / "node_report.json"
-    report = json.loads(path.read_text(encoding="utf-8"))
-    report["metrics"][name] = value
-    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 def detection(planted: list[Planted], verdicts: dict[str, tuple[str, list[str]]]) -> dict[str, dict[str, int]]:

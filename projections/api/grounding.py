@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import InvalidInput
+from ledger.node_report import report_hash
 from ledger.provenance import resolve_inside, sha256_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
@@ -85,6 +86,7 @@ class Grounding:
         self._artifacts: dict[tuple[Path, str, str | None], ArtifactState] = {}
         self._places: dict[tuple[Path, str, str], Place | None] = {}
         self._runs: dict[str, Mapping[str, Any]] = {}  # node id → a node_report_ref seen for it
+        self._consolidated: dict[str, set[str]] = {}  # node id → report hashes its consolidations recorded
 
     def learn(self, entries: list[Entry]) -> None:
         """Remember each node's report pointer, so a result summary (which carries none) finds
@@ -93,6 +95,9 @@ class Grounding:
             ref = entry.metadata.get("node_report_ref")
             if isinstance(ref, Mapping) and run_and_node(ref) is not None:
                 self._runs.setdefault(entry.node_id, ref)
+            digest = entry.body.get("report_hash")
+            if isinstance(digest, str):
+                self._consolidated.setdefault(entry.node_id, set()).add(digest)
 
     def pointer(self, entry: Entry) -> tuple[str, str] | None:
         """(run_id, node_id) of the report the entry points at, or of its node's report."""
@@ -140,6 +145,19 @@ class Grounding:
                 loaded = None
             self._reports[work_dir] = loaded if isinstance(loaded, Mapping) else None
         return self._reports[work_dir]
+
+    def report_unchanged(self, entry: Entry, work_dir: Path) -> bool | None:
+        """Whether the node report on disk is one its node's consolidation hashed (None: no
+        consolidation recorded one, or there is no readable report)."""
+        pair = self.pointer(entry)
+        recorded = self._consolidated.get(pair[1]) if pair is not None else None
+        report = self.report(work_dir)
+        if not recorded or report is None:
+            return None
+        try:
+            return report_hash(report) in recorded
+        except InvalidInput:
+            return False
 
     def values(self, entry: Entry, work_dir: Path | None) -> ValuesView:
         """The ``values`` verdict of one claim."""

@@ -173,7 +173,9 @@ def _claim(
     if event is None or event.id != entry.entry_id:
         proof.failures.append(f"the log's event at seq {entry.seq} is not this entry")
     elif claim.get("event_hash") not in (None, event.hash):
-        proof.failures.append(f"the context names event {str(claim['event_hash'])[:12]}…, the log holds {event.hash[:12]}…")
+        proof.failures.append(
+            f"the context names event {str(claim['event_hash'])[:12]}…, the log holds {event.hash[:12]}…"
+        )
     if claim.get("text") != entry.text:
         proof.failures.append("the context's text differs from the text the log holds")
     if claim.get("metric_ptr") != entry.metadata.get("metric_ptr"):
@@ -187,6 +189,11 @@ def _claim(
     if work_dir is None:
         proof.unchecked.append("its node's work dir is not present: artifacts and values not checked")
     else:
+        unchanged = grounding.report_unchanged(entry, work_dir)
+        if unchanged is False:
+            proof.failures.append("node_report.json is not the report its node consolidated (edited since)")
+        elif unchanged is None:
+            proof.unchecked.append("node_report.json: no consolidation of its node recorded a hash to compare")
         for ref in evidence_refs(entry.metadata):
             path, sha = ref.get("path"), ref.get("sha256")
             state = grounding.artifact(work_dir, path if isinstance(path, str) else "", sha)

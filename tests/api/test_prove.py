@@ -11,7 +11,7 @@ import pytest
 
 from ledger.layout import store_dir
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
-from projections.adapters.planted import FAULTS, detection, plant_faults
+from projections.adapters.planted import FAULTS, detection, plant_faults, plant_reports
 from projections.api.backend import MemoryBackend
 from projections.api.prove import prove
 from projections.api.reads import check_chain, read_records, replay_all
@@ -34,6 +34,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def planted(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("planted")
     experiments = copy_run(FIXTURE_RUN, out)
+    plant_reports(experiments)
     backend = MemoryBackend(out / "checkpoint")
     replay = replay_run(backend, FIXTURE_RUN, experiments)
     key = plant_faults(backend, replay)
@@ -182,3 +183,17 @@ def test_reads_lists_a_nodes_reads_and_replays_them(demo: Path) -> None:
 def test_an_unknown_head_fails_prove(demo: Path) -> None:
     run = ari_ledger("prove", demo / "checkpoint", "--head", "ab" * 32)
     assert run.returncode == 1
+
+
+def test_a_node_report_edited_after_consolidation_fails_its_claims(demo: Path, tmp_path: Path) -> None:
+    """Someone "fixes" a report so that a fabricated number matches it: the report is not the
+    one consolidation hashed, so the claims built on it fail."""
+    copy = copy_of(demo, tmp_path)
+    report_path = copy / "experiments" / "run_20261128_stencil" / "root" / "node_report.json"
+    report = json.loads(report_path.read_text())
+    report["metrics"]["GFlops_per_s"] = 3.41
+    report_path.write_text(json.dumps(report, indent=2))
+    proof = prove(copy / "checkpoint")
+    verdicts = {c.node_id: c for c in proof.claims}
+    assert verdicts["root"].verdict == "fails" and verdicts["node_A"].verdict == "holds"
+    assert "node_report.json is not the report its node consolidated (edited since)" in verdicts["root"].failures

@@ -40,6 +40,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise InvalidInput("dir", f"{out} already holds a demo; pass a new directory")
     out.mkdir(parents=True, exist_ok=True)
     experiments = copy_run(FIXTURE_RUN, out)
+    if args.planted:
+        from projections.adapters.planted import plant_reports
+
+        plant_reports(experiments)
     backend = MemoryBackend(out / "checkpoint")
     try:
         with console.status("replaying the fixture run (node start → context → consolidation → re-run → audit)"):
