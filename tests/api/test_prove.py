@@ -197,3 +197,19 @@ def test_a_node_report_edited_after_consolidation_fails_its_claims(demo: Path, t
     verdicts = {c.node_id: c for c in proof.claims}
     assert verdicts["root"].verdict == "fails" and verdicts["node_A"].verdict == "holds"
     assert "node_report.json is not the report its node consolidated (edited since)" in verdicts["root"].failures
+
+
+def test_a_context_without_an_anchor_as_aris_pipeline_writes_it_is_traced_not_failed(
+    demo: Path, tmp_path: Path
+) -> None:
+    copy = copy_of(demo, tmp_path) / "checkpoint"
+    path = copy / "verified_context.json"
+    context = json.loads(path.read_text())
+    for key in ("anchor", "as_of_seq"):
+        context.pop(key)
+    for claim in context["claims"]:
+        claim.pop("event_hash")  # ARI's build_verified_context writes neither
+    path.write_text(json.dumps(context))
+    proof = prove(copy)
+    assert proof.ok and [c.verdict for c in proof.claims] == ["holds"] * 3
+    assert any("carries no anchor (ARI's pipeline writes none)" in u for u in proof.unchecked)
