@@ -43,6 +43,8 @@ SEARCH_MAX_BYTES = 8 << 20  # larger artifacts are hashed, not searched for numb
 class ArtifactState:
     current: str | None  # sha256 on disk now (None: not a readable regular file)
     status: str  # verified, mismatch, unhashed, missing
+    target: Path | None = None  # the regular file inside the work dir that was hashed
+    size: int = 0
 
 
 def experiments_roots(checkpoint_dir: str | Path) -> list[Path]:
@@ -82,9 +84,11 @@ class Grounding:
     def __init__(self, roots: list[Path], ranges: Mapping[str, Any] | None = None) -> None:
         self.roots = roots
         self.ranges = _ranges(ranges)
-        self._reports: dict[Path, Mapping[str, Any] | None] = {}
-        self._artifacts: dict[tuple[Path, str, str | None], ArtifactState] = {}
-        self._places: dict[tuple[Path, str, str], Place | None] = {}
+        self._reports: dict[str, Mapping[str, Any] | None] = {}
+        self._artifacts: dict[tuple[str, str, str | None], ArtifactState] = {}
+        self._places: dict[tuple[str, str, str], Place | None] = {}
+        self._dirs: dict[tuple[str, str], Path | None] = {}
+        self._metrics: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
         self._runs: dict[str, Mapping[str, Any]] = {}  # node id → a node_report_ref seen for it
         self._consolidated: dict[str, set[str]] = {}  # node id → report hashes its consolidations recorded
 
@@ -104,19 +108,18 @@ class Grounding:
         return run_and_node(entry.metadata.get("node_report_ref") or self._runs.get(entry.node_id))
 
     def work_dir(self, entry: Entry) -> Path | None:
-        """The work dir of that report, under the first root that holds it."""
+        """The work dir of that report, under the first root that holds it (looked up once)."""
         pair = self.pointer(entry)
         if pair is None:
             return None
-        for root in self.roots:
-            candidate = root / pair[0] / pair[1]
-            if candidate.is_dir():
-                return candidate
-        return None
+        if pair not in self._dirs:
+            found = (root / pair[0] / pair[1] for root in self.roots)
+            self._dirs[pair] = next((d for d in found if d.is_dir()), None)
+        return self._dirs[pair]
 
     def artifact(self, work_dir: Path, path: str, recorded: str | None) -> ArtifactState:
         """Hash one cited file (a regular file inside the work dir only), once."""
-        key = (work_dir, path, recorded)
+        key = (str(work_dir), path, recorded)  # str: a Path compares slowly
         if key not in self._artifacts:
             self._artifacts[key] = _read_artifact(work_dir, path, recorded)
         return self._artifacts[key]
@@ -124,27 +127,29 @@ class Grounding:
     def place(self, work_dir: Path, path: str, recorded: str) -> Place | None:
         """The numbers of a cited file that verifies, read when a claim's number is not its
         report's: the bytes searched are hashed again, so they are the bytes that verified."""
-        key = (work_dir, path, recorded)
+        key = (str(work_dir), path, recorded)
         if key not in self._places:
             self._places[key] = None
-            if self.artifact(work_dir, path, recorded).status == "verified":
+            state = self.artifact(work_dir, path, recorded)
+            if state.status == "verified" and state.target is not None and state.size <= SEARCH_MAX_BYTES:
                 try:
-                    target = resolve_inside(work_dir, path)
-                    data = target.read_bytes() if os.stat(target).st_size <= SEARCH_MAX_BYTES else b""
-                except (InvalidInput, OSError):
+                    data = state.target.read_bytes()
+                except OSError:
                     data = b""  # gone since it was hashed: nothing to search
                 if data and hashlib.sha256(data).hexdigest() == recorded and b"\x00" not in data[:8192]:
                     self._places[key] = numbers_in(data, path)
         return self._places[key]
 
     def report(self, work_dir: Path) -> Mapping[str, Any] | None:
-        if work_dir not in self._reports:
+        """The work dir's node report, read once."""
+        key = str(work_dir)
+        if key not in self._reports:
             try:
                 loaded = json.loads((work_dir / REPORT_NAME).read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 loaded = None
-            self._reports[work_dir] = loaded if isinstance(loaded, Mapping) else None
-        return self._reports[work_dir]
+            self._reports[key] = loaded if isinstance(loaded, Mapping) else None
+        return self._reports[key]
 
     def report_unchanged(self, entry: Entry, work_dir: Path) -> bool | None:
         """Whether the node report on disk is one its node's consolidation hashed (None: no
@@ -193,14 +198,22 @@ class Grounding:
             path, sha = ref.get("path"), ref.get("sha256")
             if isinstance(path, str) and path != REPORT_NAME and is_sha256(sha):
                 sources.append(functools.partial(self.place, work_dir, path, sha))
-        ancestors: dict[str, float] = {}
-        ids = report.get("ancestor_ids")
-        for aid in ids if isinstance(ids, list) else []:
-            if isinstance(aid, str) and "/" not in aid and aid not in ("", ".", ".."):
-                up = self.report(work_dir.parent / aid)
-                for name, value in numeric_metrics(up.get("metrics") if up else None).items():
-                    ancestors[f"{aid}:{name}"] = value
-        return Evidence(numeric_metrics(report.get("metrics")), ancestors, sources, self.ranges)
+        metrics, ancestors = self._numbers(work_dir, report)
+        return Evidence(metrics, ancestors, sources, self.ranges)
+
+    def _numbers(self, work_dir: Path, report: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
+        """The report's numeric metrics and its ancestors' (``node:metric``), once per work dir."""
+        key = str(work_dir)
+        if key not in self._metrics:
+            ancestors: dict[str, float] = {}
+            ids = report.get("ancestor_ids")
+            for aid in ids if isinstance(ids, list) else []:
+                if isinstance(aid, str) and "/" not in aid and aid not in ("", ".", ".."):
+                    up = self.report(work_dir.parent / aid)
+                    for name, value in numeric_metrics(up.get("metrics") if up else None).items():
+                        ancestors[f"{aid}:{name}"] = value
+            self._metrics[key] = (numeric_metrics(report.get("metrics")), ancestors)
+        return self._metrics[key]
 
 
 def _read_artifact(work_dir: Path, path: str, recorded: str | None) -> ArtifactState:
@@ -213,8 +226,8 @@ def _read_artifact(work_dir: Path, path: str, recorded: str | None) -> ArtifactS
         return ArtifactState(None, "missing")
     current = sha256_file(target)
     if recorded is None or not is_sha256(recorded):
-        return ArtifactState(current, "unhashed")
-    return ArtifactState(current, "verified" if current == recorded else "mismatch")
+        return ArtifactState(current, "unhashed", target, info.st_size)
+    return ArtifactState(current, "verified" if current == recorded else "mismatch", target, info.st_size)
 
 
 def _ranges(declared: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:

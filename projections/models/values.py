@@ -18,28 +18,33 @@ numbers). Every value is also held to its range: declared, else what its name ma
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
 # a number not glued to an identifier, a version, a power or a shape (node_A1, DDR4-2933, 256^3, 32x8)
 _MENTION = re.compile(rf"(?<![\w.^/\-])(?P<num>{_NUM})(?![\w.]*\^)(?!\d)")
 _AFTER = re.compile(r"\s?(?P<unit>%|[x×](?![\w])|times\b|[A-Za-zµ_]+(?:/[A-Za-z]+)?(?![\w]))")
-_BEFORE_NAME = re.compile(r"(?P<name>[A-Za-z_][\w]*)\s*(?:=|:|\bof\b|\bis\b|\bwas\b)?\s*$")
-_APPROX = re.compile(
-    r"(?:~|≈|<|>|≤|≥|\babout|\bapprox(?:imately)?\.?|\baround|\broughly|\bnearly|\balmost|\bup to)\s*$", re.I
-)
-_SPREAD = re.compile(r"(?:±|\+/-|\+-)\s*$")
+# what may stand just before a number (read backwards from it: a regex anchored at the end
+# would try every start position of the text before it)
+_APPROX_MARKS = ("~", "≈", "<", ">", "≤", "≥")
+_APPROX_WORDS = ("about", "approx", "approx.", "approximately", "around", "roughly", "nearly", "almost", "up to")
+_SPREAD_MARKS = ("±", "+/-", "+-")
+_LINKS = ("=", ":", " of", " is", " was")
 _CHANGE_WORDS = re.compile(
     r"^\s*(?:over|faster|slower|more|less|fewer|higher|lower|better|worse|improvement|gain|increase|decrease|"
     r"reduction|speedup|drop|up|down)\b",
     re.I,
 )
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_DIGIT = re.compile(r"\d")
+_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
 _TIME_UNITS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 _SIZE_UNITS = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "bytes"}
 _UNIT_WORDS = {"flops", "gflops", "tflops", "mflops", "hz", "khz", "mhz", "ghz", "w", "j", "fps"}
@@ -52,8 +57,7 @@ _NONNEGATIVE_WORDS = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class Mention:
+class Mention(NamedTuple):
     """A metric-like number as the sentence writes it."""
 
     text: str  # as written, e.g. "13.64 GFlops/s"
@@ -110,12 +114,14 @@ class Miss:
 # ------------------------------------------------------------------------- names and units
 
 
-def tokens(name: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def tokens(name: str) -> tuple[str, ...]:
     """``effective_bandwidth_GB_per_s`` and ``GB/s`` alike as lowercase words (``/`` = ``per``)."""
-    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name.replace("/", " per ").replace("µ", "u"))
-    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+    spaced = _CAMEL.sub(r"\1 \2", name.replace("/", " per ").replace("µ", "u"))
+    return tuple(t for t in _NON_WORD.split(spaced.lower()) if t)
 
 
+@functools.lru_cache(maxsize=4096)
 def tokens_key(name: str) -> str:
     return "_".join(tokens(name))
 
@@ -130,6 +136,7 @@ def _unit_of(word: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=8192)
 def _suffix_match(unit: str, metric: str, *, anywhere: bool = False) -> bool:
     """``GB/s`` is the unit of ``effective_bandwidth_GB_per_s``; ``s`` of ``time_s``; and,
     ``anywhere``, of a spread such as ``GFlops_per_s_std``."""
@@ -157,15 +164,17 @@ def same(value: float, mention_value: float, tol: float) -> bool:
 def mentions(text: str, metric_names: Iterable[str]) -> tuple[list[Mention], list[float]]:
     """The metric-like numbers of ``text``, and every number it writes (approximate ones
     included: they may be the base of a ratio, as in "7% of the ~35 GFlops/s roofline")."""
-    names = {tokens_key(n): n for n in metric_names}
     found: list[Mention] = []
     numbers: list[float] = []
+    if _DIGIT.search(text) is None:
+        return found, numbers
+    names = {tokens_key(n): n for n in metric_names}
     for m in _MENTION.finditer(text):
         raw = m.group("num")
         value = float(raw)
         numbers.append(value)
-        before = text[: m.start()]
-        if _APPROX.search(before):
+        before = text[max(0, m.start() - 80) : m.start()].rstrip()  # what a name, a ~ or a ± beside it needs
+        if _approximate(before):
             continue
         after = _AFTER.match(text, m.end())
         unit = _unit_of(after.group("unit")) if after else None
@@ -173,17 +182,40 @@ def mentions(text: str, metric_names: Iterable[str]) -> tuple[list[Mention], lis
             word = after.group("unit")
             if tokens_key(word) in names:
                 unit = word
-        name_match = _BEFORE_NAME.search(before[-80:])
-        name = names.get(tokens_key(name_match.group("name"))) if name_match else None
+        written = _name_before(before)
+        name = names.get(tokens_key(written)) if written else None
         if unit is None and name is None:
             continue
         end = after.end() if after and unit else m.end()
         change = unit == "%" and (raw[0] in "+-" or bool(_CHANGE_WORDS.match(text[end:])))
-        word = set(tokens(name_match.group("name"))) if name_match else set()
+        word = set(tokens(written)) if written else set()
         bounded = unit == "%" and not change and bool(word & (_FRACTION_WORDS | _PERCENT_WORDS | _BOUNDED_WORDS))
-        spread = bool(_SPREAD.search(before))
+        spread = before.endswith(_SPREAD_MARKS)
         found.append(Mention(text[m.start() : end].strip(), value, tolerance(raw), unit, name, change, bounded, spread))
     return found, numbers
+
+
+def _approximate(before: str) -> bool:
+    """ "~35", "about 40", "up to 12": not a measured value."""
+    if before.endswith(_APPROX_MARKS):
+        return True
+    if not before[-1:].isalpha():
+        return False
+    low = before[-16:].lower()
+    return any(low.endswith(w) and (len(low) == len(w) or not low[-len(w) - 1].isalnum()) for w in _APPROX_WORDS)
+
+
+def _name_before(before: str) -> str | None:
+    """The word just before a number, past a link (``GFlops_per_s=``, ``accuracy of``)."""
+    for link in _LINKS:
+        if before.endswith(link):
+            before = before[: -len(link)].rstrip()
+            break
+    i = len(before)
+    while i and (before[i - 1].isalnum() or before[i - 1] == "_"):
+        i -= 1
+    word = before[i:]
+    return word if word and not word[0].isdigit() else None
 
 
 # --------------------------------------------------------------------------- evidence
