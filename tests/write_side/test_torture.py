@@ -496,6 +496,8 @@ READING = (
     ["tree"],
     ["audit", "--experiments", "/nonexistent"],
     ["export-ari", "-o", "/dev/null", "--force"],
+    ["reads", "--replay"],
+    ["prove"],
 )
 
 
