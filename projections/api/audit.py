@@ -17,18 +17,18 @@ from ledger.typed import evidence_refs
 from projections.api.grounding import Grounding, check_run_id, run_and_node
 from projections.api.session import Session
 from projections.api.shapes import AuditResult, AuditRow, AuditStatus, ValueRow
+from projections.api.verified import CLAIM_KINDS
 from projections.api.working import is_result_summary
 from projections.models.catalog import Entry
 
 STATUSES: tuple[str, ...] = get_args(AuditStatus)
 VALUE_VERDICTS = ("checked", "unchecked", "mismatch")
-CLAIM_LABELS = ("experiment_result", "paper_claim")
 
 
 def is_claim(entry: Entry) -> bool:
     """What states a result: typed results and claims, anything with a metric_ptr, and the
     ``RESULT SUMMARY`` note ARI's loop writes per node."""
-    return entry.label in CLAIM_LABELS or bool(entry.metadata.get("metric_ptr")) or is_result_summary(entry)
+    return entry.label in CLAIM_KINDS or bool(entry.metadata.get("metric_ptr")) or is_result_summary(entry)
 
 
 class Audit:

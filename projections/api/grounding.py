@@ -62,12 +62,6 @@ def check_run_id(run_id: object, field: str = "run_id") -> str:
     return run_id
 
 
-def audit_ref(work_dir: Path, path: str, recorded: str | None) -> tuple[str | None, str]:
-    """(current sha256, status) of one artifact ref; only a regular file inside is read."""
-    state = _read_artifact(work_dir, path, recorded)
-    return state.current, state.status
-
-
 def run_and_node(ref: object) -> tuple[str, str] | None:
     """(run_id, node_id) of a ``node_report_ref`` that names one work dir, else None."""
     if not isinstance(ref, Mapping):

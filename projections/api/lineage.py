@@ -18,7 +18,7 @@ from ledger.consolidation import headline_metric
 from ledger.node_report import read_report_file
 from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend
-from projections.api.grounding import audit_ref
+from projections.api.grounding import Grounding
 from projections.api.prove import ClaimProof, Proof
 from projections.api.verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
 from projections.api.views import research_view
@@ -30,6 +30,7 @@ def lineage_data(
     """Everything the tree views show, computed from the log (and the reports, if given); with
     a ``proof``, each claim it traced carries its verdict and reasons."""
     traced = {c.entry_id: c for c in proof.claims} if proof is not None else {}
+    grounding = Grounding([experiments_root] if experiments_root is not None else [])
     backend.health()  # fold the tail
     catalog = backend.session.projector.catalog
     primary = backend.get_experiment_context().get("primary_metric")
@@ -77,7 +78,7 @@ def lineage_data(
                     }
                     for c in claims
                 ],
-                "entries": [_entry(e, experiments_root) for e in entries],
+                "entries": [_entry(e, experiments_root, grounding) for e in entries],
                 "redacted": [
                     {"memory_id": r.event_id, "seq": r.seq, "kind": r.kind or "note", "reason": r.reason} for r in gone
                 ],
@@ -123,16 +124,16 @@ def _report(experiments_root: Path | None, run_id: str | None, node_id: str) -> 
     return report if isinstance(report, dict) else None
 
 
-def _entry(entry, experiments_root: Path | None) -> dict[str, Any]:
+def _entry(entry, experiments_root: Path | None, grounding: Grounding) -> dict[str, Any]:
     d = research_view(entry)
     ref = d["node_report_ref"]
     refs = []
     for art in evidence_refs(d["metadata"]):
         audit = "unhashed" if art.get("sha256") is None else "unknown"
         if experiments_root is not None and isinstance(ref, dict) and ref.get("run_id") and ref.get("node_id"):
-            audit = audit_ref(
+            audit = grounding.artifact(  # a file cited by several entries is hashed once
                 experiments_root / ref["run_id"] / ref["node_id"], str(art.get("path", "")), art.get("sha256")
-            )[1]
+            ).status
         refs.append({**art, "audit": audit})
     when = datetime.fromtimestamp(d["ts"], UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
     return {
