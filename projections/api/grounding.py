@@ -16,7 +16,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ledger import InvalidInput
 from ledger.node_report import report_hash
@@ -27,15 +27,20 @@ from projections.api.shapes import ValuesView
 from projections.models.catalog import Entry
 from projections.models.values import (
     Evidence,
-    Miss,
     Place,
+    Verdict,
+    check_claim,
     check_metric_ptr,
-    check_text,
+    facts_in,
     numbers_in,
     numeric_metrics,
+    summarise,
 )
 
 REPORT_NAME = "node_report.json"
+# the run's own words a fact may be read from: the experiment context's, and the node report's
+CONTEXT_FACTS = ("hardware_spec", "metric_rationale", "experiment_goal")
+REPORT_FACTS = ("run_command", "build_command", "what_was_done")
 SEARCH_MAX_BYTES = 8 << 20  # larger artifacts are hashed, not searched for numbers
 
 
@@ -75,14 +80,17 @@ def run_and_node(ref: object) -> tuple[str, str] | None:
 class Grounding:
     """The files behind claims, under the first experiments root that holds each work dir."""
 
-    def __init__(self, roots: list[Path], ranges: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, roots: list[Path], ranges: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None
+    ) -> None:
         self.roots = roots
         self.ranges = _ranges(ranges)
+        self.context = context or {}  # the experiment context: its facts and primary metric
         self._reports: dict[str, Mapping[str, Any] | None] = {}
         self._artifacts: dict[tuple[str, str, str | None], ArtifactState] = {}
         self._places: dict[tuple[str, str, str], Place | None] = {}
         self._dirs: dict[tuple[str, str], Path | None] = {}
-        self._metrics: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
+        self._metrics: dict[str, tuple[dict[str, float], dict[str, dict[str, float]], frozenset[str]]] = {}
         self._runs: dict[str, Mapping[str, Any]] = {}  # node id → a node_report_ref seen for it
         self._consolidated: dict[str, set[str]] = {}  # node id → report hashes its consolidations recorded
 
@@ -158,55 +166,95 @@ class Grounding:
         except InvalidInput:
             return False
 
-    def values(self, entry: Entry, work_dir: Path | None) -> ValuesView:
-        """The ``values`` verdict of one claim."""
+    def own_work_dir(self, entry: Entry) -> Path | None:
+        """The work dir of the claim's *own* node's report (a claim citing another node's report
+        is still checked against its own: docs/grounding.md, section 4)."""
+        pair = self.pointer(entry)
+        if pair is None:
+            return None
+        own = (pair[0], entry.node_id)
+        if own not in self._dirs:
+            found = (root / own[0] / own[1] for root in self.roots)
+            self._dirs[own] = next((d for d in found if d.is_dir()), None)
+        return self._dirs[own]
+
+    def borrowed(self, entry: Entry) -> str | None:
+        """The node whose report the claim cites, when it is not the claim's own."""
+        ref = entry.metadata.get("node_report_ref")
+        pair = run_and_node(ref)
+        return pair[1] if pair is not None and pair[1] != entry.node_id else None
+
+    def values(self, entry: Entry, work_dir: Path | None = None) -> ValuesView:
+        """The ``values`` verdict of one claim: every number it states (and its ``metric_ptr``)
+        checked against its own node's report by the grammar of docs/grounding.md."""
         ptr = entry.metadata.get("metric_ptr")
-        report = self.report(work_dir) if work_dir is not None else None
+        own_dir = self.own_work_dir(entry)
+        report = self.report(own_dir) if own_dir is not None else None
         if report is None:
-            evidence = Evidence(numeric_metrics(entry.metadata.get("metrics")))
-            mentions, _ = check_text(entry.text, evidence)
-            if not mentions and not isinstance(ptr, Mapping):
-                return {"verdict": "unchecked", "checked": 0, "why": "nothing numeric to check"}
-            where = "no work dir found" if work_dir is None else f"no readable {REPORT_NAME} in {work_dir}"
-            return {"verdict": "unchecked", "checked": 0, "why": f"{where} (looked under {_roots(self.roots)})"}
-        assert work_dir is not None
-        evidence = self._evidence(entry, work_dir, report)
-        misses: list[Miss] = []
-        checked = 0
+            found = check_claim(entry.text, Evidence({}))
+            if not found and not isinstance(ptr, Mapping):
+                return {"verdict": "unchecked", "checked": 0, "why": "nothing numeric to check", "numbers": []}
+            where = "no work dir found" if own_dir is None else f"no readable {REPORT_NAME} in {own_dir}"
+            why = f"{where} for {entry.node_id} (looked under {_roots(self.roots)})"
+            view = summarise([Verdict(v.written, v.text, "unchecked", why) for v in found])
+            return cast(ValuesView, {**view, "verdict": "unchecked", "why": why})
+        assert own_dir is not None
+        evidence = self._evidence(entry, own_dir, report)
+        extra: list[Verdict] = []
         if isinstance(ptr, Mapping) and ptr.get("name") is not None:
             miss = check_metric_ptr(ptr, evidence)
-            checked += miss is None
-            misses += [miss] if miss else []
-        mentions, text_misses = check_text(entry.text, evidence)
-        checked += len(mentions) - len(text_misses)
-        misses += text_misses
-        if misses:
-            return {"verdict": "mismatch", "checked": checked, "mismatches": [m.as_dict() for m in misses]}
-        if not checked:
-            return {"verdict": "unchecked", "checked": 0, "why": "nothing numeric to check"}
-        return {"verdict": "checked", "checked": checked}
+            shown = f"metric_ptr {ptr.get('name')}={ptr.get('value')!r}"
+            extra.append(
+                Verdict("metric_ptr", shown, "mismatch", miss.reason, miss.looked)
+                if miss
+                else Verdict("metric_ptr", shown, "checked")
+            )
+        return cast(ValuesView, summarise(check_claim(entry.text, evidence), extra))
 
     def _evidence(self, entry: Entry, work_dir: Path, report: Mapping[str, Any]) -> Evidence:
         sources: list[Callable[[], Place | None]] = []
-        for ref in evidence_refs(entry.metadata):
-            path, sha = ref.get("path"), ref.get("sha256")
-            if isinstance(path, str) and path != REPORT_NAME and is_sha256(sha):
-                sources.append(functools.partial(self.place, work_dir, path, sha))
-        metrics, ancestors = self._numbers(work_dir, report)
-        return Evidence(metrics, ancestors, sources, self.ranges)
+        if self.borrowed(entry) is None:  # another node's files are not this claim's evidence
+            for ref in evidence_refs(entry.metadata):
+                path, sha = ref.get("path"), ref.get("sha256")
+                if isinstance(path, str) and path != REPORT_NAME and is_sha256(sha):
+                    sources.append(functools.partial(self.place, work_dir, path, sha))
+        metrics, ancestors, others = self._numbers(work_dir, report)
+        texts = {f"the experiment's {k}": self.context.get(k) for k in CONTEXT_FACTS}
+        texts.update({f"{work_dir.name}'s {k}": report.get(k) for k in REPORT_FACTS})
+        numbers = dict(report.get("cpu_info") or {}) if isinstance(report.get("cpu_info"), Mapping) else {}
+        if isinstance(report.get("mem_total_kb"), (int, float)):
+            numbers["mem_total_kb"] = report["mem_total_kb"]
+        primary = self.context.get("primary_metric")
+        return Evidence(
+            metrics,
+            ancestors,
+            sources,
+            self.ranges,
+            node_id=work_dir.name,
+            others=others,
+            facts=facts_in(texts, numbers),
+            primary=primary if isinstance(primary, str) else None,
+        )
 
-    def _numbers(self, work_dir: Path, report: Mapping[str, Any]) -> tuple[dict[str, float], dict[str, float]]:
-        """The report's numeric metrics and its ancestors' (``node:metric``), once per work dir."""
+    def _numbers(
+        self, work_dir: Path, report: Mapping[str, Any]
+    ) -> tuple[dict[str, float], dict[str, dict[str, float]], frozenset[str]]:
+        """The report's numeric metrics, its ancestors' (root first) and the run's other nodes,
+        once per work dir."""
         key = str(work_dir)
         if key not in self._metrics:
-            ancestors: dict[str, float] = {}
+            ancestors: dict[str, dict[str, float]] = {}
             ids = report.get("ancestor_ids")
             for aid in ids if isinstance(ids, list) else []:
                 if isinstance(aid, str) and "/" not in aid and aid not in ("", ".", ".."):
                     up = self.report(work_dir.parent / aid)
-                    for name, value in numeric_metrics(up.get("metrics") if up else None).items():
-                        ancestors[f"{aid}:{name}"] = value
-            self._metrics[key] = (numeric_metrics(report.get("metrics")), ancestors)
+                    ancestors[aid] = numeric_metrics(up.get("metrics") if up else None)
+            try:
+                siblings = {p.name for p in work_dir.parent.iterdir() if p.is_dir()}
+            except OSError:
+                siblings = set()
+            others = frozenset(siblings - set(ancestors) - {work_dir.name})
+            self._metrics[key] = (numeric_metrics(report.get("metrics")), ancestors, others)
         return self._metrics[key]
 
 

@@ -1,18 +1,13 @@
-"""Value grounding: is the number in a claim's sentence the number in its evidence?
+"""Value grounding: is each number a claim states the number its evidence holds?
 
-Pure functions over text and bytes; the API reads the files. A *mention* is a metric-like
-number in a claim's text: one beside a metric name (``GFlops_per_s=13.64``), beside a unit
-(``13.64 GFlops/s``, ``0.96 s``), a ratio (``4.1x``) or a percentage (``7%``, ``+38%``).
-Bare numbers (``16 threads``, ``256^3``, ``32x8x64``) and approximate ones (``~35``) are not
-claims of a measured value and are not checked.
-
-A plain mention holds when a value it may stand for (the report's metric of that name, or a
-metric whose unit it carries, or a cited artifact's column or key of that name) equals it
-*within its own rounding*: ``13.6`` matches 13.64, ``13.65`` does not. A ratio or a
-percentage may also be derived: ``a/b``, ``100·a/b`` or ``100·(a/b − 1)`` of two values in
-reach (this node's metrics, an ancestor's metric of the same name, the sentence's own
-numbers). Every value is also held to its range: declared, else what its name makes obvious
-(an accuracy or ratio in [0, 1], a percentage in [0, 100], a time, size or rate ≥ 0).
+Pure functions over text and numbers (the API reads the files). A claim's numbers are read as
+quantities (:mod:`projections.models.quantities`), and each gets a verdict by the grammar of
+``docs/grounding.md``: a *value* equals a metric of its dimension in the claim's own report
+(after unit conversion, within the precision written); a *comparison* equals the figure
+computed from a *named* base in the claim's lineage, in the stated direction; a *fact* equals
+a number of the run's own words (hardware spec, setup); a *bound* is an inequality; a *range*
+holds at both ends. A number whose evidence is not in reach is ``unchecked`` with its reason;
+when in doubt the answer is ``unchecked``, never ``checked``.
 """
 
 from __future__ import annotations
@@ -24,30 +19,16 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
+from projections.models import units
+from projections.models.quantities import BASE_WORDS, Quantity, count_noun, name_key, read, sentence_of
+
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
-# a number not glued to an identifier, a version, a power or a shape (node_A1, DDR4-2933, 256^3, 32x8)
-_MENTION = re.compile(rf"(?<![\w.^/\-])(?P<num>{_NUM})(?![\w.]*\^)(?!\d)")
-_AFTER = re.compile(r"\s?(?P<unit>%|[x×](?![\w])|times\b|[A-Za-zµ_]+(?:/[A-Za-z]+)?(?![\w]))")
-# what may stand just before a number (read backwards from it: a regex anchored at the end
-# would try every start position of the text before it)
-_APPROX_MARKS = ("~", "≈", "<", ">", "≤", "≥")
-_APPROX_WORDS = ("about", "approx", "approx.", "approximately", "around", "roughly", "nearly", "almost", "up to")
-_SPREAD_MARKS = ("±", "+/-", "+-")
-_LINKS = ("=", ":", " of", " is", " was")
-_CHANGE_WORDS = re.compile(
-    r"^\s*(?:over|faster|slower|more|less|fewer|higher|lower|better|worse|improvement|gain|increase|decrease|"
-    r"reduction|speedup|drop|up|down)\b",
-    re.I,
-)
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _DIGIT = re.compile(r"\d")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
-_TIME_UNITS = {"s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-_SIZE_UNITS = {"b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "tib", "bytes"}
-_UNIT_WORDS = {"flops", "gflops", "tflops", "mflops", "hz", "khz", "mhz", "ghz", "w", "j", "fps"}
 _FRACTION_WORDS = {"accuracy", "acc", "precision", "recall", "f1", "auc", "ratio", "fraction", "probability", "iou"}
 _PERCENT_WORDS = {"percent", "pct", "percentage"}
 _BOUNDED_WORDS = {"efficiency", "utilization", "utilisation", "occupancy", "coverage", "share", "rate"}
@@ -57,46 +38,15 @@ _NONNEGATIVE_WORDS = {
 }  # fmt: skip
 
 
-class Mention(NamedTuple):
-    """A metric-like number as the sentence writes it."""
-
-    text: str  # as written, e.g. "13.64 GFlops/s"
-    value: float
-    tolerance: float  # half a unit of the last digit written
-    unit: str | None  # "%", "x", "GFlops/s", … (None: only a name beside it)
-    name: str | None  # the metric name written beside it, when it is one of the report's
-    change: bool = False  # a relative change ("+38%", "38% faster"), not a share
-    bounded: bool = False  # a percentage of a bounded quantity ("accuracy of 91%"): at most 100
-    spread: bool = False  # an uncertainty ("± 0.13 GFlops/s"): a metric such as GFlops_per_s_std
-
-
 @dataclass
 class Place:
     """Numbers found in one piece of evidence, by the (normalised) key they stand under."""
 
     where: str  # "node_report.json metrics", "results.csv", …
-    by_key: dict[str, list[float]] = field(default_factory=dict)
+    by_key: dict[str, list[float]] = field(default_factory=dict)  # as the file names them
 
     def add(self, key: str, value: float) -> None:
-        self.by_key.setdefault(tokens_key(key), []).append(value)
-
-
-@dataclass
-class Evidence:
-    """What one claim's numbers may be checked against. The cited artifacts are read only when
-    a number is not the report's (``sources`` load them, once)."""
-
-    metrics: dict[str, float]  # the claim's node report's numeric metrics
-    ancestors: dict[str, float] = field(default_factory=dict)  # "node:metric" → value (ancestors' reports)
-    sources: list[Callable[[], Place | None]] = field(default_factory=list)  # cited, hash-verified artifacts
-    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # declared metric ranges
-    _places: list[Place] | None = field(default=None, repr=False)
-
-    @property
-    def places(self) -> list[Place]:
-        if self._places is None:
-            self._places = [p for p in (load() for load in self.sources) if p is not None]
-        return self._places
+        self.by_key.setdefault(key, []).append(value)
 
 
 @dataclass(frozen=True)
@@ -126,27 +76,6 @@ def tokens_key(name: str) -> str:
     return "_".join(tokens(name))
 
 
-def _unit_of(word: str) -> str | None:
-    """The unit a word after a number names, or None when it is just a word."""
-    low = word.lower()
-    if low in ("%", "x", "×", "times"):
-        return "%" if low == "%" else "x"
-    if low in _TIME_UNITS or low in _SIZE_UNITS or low in _UNIT_WORDS or low.endswith("/s"):
-        return word
-    return None
-
-
-@functools.lru_cache(maxsize=8192)
-def _suffix_match(unit: str, metric: str, *, anywhere: bool = False) -> bool:
-    """``GB/s`` is the unit of ``effective_bandwidth_GB_per_s``; ``s`` of ``time_s``; and,
-    ``anywhere``, of a spread such as ``GFlops_per_s_std``."""
-    u, m = tokens(unit), tokens(metric)
-    if not u or len(u) > len(m):
-        return False
-    starts = range(len(m) - len(u) + 1) if anywhere else [len(m) - len(u)]
-    return any(m[i : i + len(u)] == u for i in starts)
-
-
 def tolerance(written: str) -> float:
     """Half a unit of the last digit written: ``13.6`` → 0.05, ``1.5e-3`` → 0.00005."""
     mantissa, _, exponent = written.lower().lstrip("+-").partition("e")
@@ -156,66 +85,6 @@ def tolerance(written: str) -> float:
 
 def same(value: float, mention_value: float, tol: float) -> bool:
     return math.isfinite(value) and abs(value - mention_value) <= tol + 1e-12 * abs(value)
-
-
-# ---------------------------------------------------------------------------- mentions
-
-
-def mentions(text: str, metric_names: Iterable[str]) -> tuple[list[Mention], list[float]]:
-    """The metric-like numbers of ``text``, and every number it writes (approximate ones
-    included: they may be the base of a ratio, as in "7% of the ~35 GFlops/s roofline")."""
-    found: list[Mention] = []
-    numbers: list[float] = []
-    if _DIGIT.search(text) is None:
-        return found, numbers
-    names = {tokens_key(n): n for n in metric_names}
-    for m in _MENTION.finditer(text):
-        raw = m.group("num")
-        value = float(raw)
-        numbers.append(value)
-        before = text[max(0, m.start() - 80) : m.start()].rstrip()  # what a name, a ~ or a ± beside it needs
-        if _approximate(before):
-            continue
-        after = _AFTER.match(text, m.end())
-        unit = _unit_of(after.group("unit")) if after else None
-        if unit is None and after:  # "13.64 GFlops_per_s": a metric name after the number
-            word = after.group("unit")
-            if tokens_key(word) in names:
-                unit = word
-        written = _name_before(before)
-        name = names.get(tokens_key(written)) if written else None
-        if unit is None and name is None:
-            continue
-        end = after.end() if after and unit else m.end()
-        change = unit == "%" and (raw[0] in "+-" or bool(_CHANGE_WORDS.match(text[end:])))
-        word = set(tokens(written)) if written else set()
-        bounded = unit == "%" and not change and bool(word & (_FRACTION_WORDS | _PERCENT_WORDS | _BOUNDED_WORDS))
-        spread = before.endswith(_SPREAD_MARKS)
-        found.append(Mention(text[m.start() : end].strip(), value, tolerance(raw), unit, name, change, bounded, spread))
-    return found, numbers
-
-
-def _approximate(before: str) -> bool:
-    """ "~35", "about 40", "up to 12": not a measured value."""
-    if before.endswith(_APPROX_MARKS):
-        return True
-    if not before[-1:].isalpha():
-        return False
-    low = before[-16:].lower()
-    return any(low.endswith(w) and (len(low) == len(w) or not low[-len(w) - 1].isalnum()) for w in _APPROX_WORDS)
-
-
-def _name_before(before: str) -> str | None:
-    """The word just before a number, past a link (``GFlops_per_s=``, ``accuracy of``)."""
-    for link in _LINKS:
-        if before.endswith(link):
-            before = before[: -len(link)].rstrip()
-            break
-    i = len(before)
-    while i and (before[i - 1].isalnum() or before[i - 1] == "_"):
-        i -= 1
-    word = before[i:]
-    return word if word and not word[0].isdigit() else None
 
 
 # --------------------------------------------------------------------------- evidence
@@ -299,6 +168,37 @@ def range_problem(name: str, value: float, declared: Mapping[str, tuple[float, f
     return None
 
 
+class Fact(NamedTuple):
+    """A number of the run's own words: a hardware or setup fact."""
+
+    value: float
+    unit: str | None  # a pint unit
+    noun: str | None  # a count noun
+    where: str
+
+
+@dataclass
+class Evidence:
+    """What one claim's numbers may be checked against (docs/grounding.md, section 4). The cited
+    artifacts are read only when a number is not the report's (``sources`` load them, once)."""
+
+    metrics: dict[str, float]  # the claim's own node report's numeric metrics
+    ancestors: dict[str, dict[str, float]] = field(default_factory=dict)  # lineage, root first: id → metrics
+    sources: list[Callable[[], Place | None]] = field(default_factory=list)  # cited, hash-verified artifacts
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # declared metric ranges
+    node_id: str | None = None
+    others: frozenset[str] = frozenset()  # the run's other nodes (outside the lineage)
+    facts: list[Fact] = field(default_factory=list)
+    primary: str | None = None  # the experiment's primary metric
+    _places: list[Place] | None = field(default=None, repr=False)
+
+    @property
+    def places(self) -> list[Place]:
+        if self._places is None:
+            self._places = [p for p in (load() for load in self.sources) if p is not None]
+        return self._places
+
+
 def check_metric_ptr(ptr: object, evidence: Evidence) -> Miss | None:
     """A ``metric_ptr`` holds when its value equals the report's metric of its name within the
     coarser of the two precisions, and is in range."""
@@ -318,83 +218,413 @@ def check_metric_ptr(ptr: object, evidence: Evidence) -> Miss | None:
     return Miss(shown, problem, ("metric range",)) if problem else None
 
 
-def check_mention(mention: Mention, numbers: list[float], evidence: Evidence) -> Miss | None:
-    """None when the mention equals a value in reach (or one derived from two) and is in range."""
-    names = _names_for(mention, evidence)
-    matched = [n for n in names if same(evidence.metrics[n], mention.value, mention.tolerance)]
-    for name in matched or names:  # the metric it states, when one matches; else every metric it may be
-        problem = range_problem(name, mention.value, evidence.ranges)
-        if problem and mention.unit != "%":
-            return Miss(mention.text, problem, ("metric range",))
-    if mention.unit == "%" and mention.bounded and not 0 <= mention.value <= 100:
-        return Miss(mention.text, "a percentage of a bounded quantity outside [0, 100]", ("metric range",))
-    looked: tuple[str, ...] = ()
-    for artifacts in (False, True):  # the report first: the artifacts are read only if it does not hold it
-        candidates = _candidates(mention, evidence, names, artifacts)
-        looked += tuple(dict.fromkeys(where for where, _ in candidates if where not in looked))
-        values = [v for _, v in candidates]
-        if any(same(v, mention.value, mention.tolerance) for v in values):
-            return None
-        if mention.unit == "%" and any(same(v, mention.value / 100, mention.tolerance / 100) for v in values):
-            return None
-        if not artifacts and mention.unit in ("%", "x") and _derived(mention, numbers, evidence):
-            return None
-    looked = looked or ("node_report.json metrics",)
-    what = f"{mention.name or mention.unit}"
-    return Miss(mention.text, f"no {what} value in reach equals {mention.value:g} within its rounding", looked)
+# ------------------------------------------------------------------------------ facts
+
+_SETTING = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\d+(?:\.\d+)?)(?![\w.])")
 
 
-def _names_for(mention: Mention, evidence: Evidence) -> list[str]:
-    if mention.name is not None:
-        return [mention.name]
-    if mention.unit in (None, "%", "x"):
-        return []
-    names = [n for n in evidence.metrics if _suffix_match(mention.unit, n, anywhere=mention.spread)]
-    return sorted(names, key=lambda n: len(tokens(n)))
-
-
-def _candidates(mention: Mention, evidence: Evidence, names: list[str], artifacts: bool) -> list[tuple[str, float]]:
-    """(where, value) pairs the mention may stand for: in the report, or (``artifacts``) in the
-    cited artifacts' columns and keys of those names or that unit."""
-    out: list[tuple[str, float]] = []
-    if not artifacts:
-        out += [("node_report.json metrics", evidence.metrics[n]) for n in names]
-        if mention.unit == "%" and mention.name is None:
-            out += [("node_report.json metrics", v) for v in evidence.metrics.values()]
-        return out
-    keys = {tokens_key(n) for n in names}
-    for place in evidence.places:
-        for key, vals in place.by_key.items():
-            unit_ok = mention.unit not in (None, "%", "x") and _suffix_match(mention.unit, key, anywhere=mention.spread)
-            if key in keys or unit_ok:
-                out += [(f"{place.where} ({key})", v) for v in vals]
+def facts_in(texts: Mapping[str, object], numbers: Mapping[str, object] | None = None) -> list[Fact]:
+    """The facts of the run's own words: quantities with a unit or a count noun in ``texts``
+    (hardware spec, commands, what was done), ``NAME=16`` settings (``OMP_NUM_THREADS=16`` counts
+    threads), and ``numbers`` (``cpu_info``'s ``threads`` and ``mhz``, ``mem_total_kb``)."""
+    out: list[Fact] = []
+    for where, text in texts.items():
+        if not isinstance(text, str) or not text:
+            continue
+        for q in read(text):
+            if q.change or q.name is not None or q.qualifier in ("<", "<=", ">", ">="):
+                continue
+            if q.unit is not None or q.noun is not None:
+                out.append(Fact(q.value, q.unit, q.noun, where))
+        for key, raw in _SETTING.findall(text):
+            noun = _noun_of(key)
+            if noun is not None:
+                out.append(Fact(float(raw), None, noun, f"{where} ({key})"))
+    for key, value in (numbers or {}).items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            continue
+        unit = units.of_metric(key) or units.parse(key)
+        noun = None if unit else _noun_of(key)
+        if unit or noun:
+            out.append(Fact(float(value), unit, noun, key))
     return out
 
 
-def _derived(mention: Mention, numbers: list[float], evidence: Evidence) -> bool:
-    """A ratio or percentage of two values in reach: this node's metric over an ancestor's metric
-    of the same name, or over a number the sentence writes."""
-    tops = list(evidence.metrics.items())
-    for name, a in tops:
-        bases = [v for k, v in evidence.ancestors.items() if k.rpartition(":")[2] == name]
-        bases += [n for n in numbers if n != mention.value]
-        for b in bases:
-            if a == 0 or b == 0 or not math.isfinite(b):
+def _noun_of(key: str) -> str | None:
+    for word in reversed(key.split("_") if "_" in key else [key]):
+        noun = count_noun(word)
+        if noun is not None:
+            return noun
+    return None
+
+
+# ---------------------------------------------------------------------------- verdicts
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One number of a claim: ``checked``, ``mismatch`` or ``unchecked``, and why."""
+
+    written: str
+    text: str
+    verdict: str
+    why: str | None = None
+    looked: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"written": self.written, "text": self.text, "verdict": self.verdict}
+        if self.why:
+            out["why"] = self.why
+        if self.looked:
+            out["looked_in"] = list(self.looked)
+        return out
+
+
+OWN = "node_report.json metrics"
+
+
+def check_claim(text: str, evidence: Evidence) -> list[Verdict]:
+    """A verdict for every number of ``text`` (docs/grounding.md)."""
+    if _DIGIT.search(text) is None:
+        return []
+    names = frozenset(name_key(n) for n in evidence.metrics) | frozenset(
+        name_key(n) for metrics in evidence.ancestors.values() for n in metrics
+    )
+    found = read(text, names)
+    mentions = _node_mentions(text, evidence)
+    checker = _Checker(text, found, mentions, evidence)
+    return [checker.verdict(i) for i in range(len(found))]
+
+
+def _node_mentions(text: str, evidence: Evidence) -> list[tuple[int, str]]:
+    """(position, node id) of every node the text names, ``the baseline`` and ``the parent``
+    resolved in the claim's lineage (the claim's own node included: it is never a base)."""
+    ids = set(evidence.ancestors) | set(evidence.others) | ({evidence.node_id} if evidence.node_id else set())
+    found: list[tuple[int, str]] = []
+    if ids:
+        pattern = r"(?<![\w])(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r")(?![\w])"
+        found += [(m.start(), m.group(1)) for m in re.finditer(pattern, text)]
+    lineage = list(evidence.ancestors)
+    for m in re.finditer(r"\b(baseline|root|parent)\b", text, re.I):
+        role = BASE_WORDS[m.group(1).lower()]
+        if lineage:
+            found.append((m.start(), lineage[0] if role == "root" else lineage[-1]))
+        elif evidence.node_id:
+            found.append((m.start(), evidence.node_id))
+    return sorted(found)
+
+
+class _Checker:
+    """The grammar's roles, for the quantities of one claim."""
+
+    def __init__(self, text: str, found: list[Quantity], mentions: list[tuple[int, str]], ev: Evidence) -> None:
+        self.text, self.found, self.mentions, self.ev = text, found, mentions, ev
+        self._memo: dict[int, Verdict] = {}
+
+    def verdict(self, i: int) -> Verdict:
+        if i not in self._memo:
+            self._memo[i] = self._verdict(i)
+        return self._memo[i]
+
+    def _verdict(self, i: int) -> Verdict:
+        q = self.found[i]
+        if q.base_of_share:
+            return self._fact(q, base=True)
+        if q.unit in ("%", "x"):
+            if q.name is not None:
+                return self._named(q)
+            if q.of_quantity is not None:
+                return self._share_of_quantity(q, self.found[q.of_quantity], self.verdict(q.of_quantity))
+            return self._comparison(q)
+        if q.spread:
+            return self._spread(q)
+        if q.name is not None:
+            return self._named(q)
+        if q.unit is not None:
+            return self._measured(q)
+        if q.noun is not None:
+            return self._count(q)
+        return self._out(q, "unchecked", "a bare number (no unit, metric name or noun)")
+
+    # --------------------------------------------------------------------- helpers
+
+    def _out(self, q: Quantity, verdict: str, why: str | None = None, looked: Iterable[str] = ()) -> Verdict:
+        return Verdict(q.written, q.text, verdict, why, tuple(dict.fromkeys(looked)))
+
+    def _holds(self, q: Quantity, target: float) -> bool:
+        """Does ``target`` (in the quantity's own unit) make the quantity true?"""
+        if not math.isfinite(target):
+            return False
+        v = q.value
+        if q.qualifier == "<":
+            return target < v
+        if q.qualifier == "<=":
+            return target <= v + q.tolerance
+        if q.qualifier == ">":
+            return target > v
+        if q.qualifier == ">=":
+            return target >= v - q.tolerance
+        tol = max(q.tolerance, 0.1 * abs(v)) if q.approximate else q.tolerance
+        return abs(target - v) <= tol + 1e-12 * abs(target)
+
+    def _in_unit(self, value: float, metric: str, q: Quantity) -> float | None:
+        """A metric's value in the quantity's unit (None: not comparable)."""
+        if q.unit is None or q.unit in ("%", "x"):
+            return value
+        unit = units.of_metric(metric)
+        if unit is None:
+            return value if q.name is not None else None
+        if units.dimension(unit) != units.dimension(q.unit):
+            return None
+        return value * units.factor(unit, q.unit)
+
+    def _of_dimension(self, metrics: Mapping[str, float], q: Quantity, spread: bool = False) -> list[str]:
+        """The metrics of the quantity's dimension (spreads only when it is one)."""
+        if q.unit is None or q.unit in ("%", "x"):
+            return []
+        dim = units.dimension(q.unit)
+        return [
+            m
+            for m in metrics
+            if units.is_spread(m) == spread and (u := units.of_metric(m)) is not None and units.dimension(u) == dim
+        ]
+
+    def _named_nodes(self, q: Quantity) -> list[str]:
+        """The ancestors the quantity's sentence names."""
+        lo, hi = sentence_of(self.text, q.start)
+        return [n for pos, n in self.mentions if lo <= pos < hi and n in self.ev.ancestors and n != self.ev.node_id]
+
+    def _range_problem(self, q: Quantity, metric: str) -> Verdict | None:
+        problem = range_problem(metric, self.ev.metrics[metric], self.ev.ranges)
+        return self._out(q, "mismatch", problem, ("metric range",)) if problem else None
+
+    # ----------------------------------------------------------------------- roles
+
+    def _named(self, q: Quantity) -> Verdict:
+        """A metric by name (``GFlops_per_s=15.82``, ``accuracy of 91.3%``)."""
+        key = name_key(q.name or "")
+        own = [m for m in self.ev.metrics if name_key(m) == key]
+        for metric in own:
+            value = self._in_unit(self.ev.metrics[metric], metric, q)
+            if value is not None and (self._holds(q, value) or (q.unit == "%" and self._holds(q, 100 * value))):
+                return self._range_problem(q, metric) or self._out(q, "checked")
+        for node in self._named_nodes(q):
+            for metric, value in self.ev.ancestors[node].items():
+                if name_key(metric) == key and (
+                    self._holds(q, value) or (q.unit == "%" and self._holds(q, 100 * value))
+                ):
+                    return self._out(q, "checked")
+        if own:
+            said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
+            return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
+        where = f"{self.ev.node_id}'s report" if self.ev.node_id else "the node report"
+        return self._out(q, "unchecked", f"{where} has no metric {q.name!r}")
+
+    def _measured(self, q: Quantity) -> Verdict:
+        """A value, a bound or a range end with a unit: the own report's metric of its dimension,
+        a named ancestor's, the verified artifacts' columns of its unit, or a fact."""
+        assert q.unit is not None
+        own = self._of_dimension(self.ev.metrics, q)
+        for metric in own:
+            value = self._in_unit(self.ev.metrics[metric], metric, q)
+            if value is not None and self._holds(q, value):
+                return self._range_problem(q, metric) or self._out(q, "checked")
+        if q.bound:
+            if own:
+                said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
+                return self._out(q, "mismatch", f"the bound does not hold: the node report says {said}", (OWN,))
+            return self._out(q, "unchecked", f"no metric of this dimension ({q.unit}) decides the bound")
+        nodes = list(self.ev.ancestors) if q.from_range and q.range_first else self._named_nodes(q)
+        for node in nodes:
+            metrics = self.ev.ancestors[node]
+            for metric in self._of_dimension(metrics, q):
+                value = self._in_unit(metrics[metric], metric, q)
+                if value is not None and self._holds(q, value):
+                    return self._out(q, "checked")
+        looked = [OWN] + [f"{n}'s report" for n in nodes]
+        for place in self.ev.places if own or not self.ev.facts else []:
+            for key, values in place.by_key.items():
+                unit = units.of_metric(key)
+                if unit is None or units.dimension(unit) != units.dimension(q.unit):
+                    continue
+                looked.append(f"{place.where} ({key})")
+                if any(self._holds(q, v * units.factor(unit, q.unit)) for v in values):
+                    return self._out(q, "checked")
+        fact = self._fact(q)
+        if fact.verdict == "checked" or not own:
+            return fact
+        said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
+        return self._out(q, "mismatch", f"no value in reach equals it: the node report says {said}", looked)
+
+    def _fact(self, q: Quantity, base: bool = False) -> Verdict:
+        """A hardware or setup fact: a number of the same unit or noun in the run's own words."""
+        dim = units.dimension(q.unit) if q.unit not in (None, "%", "x") else None
+        same_kind = [
+            f
+            for f in self.ev.facts
+            if (dim is not None and f.unit is not None and units.dimension(f.unit) == dim)
+            or (q.noun is not None and f.noun == q.noun)
+        ]
+        for f in same_kind:
+            value = f.value * units.factor(f.unit, q.unit) if dim is not None and f.unit else f.value
+            if self._holds(q, value):
+                return self._out(q, "checked")
+        if same_kind:
+            said = "; ".join(
+                sorted(
+                    {
+                        f"{f.where} says {f.value:g}{' ' + str(f.unit) if f.unit else ' ' + str(f.noun) + 's'}"
+                        for f in same_kind
+                    }
+                )
+            )
+            return self._out(q, "mismatch", said, [f.where for f in same_kind])
+        what = f"of dimension {q.unit}" if dim is not None else f"counting {q.noun}s" if q.noun else "of its kind"
+        lead = "a base written in the sentence: " if base else ""
+        return self._out(q, "unchecked", f"{lead}no metric or fact {what} in reach")
+
+    def _count(self, q: Quantity) -> Verdict:
+        """A count (``16 threads``): a metric named like the noun, else a setup fact."""
+        noun = q.noun or ""
+        own = [m for m in self.ev.metrics if any(t in (noun, noun + "s", noun + "es") for t in name_key(m).split("_"))]
+        for metric in own:
+            if self._holds(q, self.ev.metrics[metric]):
+                return self._out(q, "checked")
+        fact = self._fact(q)
+        if fact.verdict != "unchecked" or not own:
+            return fact
+        said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
+        return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
+
+    def _spread(self, q: Quantity) -> Verdict:
+        """``± 0.13 GFlops/s``: a spread metric of that dimension."""
+        cands = self._of_dimension(self.ev.metrics, q, spread=True) if q.unit else []
+        if not cands:
+            cands = [m for m in self.ev.metrics if units.is_spread(m)] if q.unit is None else []
+        for metric in cands:
+            value = self._in_unit(self.ev.metrics[metric], metric, q)
+            if value is not None and self._holds(q, value):
+                return self._out(q, "checked")
+        if cands:
+            said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in cands)
+            return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
+        return self._out(q, "unchecked", "the node report has no spread metric (_std, _sd, _err) of this dimension")
+
+    def _share_of_quantity(self, q: Quantity, base: Quantity, base_verdict: Verdict) -> Verdict:
+        """``7% of the ~35 GFlops/s roofline``: 100 · own metric / that quantity, when it is a fact."""
+        if base_verdict.verdict != "checked":
+            return self._out(q, "unchecked", f"it is a share of {base.text}, which is not checked ({base_verdict.why})")
+        slack = 0.1 * abs(q.value) if base.approximate else 0.0
+        cands = self._of_dimension(self.ev.metrics, base)
+        for metric in cands:
+            value = self._in_unit(self.ev.metrics[metric], metric, base)
+            if value is not None and base.value and abs(100 * value / base.value - q.value) <= q.tolerance + slack:
+                return self._out(q, "checked")
+        if not cands:
+            return self._out(q, "unchecked", f"no metric of the dimension of {base.text} to take a share of")
+        figures = ", ".join(
+            f"{m}: {100 * value / base.value:.3g}%"
+            for m in cands
+            if base.value and (value := self._in_unit(self.ev.metrics[m], m, base)) is not None
+        )
+        return self._out(q, "mismatch", f"the share of {base.text} is {figures}", (OWN,))
+
+    def _base(self, q: Quantity) -> tuple[str | None, str | None]:
+        """The named base of a comparison: the nearest node named after it in its sentence, else
+        before it (never the claim's own node); and why there is none."""
+        lo, hi = sentence_of(self.text, q.start)
+        named = [(pos, n) for pos, n in self.mentions if lo <= pos < hi and n != self.ev.node_id]
+        after = [n for pos, n in named if pos >= q.end]
+        before = [n for pos, n in named if pos < q.start]
+        base = after[0] if after else before[-1] if before else None
+        if base is None:
+            return None, "no named base (a node id, the baseline or the parent)"
+        if base not in self.ev.ancestors:
+            lineage = ", ".join(self.ev.ancestors) or "none"
+            return None, f"its base {base} is not in {self.ev.node_id}'s lineage ({lineage})"
+        return base, None
+
+    def _compared(self, q: Quantity, base: str) -> list[str]:
+        """The metrics a comparison is about: named in its sentence (by name or by the unit of
+        another number), else, for speed words, the time metrics and the primary metric, else
+        the primary metric."""
+        lo, hi = sentence_of(self.text, q.start)
+        sentence = self.text[lo:hi]
+        words = set(re.findall(r"[a-z]+", sentence.lower()))
+        both = [m for m in self.ev.metrics if m in self.ev.ancestors[base] and not units.is_spread(m)]
+        named = [m for m in both if m in sentence or set(_stems(m)) & words]
+        for other in self.found:
+            if lo <= other.start < hi and other is not q and other.unit not in (None, "%", "x"):
+                named += [m for m in self._of_dimension({m: 0.0 for m in both}, other) if m not in named]
+        if named:
+            return named
+        primary = [self.ev.primary] if self.ev.primary in both else []
+        if q.speed:
+            timed = [m for m in both if (u := units.of_metric(m)) is not None and units.dimension(u) == "second"]
+            return timed + [p for p in primary if p not in timed]
+        return primary
+
+    def _comparison(self, q: Quantity) -> Verdict:
+        """``N x faster than node_A``, ``+38 % over node_A``, ``N % of the baseline``."""
+        base, why = self._base(q)
+        if base is None:
+            return self._out(q, "unchecked", why)
+        direction = q.direction
+        if direction is None:
+            return self._out(q, "unchecked", "a percentage with no direction (faster, lower, of, over, …)")
+        metrics = self._compared(q, base)
+        if not metrics:
+            return self._out(q, "unchecked", f"no metric to compare with {base} (name one, or set the primary metric)")
+        shown = []
+        for metric in metrics:
+            own, theirs = self.ev.metrics[metric], self.ev.ancestors[base][metric]
+            if not own or not theirs:
                 continue
-            ratio = a / b
-            if mention.unit == "x" and (
-                same(ratio, mention.value, mention.tolerance) or same(1 / ratio, mention.value, mention.tolerance)
-            ):
-                return True
-            if mention.unit == "%":
-                shares = (100 * ratio, abs(100 * (ratio - 1)), abs(100 * (1 / ratio - 1)))
-                if any(same(s, abs(mention.value), mention.tolerance) for s in shares):
-                    return True
-    return False
+            timed = (u := units.of_metric(metric)) is not None and units.dimension(u) == "second"
+            r = theirs / own if q.speed and timed else own / theirs
+            figure = _figure(q, direction, r)
+            shown.append(f"{metric} {own:g} vs {base}'s {theirs:g}: {figure:.4g}{'%' if q.unit == '%' else 'x'}")
+            stated = replace(q, value=abs(q.value)) if direction == "down" else q  # "-28 %" states a 28 % drop
+            if self._holds(stated, figure):
+                return self._out(q, "checked")
+        if not shown:
+            return self._out(q, "unchecked", f"{base}'s report has none of the compared metrics with a non-zero value")
+        return self._out(q, "mismatch", "; ".join(shown), (OWN, f"{base}'s report"))
 
 
-def check_text(text: str, evidence: Evidence) -> tuple[list[Mention], list[Miss]]:
-    """The mentions of ``text`` and those that did not hold."""
-    found, numbers = mentions(text, evidence.metrics)
-    misses = [miss for m in found if (miss := check_mention(m, numbers, evidence)) is not None]
-    return found, misses
+def _figure(q: Quantity, direction: str, r: float) -> float:
+    """The figure a comparison states, from the ratio r = node / base (speed for speed words)."""
+    if q.unit == "x":
+        return 1 / r if direction == "down" else r
+    if direction == "share":
+        return 100 * r
+    if direction == "down":
+        return 100 * (1 - r)
+    return 100 * (r - 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _stems(metric: str) -> tuple[str, ...]:
+    """The words of a metric's name that say what it measures (``time`` of ``time_s``)."""
+    skip = {"per", "flops", "gflops", "tflops", "mflops", "total", "effective", "mean", "avg", "max", "min"}
+    return tuple(t for t in name_key(metric).split("_") if len(t) >= 4 and t not in skip)
+
+
+def summarise(verdicts: list[Verdict], extra: list[Verdict] | None = None) -> dict[str, Any]:
+    """A claim's ``values`` view: its verdict, counts and every number's verdict."""
+    every = list(verdicts) + list(extra or [])
+    mismatches = [v for v in every if v.verdict == "mismatch"]
+    unchecked = [v for v in every if v.verdict == "unchecked"]
+    checked = sum(1 for v in every if v.verdict == "checked")
+    view: dict[str, Any] = {"checked": checked, "numbers": [v.as_dict() for v in every]}
+    if mismatches:
+        view["verdict"] = "mismatch"
+        view["mismatches"] = [{"value": v.text, "reason": v.why or "", "looked_in": list(v.looked)} for v in mismatches]
+    elif checked and not unchecked:
+        view["verdict"] = "checked"
+    else:
+        view["verdict"] = "unchecked"
+        view["why"] = "; ".join(f"{v.text}: {v.why}" for v in unchecked) if unchecked else "nothing numeric to check"
+    if unchecked:
+        view["unchecked"] = [{"value": v.text, "why": v.why or ""} for v in unchecked]
+    return view

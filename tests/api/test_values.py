@@ -15,31 +15,47 @@ from ledger.anchor import HeadFile
 from projections.api.access_writer import HEAD_ID
 from projections.api.reads import check_chain
 from projections.models.access_chain import GENESIS, link, seal
-from projections.models.values import Evidence, check_metric_ptr, check_text, numbers_in
+from projections.models.values import Evidence, Fact, check_claim, check_metric_ptr, numbers_in
 
 REPORT = {"GFlops_per_s": 13.64, "time_s": 0.9611, "effective_bandwidth_GB_per_s": 40.92, "accuracy": 0.913}
-PARENT = {"node_A:GFlops_per_s": 9.87}
+LINEAGE = {"root": {"GFlops_per_s": 2.41, "time_s": 5.4397}, "node_A": {"GFlops_per_s": 9.87, "time_s": 1.3282}}
+FACTS = [Fact(2.1, "gigahertz", None, "hardware_spec"), Fact(16.0, None, "thread", "run_command (OMP_NUM_THREADS)")]
+
+
+def evidence(metrics: dict[str, float] = REPORT) -> Evidence:
+    return Evidence(
+        metrics, LINEAGE, node_id="node_A1", others=frozenset({"node_B"}), facts=FACTS, primary="GFlops_per_s"
+    )
+
+
+def verdicts(text: str, metrics: dict[str, float] = REPORT) -> dict[str, str]:
+    return {v.written: v.verdict for v in check_claim(text, evidence(metrics))}
 
 
 def misses(text: str, metrics: dict[str, float] = REPORT) -> list[str]:
-    return [m.value for m in check_text(text, Evidence(metrics, PARENT))[1]]
+    return [v.text for v in check_claim(text, evidence(metrics)) if v.verdict == "mismatch"]
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "13.64 GFlops/s with 3-D blocking 32x8x64 on 16 threads",  # bare numbers and shapes are not claims
+        "13.64 GFlops/s with 3-D blocking 32x8x64 on 16 threads",  # shapes are names; the threads are a fact
         "13.6 GFlops/s",  # rounded as written
         "GFlops_per_s=13.64, time_s=0.9611",
-        "+38% over node_A",  # derived: 13.64 / 9.87 - 1
+        "+38% over node_A",  # 13.64 / 9.87 - 1, against the named base
         "1.38x node_A",
         "40.92 GB/s effective bandwidth",
+        "40920 MB/s",  # converted by pint
+        "961.1 ms per sweep",
         "accuracy 91.3%",  # a fraction written as a percentage
-        "on 256^3 with DDR4-2933 and ~35 GFlops/s peak",  # powers, part numbers, approximations
+        "on 256^3 with DDR4-2933 and 2.1 GHz cores",  # powers and part numbers are names; the clock a fact
+        "about 14 GFlops/s, under 1 s",  # approximate (10 %), a bound
+        "from 5.44 s to 0.96 s",  # the first end an ancestor's
     ],
 )
 def test_numbers_that_hold(text: str) -> None:
-    assert misses(text) == []
+    got = verdicts(text)
+    assert got and set(got.values()) == {"checked"}, got
 
 
 @pytest.mark.parametrize(
@@ -48,13 +64,33 @@ def test_numbers_that_hold(text: str) -> None:
         ("13.65 GFlops/s", "13.65 GFlops/s"),  # the report says 13.64, written to the same digits
         ("+45% over node_A", "+45%"),
         ("0.87 s per run", "0.87 s"),
-        ("accuracy 1.3", "1.3"),  # a ratio above 1
-        ("accuracy of 112%", "112%"),
-        ("warm-up took -0.4 s", "-0.4 s"),  # a negative time
+        ("accuracy 1.3", "1.3"),  # a ratio above 1 is not the report's 0.913
+        ("warm-up took -0.4 s", "-0.4 s"),
+        ("node_A1 is 13.8% faster than node_A", "13.8%"),  # the truth is +38 %
+        ("3.0x faster than node_A with 16 threads", "3.0x"),  # a bare number is never the base
+        ("about 25 GFlops/s", "25 GFlops/s"),
+        ("under 0.9 s", "0.9 s"),
+        ("9.87 GFlops/s", "9.87 GFlops/s"),  # node_A's value, and node_A is not named
+        ("on 32 threads", "32 threads"),
     ],
 )
 def test_numbers_that_do_not(text: str, bad: str) -> None:
     assert misses(text) == [bad]
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("L2_miss_ratio=0.12", "no metric 'L2_miss_ratio'"),
+        ("1.4x faster than node_B", "not in node_A1's lineage"),
+        ("a 38% gain", "no named base"),
+        ("18.2k", "a bare number"),
+        ("28 GiB of memory", "no metric or fact"),
+    ],
+)
+def test_numbers_out_of_reach_are_unchecked_with_their_reason(text: str, why: str) -> None:
+    (found,) = check_claim(text, evidence())
+    assert found.verdict == "unchecked" and why in (found.why or "")
 
 
 def test_metric_ptr_holds_within_the_coarser_precision() -> None:
@@ -68,13 +104,13 @@ def test_metric_ptr_holds_within_the_coarser_precision() -> None:
 
 def test_artifact_numbers_are_keyed_by_column_and_key() -> None:
     csv_place = numbers_in(b"TI,GFlops_per_s\n16,9.80\n32,13.64\n", "results.csv")
-    assert csv_place.by_key["gflops_per_s"] == [9.8, 13.64]
+    assert csv_place.by_key["GFlops_per_s"] == [9.8, 13.64]
     log_place = numbers_in(b"# host\nverify: max_abs_error = 0.0 OK\nn,time_s\n256,1.33\n", "run.log")
     assert log_place.by_key["time_s"] == [1.33] and log_place.by_key["max_abs_error"] == [0.0]
     json_place = numbers_in(b'{"runs": [{"loss": 0.25}, {"loss": 0.5}]}', "m.json")
     assert json_place.by_key["loss"] == [0.25, 0.5]
-    evidence = Evidence(REPORT, sources=[lambda: csv_place])
-    assert check_text("9.80 GFlops/s for TI=16", evidence)[1] == []  # found in the cited CSV only
+    found = check_claim("9.80 GFlops/s in the sweep", Evidence(REPORT, sources=[lambda: csv_place]))
+    assert [v.verdict for v in found] == ["checked"]  # found in the cited CSV only
 
 
 @settings(max_examples=300, deadline=None)

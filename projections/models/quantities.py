@@ -1,0 +1,376 @@
+"""Reading the numbers of a claim as quantities (docs/grounding.md, sections 1 and 2).
+
+Pure text work: each number that is not part of a name becomes a :class:`Quantity` with its
+value (times its suffix), the precision it was written to, its unit (by pint, see
+:mod:`projections.models.units`), a metric name or count noun beside it, a qualifier
+(approximate, or a bound), its sign, a direction when it is a change (``faster``, ``cut by``,
+``of``), and links to the other end of a range or to the quantity it is a share of. What a
+quantity must match is :mod:`projections.models.values`' business.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, replace
+
+from projections.models import units
+
+_NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
+_UNIT_WORD = re.compile(r"[A-Za-zµμ][A-Za-z0-9µμ]*(?:/[A-Za-zµμ][A-Za-z]*)?")
+_PER_WORDS = re.compile(r"([A-Za-zµμ][A-Za-z0-9µμ]*) per (second|sec|s|hour|minute|min)\b")
+_WORD = re.compile(r"[A-Za-z_][\w\-]*")
+_SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "thousand": 1e3, "million": 1e6, "billion": 1e9}
+_APPROX = (
+    "about",
+    "approximately",
+    "approx.",
+    "approx",
+    "around",
+    "roughly",
+    "nearly",
+    "almost",
+    "some",
+    "circa",
+    "ca.",
+)
+_APPROX_MARKS = ("~", "≈", "∼")
+_BOUNDS = (
+    ("less than", "<"), ("fewer than", "<"), ("below", "<"), ("under", "<"), ("no more than", "<="),
+    ("up to", "<="), ("at most", "<="), ("within", "<="), ("<=", "<="), ("≤", "<="), ("<", "<"),
+    ("more than", ">"), ("greater than", ">"), ("higher than", ">"), ("above", ">"), ("over", ">"),
+    ("exceeding", ">"), ("beyond", ">"), ("no less than", ">="), ("at least", ">="), (">=", ">="), ("≥", ">="),
+    (">", ">"),
+)  # fmt: skip
+_SPREAD_MARKS = ("±", "+/-", "+-", "plus or minus")
+_UP = {
+    "faster", "quicker", "speedup", "speed-up", "higher", "more", "greater", "larger", "better", "improvement",
+    "improvements", "improves", "improved", "gain", "gains", "increase", "increases", "increased", "over", "above",
+    "up", "boost", "rise", "rises", "raises", "ahead",
+}  # fmt: skip
+_DOWN = {
+    "slower", "lower", "less", "fewer", "smaller", "worse", "reduction", "reduces", "reduced", "decrease",
+    "decreases", "decreased", "drop", "drops", "dropped", "loss", "below", "under", "down", "cut", "cuts",
+    "behind", "regression", "slowdown", "shorter",
+}  # fmt: skip
+_SPEED = {"faster", "quicker", "slower", "speedup", "speed-up", "slowdown"}
+_BY_VERBS_UP = {
+    "improves",
+    "improved",
+    "increases",
+    "increased",
+    "rises",
+    "rose",
+    "grows",
+    "grew",
+    "up",
+    "raises",
+    "gains",
+}
+_BY_VERBS_DOWN = {"cut", "cuts", "reduced", "reduces", "drops", "dropped", "fell", "falls", "decreased", "decreases", "down", "lowers", "lowered", "shrinks"}  # fmt: skip
+_NOUNS = {
+    "thread", "core", "cpu", "gpu", "socket", "node", "rank", "process", "worker", "repetition", "rep", "run",
+    "trial", "seed", "sweep", "iteration", "step", "epoch", "sample", "layer", "point", "element", "batch", "task",
+    "job", "channel", "head", "token", "parameter", "experiment", "configuration", "variant", "dimm", "device",
+    "instance", "query", "request", "file", "line", "byte", "grid", "block", "tile", "lane", "register",
+}  # fmt: skip
+BASE_WORDS = {"baseline": "root", "root": "root", "parent": "parent"}
+_SENTENCE_END = re.compile(r"[.;!?](?:\s|$)|\n")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One number of a claim, as read (see the module docstring)."""
+
+    written: str  # the digits as written: "828.7", "1,234.5", "18.2"
+    text: str  # the quantity as read: "828.7 ms"
+    start: int
+    end: int
+    value: float  # signed, times its suffix
+    tolerance: float  # half a unit of the last digit written, times the suffix
+    unit: str | None = None  # a pint unit, "%" or "x"
+    name: str | None = None  # a metric name written beside it (as written)
+    explicit_name: bool = False  # written as name=value, name: value or a snake_case word
+    noun: str | None = None  # a count noun ("thread")
+    qualifier: str = "exact"  # exact, approx, <, <=, >, >=
+    signed: bool = False
+    spread: bool = False  # "± 0.13"
+    direction: str | None = None  # up, down, share (a change or a ratio)
+    speed: bool = False  # the direction is about speed (faster, slower, speedup)
+    range_with: int | None = None  # the index of the other end of a range
+    range_first: bool = False
+    from_range: bool = False  # "from A to B": A may be an ancestor's
+    of_quantity: int | None = None  # "N % of Q": Q's index
+    base_of_share: bool = False  # Q itself
+
+    @property
+    def approximate(self) -> bool:
+        return self.qualifier == "approx"
+
+    @property
+    def bound(self) -> bool:
+        return self.qualifier in ("<", "<=", ">", ">=")
+
+    @property
+    def change(self) -> bool:
+        return self.unit in ("%", "x")
+
+
+def read(text: str, metric_names: frozenset[str] = frozenset()) -> list[Quantity]:
+    """The quantities of ``text``, in order; ``metric_names`` are the report's (normalised by
+    :func:`name_key`), so a metric named beside a number is recognised."""
+    found: list[Quantity] = []
+    spans: list[tuple[int, int]] = []  # the number tokens, for ranges
+    for m in _NUM.finditer(text):
+        q = _quantity(text, m, metric_names, spans)
+        if q is not None:
+            found.append(q)
+            spans.append((m.start(), m.end()))
+    return _link(text, found)
+
+
+def _quantity(text: str, m: re.Match[str], names: frozenset[str], spans: list[tuple[int, int]]) -> Quantity | None:
+    raw, start, end = m.group(), m.start(), m.end()
+    signed = raw[0] in "+-−"
+    prev = text[start - 1] if start else " "
+    if signed:
+        if prev.isdigit() and spans and spans[-1][1] == start and raw[0] in "-−":
+            raw, start, signed = raw[1:], start + 1, False  # 15.4-15.9: a range, not a sign
+        elif prev.isalnum() or prev in "_.":
+            return None  # DDR4-2933, AVX-512: a name
+    elif prev.isalnum() or prev in "_.^/×\\#":
+        return None  # node_A2, v0.6, 16x64's second half
+    nxt, after = text[end : end + 1], text[end + 1 : end + 2]
+    if nxt == "^" or (nxt in "xX×" and after.isdigit()) or (nxt == "." and after.isdigit()):
+        return None  # 256^3, 16x64, 12.2.0
+    if nxt == "-" and after.isalpha():
+        word = re.match(r"[A-Za-z]+", text[end + 1 :])
+        noun = count_noun(word.group()) if word else None
+        if noun is None:
+            return None  # 3-D, 2-way: a name
+        digits = raw.lstrip("+-−")
+        return _before(
+            text,
+            Quantity(digits, raw, start, end, float(digits.replace(",", "")), _tolerance(digits), noun=noun),
+            names,
+        )
+    digits = raw.lstrip("+-−")
+    value = float(digits.replace(",", ""))
+    if raw[0] in "-−":
+        value = -value
+    tol = _tolerance(digits)
+    q = Quantity(digits, raw, start, end, value, tol, signed=signed)
+    read_after = _after(text, q, names)
+    return _before(text, read_after, names) if read_after is not None else None
+
+
+def _tolerance(digits: str) -> float:
+    mantissa, _, exponent = digits.replace(",", "").lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0)) * (1 + 1e-9)
+
+
+def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
+    """The suffix, unit, metric name or noun after the number (glued or after one space)."""
+    pos = q.end
+    glued = pos < len(text) and (text[pos].isalpha() or text[pos] in "%×µμ")
+    rest = text[pos:]
+    lead = len(rest) - len(rest.lstrip(" \u00a0\u202f"))
+    if lead > 1:
+        lead = 1 if rest[:1] == " " else lead
+    rest = rest[lead:]
+    # a suffix: 18.2k, 1.2M, 3 million
+    for word, mult in _SUFFIXES.items():
+        if rest.startswith(word) and not rest[len(word) : len(word) + 1].isalpha():
+            if len(word) == 1 and lead:
+                break  # "18.2 k" is not written; "16 M" reads as a unit below
+            scaled = replace(q, value=q.value * mult, tolerance=q.tolerance * mult)
+            after_suffix = q.end + lead + len(word)
+            q = replace(scaled, end=after_suffix, text=text[q.start : after_suffix])
+            rest = text[after_suffix:]
+            lead = 1 if rest[:1] == " " else 0
+            rest = rest[lead:]
+            glued = False
+            break
+    if rest.startswith("%") or re.match(r"(percent|per cent|pct)\b", rest):
+        n = 1 if rest.startswith("%") else len(re.match(r"(percent|per cent|pct)", rest).group())  # type: ignore[union-attr]
+        return replace(q, unit="%", end=q.end + lead + n, text=text[q.start : q.end + lead + n])
+    xm = re.match(r"(?:[x×X](?![A-Za-z0-9])|times\b|-fold\b|fold\b)", rest)
+    if xm:
+        stop = q.end + lead + xm.end()
+        return replace(q, unit="x", end=stop, text=text[q.start : stop])
+    pm = _PER_WORDS.match(rest)
+    um = _UNIT_WORD.match(rest)
+    if pm:
+        unit = units.parse(f"{pm.group(1)}/{pm.group(2)}")
+        if unit is not None:
+            stop = q.end + lead + pm.end()
+            return replace(q, unit=unit, end=stop, text=text[q.start : stop])
+    if um:
+        word = um.group()
+        unit = units.parse(word)
+        if unit is None and "/" in word:
+            unit = units.parse(word.split("/")[0])
+            word = word.split("/")[0] if unit else word
+        if unit is not None:
+            stop = q.end + lead + len(word)
+            return replace(q, unit=unit, end=stop, text=text[q.start : stop])
+        key = name_key(word)
+        if key in names:
+            stop = q.end + lead + len(word)
+            return replace(q, name=word, end=stop, text=text[q.start : stop])
+        noun, stop = count_noun(word), q.end + lead + len(word)
+        if noun is None and not glued:  # "100 Jacobi sweeps": a noun after one word
+            nm = re.match(r"[A-Za-z\-]+ ([A-Za-z]+)", rest)
+            noun, stop = (count_noun(nm.group(1)), q.end + lead + nm.end()) if nm else (None, stop)
+        if noun is not None:
+            return replace(q, noun=noun, end=stop, text=text[q.start : stop])
+        if glued:
+            return None  # 3D, 2nd, 4th: part of a word
+    elif glued:
+        return None
+    return q
+
+
+def count_noun(word: str) -> str | None:
+    """The count noun a word is (``threads`` → ``thread``), or None."""
+    low = word.lower()
+    for cand in (low, low[:-1] if low.endswith("s") else low, low[:-2] if low.endswith("es") else low):
+        if cand in _NOUNS:
+            return cand
+    return None
+
+
+def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
+    """The qualifier, bound, sign of a spread and metric name before the number."""
+    before = text[max(0, q.start - 60) : q.start]
+    stripped = before.rstrip()
+    low = stripped.lower()
+    if stripped.endswith(_SPREAD_MARKS) or q.text.startswith("±"):
+        q = replace(q, spread=True)
+    elif stripped.endswith(_APPROX_MARKS) or _ends_with_word(low, _APPROX):
+        q = replace(q, qualifier="approx")
+    elif q.unit is not None and q.unit not in ("%", "x"):  # "over 5 repetitions" is across five, not a bound
+        for words, op in _BOUNDS:
+            if _ends_with_word(low, (words,)):
+                q = replace(q, qualifier=op)
+                break
+    name, explicit = _name_before(stripped)
+    if name is not None and q.name is None:
+        key = name_key(name)
+        if key in names or (explicit and q.unit is None and q.noun is None):
+            q = replace(q, name=name, explicit_name=explicit)
+    return q
+
+
+def _ends_with_word(low: str, words: tuple[str, ...]) -> bool:
+    for w in words:
+        if low.endswith(w) and (len(low) == len(w) or not low[-len(w) - 1].isalnum() or not w[0].isalnum()):
+            return True
+    return False
+
+
+def _name_before(before: str) -> tuple[str | None, bool]:
+    """The word just before a number past a link (``GFlops_per_s=``, ``time_s:``, ``accuracy of``),
+    and whether it was written as a name (``=``/``:`` or snake_case)."""
+    explicit = False
+    for link in ("=", ":", " of", " is", " was", " at", " reaches", " reached"):
+        if before.endswith(link):
+            explicit = link in ("=", ":")
+            before = before[: -len(link)].rstrip()
+            break
+    i = len(before)
+    while i and (before[i - 1].isalnum() or before[i - 1] == "_"):
+        i -= 1
+    word = before[i:]
+    if not word or word[0].isdigit():
+        return None, False
+    return word, explicit
+
+
+@functools.lru_cache(maxsize=8192)
+def name_key(name: str) -> str:
+    """A metric name as words (``GFlops_per_s`` and ``gflops per s`` alike)."""
+    spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", name.replace("/", " per ").replace("µ", "u"))
+    return "_".join(t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t)
+
+
+def _link(text: str, found: list[Quantity]) -> list[Quantity]:
+    """Ranges (``a–b``, ``between a and b``, ``from a to b``), shares (``N % of Q``) and the
+    direction of every change."""
+    out = list(found)
+    for i in range(len(out) - 1):
+        a, b = out[i], out[i + 1]
+        gap = text[a.end : b.start]
+        head = text[max(0, a.start - 40) : a.start].lower()
+        is_range = False
+        from_range = False
+        dashed = re.fullmatch(r"\s*[-–—]\s*", gap) or re.fullmatch(r"\s*-\s*", text[a.start + len(a.written) : b.start])
+        if dashed or (re.fullmatch(r"\s+and\s+", gap) and re.search(r"\bbetween\s*$", head)):
+            is_range = True
+        elif re.fullmatch(r"\s+to\s+", gap) and re.search(r"\bfrom\b[^.;]*$", head):
+            is_range, from_range = True, True
+        if b.spread and re.fullmatch(r"\s*(?:±|\+/-|\+-|plus or minus)\s*", gap):
+            if a.unit is None and a.name is None and b.unit is not None:
+                out[i] = replace(a, unit=b.unit, text=f"{a.text} {b.unit}")
+            continue
+        if not is_range or a.change or b.change:
+            continue
+        if a.unit is None and a.name is None and a.noun is None and b.unit is not None:
+            a = replace(a, unit=b.unit)
+        out[i] = replace(a, range_with=i + 1, range_first=True, from_range=from_range)
+        out[i + 1] = replace(b, range_with=i, from_range=from_range)
+    for i, q in enumerate(out):
+        if q.unit not in ("%", "x") or q.name is not None:
+            continue
+        direction, speed = _direction(text, q)
+        of = None
+        if direction == "share" and q.unit == "%":
+            tail = text[q.end : q.end + 40]
+            om = re.match(r"\s+of\s+(?:the\s+|a\s+|an\s+)?(?:[~≈]\s*|about\s+|roughly\s+)?", tail)
+            nxt = out[i + 1] if i + 1 < len(out) else None
+            if om and nxt is not None and nxt.start == q.end + om.end() and nxt.unit not in (None, "%", "x"):
+                of = i + 1
+                out[i + 1] = replace(nxt, base_of_share=True)
+        out[i] = replace(q, direction=direction, speed=speed, of_quantity=of)
+    return out
+
+
+def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
+    """up, down or share, and whether it is about speed, from the words around a change."""
+    after = text[q.end : q.end + 40].lower()
+    after_words = _WORD.findall(re.split(r"[,;:()\[\]]", after)[0])[:3]
+    before = text[max(0, q.start - 30) : q.start].lower()
+    before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-3:]
+    speed = any(w in _SPEED for w in after_words[:2] + before_words)
+    if q.signed:
+        return ("down" if q.value < 0 else "up"), speed
+    if before_words[-1:] == ["by"] and len(before_words) >= 2:
+        verb = before_words[-2]
+        if verb in _BY_VERBS_DOWN or verb in _DOWN:
+            return "down", speed
+        if verb in _BY_VERBS_UP or verb in _UP:
+            return "up", speed
+    for w in after_words[:2]:
+        if w in _DOWN:
+            return "down", speed
+        if w in _UP:
+            return "up", speed
+        if w in ("of", "the", "that", "vs", "versus", "relative", "compared", "against"):
+            return "share", speed
+    if any(w in ("speedup", "speed-up") for w in before_words):
+        return "up", True
+    if q.unit == "x":
+        return "share", speed
+    return None, speed
+
+
+def sentence_of(text: str, pos: int) -> tuple[int, int]:
+    """The span of the sentence around ``pos``."""
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        if m.end() <= pos:
+            start = m.end()
+        elif m.start() >= pos:
+            return start, m.start()
+    return start, len(text)

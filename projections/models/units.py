@@ -1,0 +1,164 @@
+"""Units, by pint: what a unit written in a claim or a metric's name means, and conversion.
+
+The registry is pint's own definitions plus one dimension pint lacks, floating-point
+operations (``flop``; ``FLOPS`` = flop per second). It is built once per process, and only
+when a claim is checked (about half a second): hooks that never ground a claim never pay it.
+Two units are comparable when their root units are equal (``GB/s`` and ``MiB/s`` are;
+``GB/s`` and ``GHz`` are not, although pint counts bytes as dimensionless).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from typing import Any
+
+_LOCK = threading.Lock()
+_FLOPS = re.compile(r"^([kKMGTPE]?)(flop|FLOP|Flop)(s|S)?(/s)?$")
+_BITS = re.compile(r"^([kKMGT])b(/s|ps)?$")
+_LOWER_BYTES = re.compile(r"^([kmgt])b(/s)?$")
+# English words pint also knows as units: never read as one after a number
+_NOT_UNITS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "by",
+        "d",
+        "for",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "per",
+        "than",
+        "the",
+        "to",
+        "vs",
+        "was",
+        "we",
+        "with",
+        "x",
+        "t",
+        "l",
+        "g",
+        "b",
+        "c",
+        "e",
+        "k",
+        "m",
+        "point",
+        "points",
+        "percent",
+        "pct",
+        "count",
+        "counts",
+        "fold",
+        "times",
+        "fps",
+    ]
+)
+_SPREAD_WORDS = frozenset({"std", "stddev", "stdev", "sd", "sem", "err", "ci", "var", "spread", "jitter"})
+
+
+@functools.lru_cache(maxsize=1)
+def registry() -> Any:
+    """The process's unit registry (pint), with ``flop``."""
+    with _LOCK:
+        import pint
+
+        ureg: Any = pint.UnitRegistry(cache_folder=None)
+        ureg.define("flop = [floating_point_operation] = FLOP")
+        return ureg
+
+
+def _normalise(word: str) -> str:
+    """``GFlops/s``, ``GFLOP/s``, ``Gflop/s`` and ``GFLOPS`` as pint reads them."""
+    word = word.replace("µ", "u").replace("μ", "u").strip()
+    m = _FLOPS.match(word)
+    if m:
+        prefix = m.group(1)
+        prefix = "k" if prefix == "K" else prefix
+        # GFLOPS, GFlops, FLOPS: a rate; Gflop/s, GFlops/s: a rate; flop, flops: a count
+        per_second = m.group(4) or (m.group(3) and (prefix or m.group(2) == "FLOP"))
+        return f"{prefix}flop" + ("/s" if per_second else "")
+    m = _LOWER_BYTES.match(word)
+    if m:  # kb, mb, gb as ARI's mem_total_kb writes them: bytes (pint reads kb as kilobarn)
+        return f"{m.group(1).replace('m', 'M').replace('g', 'G').replace('t', 'T')}B" + (m.group(2) or "")
+    m = _BITS.match(word)
+    if m:  # Gb/s, Gbps: bits (pint reads Gb as gilbert)
+        return f"{m.group(1).replace('K', 'k')}bit" + ("/s" if m.group(2) else "")
+    if word.startswith("K") and word[1:2] in ("B", "i"):
+        word = "k" + word[1:]  # KB, KiB: kilo, not kelvin
+    return word
+
+
+@functools.lru_cache(maxsize=4096)
+def parse(word: str) -> str | None:
+    """The canonical unit a written word names (``'GFlops/s'`` → ``'gigaflop / second'``), or None
+    when it is not a unit of a measured quantity (plain words, counts, dimensionless ratios)."""
+    if not word or word.lower() in _NOT_UNITS or not re.match(r"^[A-Za-zµμ]", word):
+        return None
+    ureg = registry()
+    try:
+        unit = ureg.parse_units(_normalise(word))
+    except Exception:  # pint raises several kinds for words it does not know
+        return None
+    root = ureg.Quantity(1, unit).to_root_units()
+    if not str(root.units) or str(root.units) == "dimensionless":
+        return None  # a count, a ratio, a percentage: not a unit here
+    return str(unit)
+
+
+@functools.lru_cache(maxsize=4096)
+def dimension(unit: str) -> str:
+    """What makes two units comparable: their root units (``'bit / second'``)."""
+    ureg = registry()
+    return str(ureg.Quantity(1, unit).to_root_units().units)
+
+
+@functools.lru_cache(maxsize=4096)
+def factor(unit: str, to: str) -> float:
+    """How many ``to`` one ``unit`` is (``factor('millisecond', 'second')`` = 0.001)."""
+    ureg = registry()
+    return float(ureg.Quantity(1.0, unit).to(to).magnitude)
+
+
+@functools.lru_cache(maxsize=4096)
+def of_metric(name: str) -> str | None:
+    """The unit a metric's name ends in (``time_s`` → second, ``effective_bandwidth_GB_per_s`` →
+    gigabyte / second, ``GFlops_per_s_std`` → gigaflop / second), or None."""
+    parts = [p for p in re.split(r"[_\s]+", name) if p]
+    while parts and parts[-1].lower() in _SPREAD_WORDS:
+        parts.pop()
+    for start in range(len(parts)):
+        tail = parts[start:]
+        if tail[0].lower() == "per" or (start and parts[start - 1].lower() == "per"):
+            continue  # a denominator alone is not the metric's unit (samples_per_s is not seconds)
+        unit = parse(_join_per(tail))
+        if unit is not None:
+            return unit
+    return None
+
+
+def _join_per(parts: list[str]) -> str:
+    """``['GB', 'per', 's']`` → ``'GB/s'``."""
+    out: list[str] = []
+    for p in parts:
+        if p.lower() == "per":
+            out.append("/")
+        else:
+            if out and out[-1] != "/":
+                out.append("*")
+            out.append(p)
+    return "".join(out)
+
+
+def is_spread(name: str) -> bool:
+    """A metric that measures a spread (``GFlops_per_s_std``), not a value."""
+    return any(p.lower() in _SPREAD_WORDS for p in re.split(r"[_\s]+", name))
