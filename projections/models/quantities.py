@@ -74,6 +74,21 @@ _NOUNS = {
     "job", "channel", "head", "token", "parameter", "experiment", "configuration", "variant", "dimm", "device",
     "instance", "query", "request", "file", "line", "byte", "grid", "block", "tile", "lane", "register",
 }  # fmt: skip
+_FUNCTION_WORDS = {
+    "was",
+    "has",
+    "this",
+    "thus",
+    "less",
+    "does",
+    "goes",
+    "yes",
+    "whereas",
+    "always",
+    "perhaps",
+    "its",
+    "times",
+}
 BASE_WORDS = {"baseline": "root", "root": "root", "parent": "parent"}
 _SENTENCE_END = re.compile(r"[.;!?](?:\s|$)|\n")
 
@@ -143,7 +158,9 @@ def _quantity(text: str, m: re.Match[str], names: frozenset[str], spans: list[tu
     nxt, after = text[end : end + 1], text[end + 1 : end + 2]
     if nxt == "^" or (nxt in "xX×" and after.isdigit()) or (nxt == "." and after.isdigit()):
         return None  # 256^3, 16x64, 12.2.0
-    if nxt == "-" and after.isalpha():
+    if nxt == "-" and text[end + 1 : end + 5] == "fold" and not text[end + 5 : end + 6].isalpha():
+        pass  # 6.6-fold: a ratio, read below
+    elif nxt == "-" and after.isalpha():
         word = re.match(r"[A-Za-z]+", text[end + 1 :])
         noun = count_noun(word.group()) if word else None
         if noun is None:
@@ -233,12 +250,20 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
 
 
 def count_noun(word: str) -> str | None:
-    """The count noun a word is (``threads`` → ``thread``), or None."""
+    """The count noun a word is (``threads`` → ``thread``, ``planes`` → ``plane``), or None: a
+    known noun, or any plain plural that is not a function word."""
     low = word.lower()
     for cand in (low, low[:-1] if low.endswith("s") else low, low[:-2] if low.endswith("es") else low):
         if cand in _NOUNS:
             return cand
-    return None
+    plural = (
+        word.isalpha()
+        and word.islower()
+        and len(low) >= 4
+        and low.endswith("s")
+        and not low.endswith(("ss", "us", "is"))
+    )
+    return low[:-1] if plural and low not in _FUNCTION_WORDS else None
 
 
 def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
@@ -345,12 +370,12 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     speed = any(w in _SPEED for w in after_words[:2] + before_words)
     if q.signed:
         return ("down" if q.value < 0 else "up"), speed
-    if before_words[-1:] == ["by"] and len(before_words) >= 2:
-        verb = before_words[-2]
-        if verb in _BY_VERBS_DOWN or verb in _DOWN:
-            return "down", speed
-        if verb in _BY_VERBS_UP or verb in _UP:
-            return "up", speed
+    if before_words[-1:] == ["by"]:  # "cut by", "reduces runtime by", "improves throughput by"
+        for verb in reversed(before_words[:-1]):
+            if verb in _BY_VERBS_DOWN or verb in _DOWN:
+                return "down", speed
+            if verb in _BY_VERBS_UP or verb in _UP:
+                return "up", speed
     for w in after_words[:2]:
         if w in _DOWN:
             return "down", speed

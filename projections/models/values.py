@@ -359,11 +359,11 @@ class _Checker:
         if q.qualifier == "<":
             return target < v
         if q.qualifier == "<=":
-            return target <= v + q.tolerance
+            return target <= v
         if q.qualifier == ">":
             return target > v
         if q.qualifier == ">=":
-            return target >= v - q.tolerance
+            return target >= v
         tol = max(q.tolerance, 0.1 * abs(v)) if q.approximate else q.tolerance
         return abs(target - v) <= tol + 1e-12 * abs(target)
 
@@ -425,36 +425,86 @@ class _Checker:
         a named ancestor's, the verified artifacts' columns of its unit, or a fact."""
         assert q.unit is not None
         own = self._of_dimension(self.ev.metrics, q)
-        for metric in own:
-            value = self._in_unit(self.ev.metrics[metric], metric, q)
-            if value is not None and self._holds(q, value):
-                return self._range_problem(q, metric) or self._out(q, "checked")
         if q.bound:
+            for metric in own:
+                value = self._in_unit(self.ev.metrics[metric], metric, q)
+                if value is not None and self._holds(q, value):
+                    return self._range_problem(q, metric) or self._out(q, "checked")
             if own:
                 said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
                 return self._out(q, "mismatch", f"the bound does not hold: the node report says {said}", (OWN,))
             return self._out(q, "unchecked", f"no metric of this dimension ({q.unit}) decides the bound")
+        found, looked = self._value_found(q, own)
+        if found is not None:
+            return found
+        fact = self._fact(q)
+        if fact.verdict == "checked":
+            return fact
+        outside = self._named_outside(q)
+        if outside:
+            lineage = ", ".join(self.ev.ancestors) or "none"
+            why = f"the sentence names {', '.join(outside)}, outside {self.ev.node_id}'s lineage ({lineage})"
+            return self._out(q, "unchecked", why)
+        if not own:
+            measured = any(self._of_dimension(m, q) for m in self.ev.ancestors.values())
+            if measured or not self.ev.metrics:  # a metric's dimension, but not this node's: no fact decides it
+                where = f"{self.ev.node_id}'s report" if self.ev.node_id else "the node report"
+                return self._out(q, "unchecked", f"{where} has no metric of dimension {q.unit}")
+            return fact
+        around = self._around(q, own)
+        if around is not None:
+            return around
+        said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
+        return self._out(q, "mismatch", f"no value in reach equals it: the node report says {said}", looked)
+
+    def _value_found(self, q: Quantity, own: list[str]) -> tuple[Verdict | None, list[str]]:
+        """``checked`` when a value in reach equals the quantity: the own report's, a named
+        ancestor's (any ancestor's for the first end of ``from A to B``), a verified artifact's."""
+        for metric in own:
+            value = self._in_unit(self.ev.metrics[metric], metric, q)
+            if value is not None and self._holds(q, value):
+                return self._range_problem(q, metric) or self._out(q, "checked"), []
         nodes = list(self.ev.ancestors) if q.from_range and q.range_first else self._named_nodes(q)
         for node in nodes:
             metrics = self.ev.ancestors[node]
             for metric in self._of_dimension(metrics, q):
                 value = self._in_unit(metrics[metric], metric, q)
                 if value is not None and self._holds(q, value):
-                    return self._out(q, "checked")
+                    return self._out(q, "checked"), []
         looked = [OWN] + [f"{n}'s report" for n in nodes]
         for place in self.ev.places if own or not self.ev.facts else []:
             for key, values in place.by_key.items():
                 unit = units.of_metric(key)
-                if unit is None or units.dimension(unit) != units.dimension(q.unit):
+                if unit is None or q.unit is None or units.dimension(unit) != units.dimension(q.unit):
                     continue
                 looked.append(f"{place.where} ({key})")
                 if any(self._holds(q, v * units.factor(unit, q.unit)) for v in values):
-                    return self._out(q, "checked")
-        fact = self._fact(q)
-        if fact.verdict == "checked" or not own:
-            return fact
-        said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
-        return self._out(q, "mismatch", f"no value in reach equals it: the node report says {said}", looked)
+                    return self._out(q, "checked"), []
+        return None, looked
+
+    def _around(self, q: Quantity, own: list[str]) -> Verdict | None:
+        """``between 0.8 and 0.9 s`` when neither end is a value of the run but the own value lies
+        inside: a range *around* the value, said ``unchecked`` (its ends are nobody's numbers)."""
+        if q.range_with is None or q.from_range or q.unit is None:
+            return None
+        other = self.found[q.range_with]
+        if other.unit is None or other.unit in ("%", "x") or self._value_found(other, own)[0] is not None:
+            return None  # the other end is a value: this one had to be one too
+        low, high = sorted((q.value, other.value * units.factor(other.unit, q.unit)))
+        for metric in own:
+            value = self._in_unit(self.ev.metrics[metric], metric, q)
+            if value is not None and low <= value <= high:
+                return self._out(
+                    q,
+                    "unchecked",
+                    f"a range around {metric}={self.ev.metrics[metric]!r}: its ends are not values of the run",
+                )
+        return None
+
+    def _named_outside(self, q: Quantity) -> list[str]:
+        """Nodes outside the lineage that the quantity's sentence names."""
+        lo, hi = sentence_of(self.text, q.start)
+        return list(dict.fromkeys(n for pos, n in self.mentions if lo <= pos < hi and n in self.ev.others))
 
     def _fact(self, q: Quantity, base: bool = False) -> Verdict:
         """A hardware or setup fact: a number of the same unit or noun in the run's own words."""
@@ -552,7 +602,7 @@ class _Checker:
         sentence = self.text[lo:hi]
         words = set(re.findall(r"[a-z]+", sentence.lower()))
         both = [m for m in self.ev.metrics if m in self.ev.ancestors[base] and not units.is_spread(m)]
-        named = [m for m in both if m in sentence or set(_stems(m)) & words]
+        named = [m for m in both if m in sentence or any(stem in word for stem in _stems(m) for word in words)]
         for other in self.found:
             if lo <= other.start < hi and other is not q and other.unit not in (None, "%", "x"):
                 named += [m for m in self._of_dimension({m: 0.0 for m in both}, other) if m not in named]
