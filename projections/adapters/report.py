@@ -194,6 +194,7 @@ def _node_svg(node: Mapping[str, Any], x: float, y: float, on_lineage: bool, bes
         classes += " proof-failed"
     tip = f"{node_id} — {label}, {status}"
     tip += (f", {metric}" if metric else "") + (f"; {counts}" if counts else "")
+    tip += f" — {node['failure']}" if status == "failed" and node.get("failure") else ""
     halo = (
         f'<rect class="halo" x="-5" y="-5" width="{NODE_W + 10}" height="{NODE_H + 10}" rx="13"/>'
         if on_lineage or best
@@ -254,6 +255,7 @@ def _details(node: Mapping[str, Any]) -> dict[str, Any]:
         "id": str(node["node_id"]),
         "label": str(node.get("label") or "other"),
         "status": _status(node),
+        "failure": str(node.get("failure") or ""),
         "metric": _metric(node.get("headline_metric")),
         "counts": _counts(node.get("memory_counts") or {}),
         "claims": [
@@ -264,7 +266,8 @@ def _details(node: Mapping[str, Any]) -> dict[str, Any]:
                 "repro": str(c.get("repro_status") or "unverified"),
                 "usable": bool(c.get("usable")),
                 "proof": str(c.get("proof") or ""),
-                "why": [str(w) for w in c.get("proof_failures") or []],
+                "why": [str(w) for w in c.get("proof_failures") or []]
+                + [str(x.get("text", "")) for x in c.get("exclusions") or [] if isinstance(x, Mapping)],
             }
             for c in node.get("claims") or []
         ],
@@ -504,6 +507,7 @@ _JS = """
     sub.append(d.label + " · ", el("span", "status status-" + d.status, d.status));
     if (d.metric) sub.append(" · " + d.metric);
     parts.push(sub);
+    if (d.failure) parts.push(el("p", "why", d.failure));
     if (d.counts) parts.push(el("p", "sub", d.counts));
 
     parts.push(el("h3", null, "Claims (" + d.claims.length + ")"));

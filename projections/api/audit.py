@@ -25,6 +25,26 @@ STATUSES: tuple[str, ...] = get_args(AuditStatus)
 VALUE_VERDICTS = ("checked", "unchecked", "mismatch")
 
 
+def check_run(session: Session, experiments_root: str | Path, run_id: str, field: str = "run_id") -> str:
+    """``run_id`` when it names a run: a directory under the experiments root that entries of
+    the log point into. Else InvalidInput naming the run id and where it was looked for (an
+    audit of a run nobody recorded would find nothing, and say all is well)."""
+    check_run_id(run_id)  # a path is malformed, whoever passed it
+    work = Path(experiments_root) / run_id
+    with session.reading() as catalog:
+        named = any(
+            (pair := run_and_node(e.metadata.get("node_report_ref"))) is not None and pair[0] == run_id
+            for e in catalog.entries.values()
+        )
+    if not work.is_dir() and not named:
+        raise InvalidInput(field, f"no run {run_id!r}: no directory {work}, and no entry of the log names it")
+    if not work.is_dir():
+        raise InvalidInput(field, f"run {run_id!r} has no directory {work} (entries of the log name it: wrong root?)")
+    if not named:
+        raise InvalidInput(field, f"no entry of the log names run {run_id!r} (its directory {work} exists)")
+    return run_id
+
+
 def is_claim(entry: Entry) -> bool:
     """What states a result: typed results and claims, anything with a metric_ptr, and the
     ``RESULT SUMMARY`` note ARI's loop writes per node."""
@@ -48,8 +68,10 @@ class Audit:
             check_run_id(run_id)
         with self.session.reading() as catalog:
             entries = list(catalog.entries.values())
+            seed = catalog.context()
             chain = self.session.ledger.verify()
-        grounding = Grounding([root])
+        experiment = dict(seed.context) if seed else {}  # its facts and primary metric ground claims too
+        grounding = Grounding([root], experiment.get("metric_ranges"), experiment)
         grounding.learn(entries)
         seen: dict[tuple[Any, ...], AuditRow] = {}
         values: list[ValueRow] = []

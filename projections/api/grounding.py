@@ -99,8 +99,8 @@ class Grounding:
         its node's report."""
         for entry in entries:
             ref = entry.metadata.get("node_report_ref")
-            if isinstance(ref, Mapping) and run_and_node(ref) is not None:
-                self._runs.setdefault(entry.node_id, ref)
+            if isinstance(ref, Mapping) and run_and_node(ref) is not None and ref.get("node_id") == entry.node_id:
+                self._runs.setdefault(entry.node_id, ref)  # a borrowed report is never its node's
             digest = entry.body.get("report_hash")
             if isinstance(digest, str):
                 self._consolidated.setdefault(entry.node_id, set()).add(digest)

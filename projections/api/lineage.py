@@ -1,8 +1,10 @@
 """The lineage of a checkpoint: its tree, with per-node memory counts, metrics and claims.
 
-One data structure feeds the ``tree`` command, the HTML report (R30) and the demo. Status
-comes from the node's newest consolidated outcome (experiment_result or failure_case), the
-headline metric from its node_report.json when an experiments directory is given.
+One data structure feeds the ``tree`` command, the HTML report (R30) and the demo. Status is
+the node's own verdict (:func:`projections.api.verified.node_verdict`: its node_report.json
+when an experiments directory is given, else its newest RESULT SUMMARY, else its newest
+outcome): ``failed``, with the reason in ``failure``, when it judged its result unsuccessful —
+then none of its claims is usable. The headline metric comes from its node_report.json.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import Grounding
 from projections.api.prove import ClaimProof, Proof
-from projections.api.verified import VERIFIED_CONTEXT_NAME, repro_events, verified_context
+from projections.api.verified import VERIFIED_CONTEXT_NAME, node_verdict, repro_events, verified_context
 from projections.api.views import research_view
 
 
@@ -30,10 +32,13 @@ def lineage_data(
     """Everything the tree views show, computed from the log (and the reports, if given); with
     a ``proof``, each claim it traced carries its verdict and reasons."""
     traced = {c.entry_id: c for c in proof.claims} if proof is not None else {}
-    grounding = Grounding([experiments_root] if experiments_root is not None else [])
+    experiment = backend.get_experiment_context()
+    grounding = Grounding(
+        [experiments_root] if experiments_root is not None else [], experiment.get("metric_ranges"), experiment
+    )
     backend.health()  # fold the tail
     catalog = backend.session.projector.catalog
-    primary = backend.get_experiment_context().get("primary_metric")
+    primary = experiment.get("primary_metric")
     verified = _read_verified(backend.checkpoint_dir)
     repro = repro_events(catalog)  # once for the whole tree, not once per node
     order = list(catalog.nodes) + [n for n in catalog.by_node if n not in catalog.nodes]
@@ -45,18 +50,16 @@ def lineage_data(
         gone = [r for r in catalog.redacted.values() if r.node_id == nid and r.type == "memory_added"]
         if gone:  # a redacted entry keeps its place in the counts (ari-ledger redact)
             kinds["redacted"] = len(gone)
-        run_id = next(
-            (
-                ref["run_id"]
-                for e in entries
-                if isinstance(ref := e.metadata.get("node_report_ref"), dict) and ref.get("run_id")
-            ),
-            None,
-        )
+        refs = [r for e in entries if isinstance(r := e.metadata.get("node_report_ref"), dict) and r.get("run_id")]
+        own = [r for r in refs if r.get("node_id") == nid]  # a cited sibling's report names its run too
+        run_id = (own or refs)[0]["run_id"] if refs else None
         report = _report(experiments_root, run_id, nid)
-        status = _latest_status(entries)
+        verdict = node_verdict(report, entries)
+        failure = verdict.why if verdict is not None and not verdict.succeeded else None
+        status = "unknown" if verdict is None else "failed" if failure else "success"
         metric = headline_metric(report.get("metrics") or {}, primary) if report is not None else None
-        claims = verified_context(entries, repro)["claims"]
+        ctx = verified_context(entries, repro, judged={nid: failure})
+        usable = {c["entry_id"] for c in ctx["usable_for_claims"]}
         nodes.append(
             {
                 "node_id": nid,
@@ -64,6 +67,7 @@ def lineage_data(
                 "depth": info.depth if info else 0,
                 "label": info.label if info else "other",
                 "status": status,
+                "failure": failure,
                 "headline_metric": metric,
                 "memory_counts": dict(sorted(kinds.items())),
                 "claims": [
@@ -73,10 +77,11 @@ def lineage_data(
                         "grounded": c["grounded"],
                         "evidence": c["evidence"],
                         "repro_status": c["repro_status"] or "unverified",
-                        "usable": c["grounded"] and c["repro_status"] != "rerun_failed",
+                        "usable": c["entry_id"] in usable,
+                        "exclusions": c.get("exclusions", []),
                         **_proved(traced.get(c["entry_id"])),
                     }
-                    for c in claims
+                    for c in ctx["claims"]
                 ],
                 "entries": [_entry(e, experiments_root, grounding) for e in entries],
                 "redacted": [
@@ -98,13 +103,6 @@ def _proved(claim: ClaimProof | None) -> dict[str, Any]:
     if claim is None:
         return {}
     return {"proof": claim.verdict, "proof_failures": claim.failures, "proof_unchecked": claim.unchecked}
-
-
-def _latest_status(entries: list[Any]) -> str:
-    """The node's newest outcome in log order: a node that failed and then succeeded on
-    ``ari resume`` is a success (and the other way round)."""
-    outcome = {"experiment_result": "success", "failure_case": "failed"}
-    return next((outcome[e.kind] for e in reversed(entries) if e.kind in outcome), "unknown")
 
 
 def _read_verified(checkpoint: Path) -> dict[str, Any]:
@@ -146,7 +144,7 @@ def _entry(entry, experiments_root: Path | None, grounding: Grounding) -> dict[s
 
 
 def render_tree(data: dict[str, Any]) -> str:
-    """The tree as indented text, one line per node."""
+    """The tree as indented text, one line per node; a failed node says FAILED, and why."""
     children: dict[str | None, list[dict]] = {}
     for node in data["nodes"]:
         children.setdefault(node["parent_id"], []).append(node)
@@ -159,7 +157,9 @@ def render_tree(data: dict[str, Any]) -> str:
         counts = ", ".join(f"{v} {k}" for k, v in node["memory_counts"].items()) or "no memory"
         star = " *" if node["node_id"] in best else ""
         branch = "" if top else ("└─ " if last else "├─ ")
-        lines.append(f"{prefix}{branch}{node['node_id']} [{node['label']}, {node['status']}]{m} ({counts}){star}")
+        status = "FAILED" if node["status"] == "failed" else node["status"]
+        why = f" — {node['failure']}" if node.get("failure") else ""
+        lines.append(f"{prefix}{branch}{node['node_id']} [{node['label']}, {status}]{m} ({counts}){star}{why}")
         kids = children.get(node["node_id"], [])
         for i, kid in enumerate(kids):
             walk(kid, prefix + ("" if top else ("   " if last else "│  ")), i == len(kids) - 1, False)

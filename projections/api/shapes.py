@@ -155,6 +155,15 @@ class ValuesView(TypedDict, total=False):
     checked: Required[int]  # numbers that held (metric_ptr and mentions)
     mismatches: list[dict[str, Any]]  # value, reason, looked_in
     why: str  # for unchecked: what there was not
+    numbers: list[dict[str, Any]]  # every number: written, text, verdict, why, looked_in (docs/grounding.md)
+    unchecked: list[dict[str, Any]]  # value, why: the numbers that could not be checked
+
+
+class ClaimExclusion(TypedDict):
+    """Added: why a claim ARI's rule would offer is kept out of ``usable_for_claims``."""
+
+    code: Literal["borrowed_report", "self_judged_failure"]
+    text: str
 
 
 class Claim(ResearchEntryView, total=False):
@@ -162,6 +171,7 @@ class Claim(ResearchEntryView, total=False):
     repro_status: Required[str | None]  # ARI's: the latest event, None without one
     evidence: Evidence  # added
     values: ValuesView  # added
+    exclusions: list[ClaimExclusion]  # added, only when there are any
     event_hash: str | None  # added in verified_context.json: the hash of the event that wrote it
 
 

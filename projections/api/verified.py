@@ -15,6 +15,16 @@ paper stage can ask for a minimum (``min_evidence``). Each claim's ``values`` ve
 whether its numbers matched; a claim whose numbers do not is left out of
 ``usable_for_claims`` (and so of the grounded block) unless asked for. Re-runs count from
 anywhere in the checkpoint: a validation child re-running its parent's result is the usual case.
+
+Two more exclusions, on top of ARI's rule, each carried on the claim as an ``exclusions`` item
+(``code``, ``text``); the claim stays in ``claims``. ``borrowed_report``: its
+``node_report_ref`` names another node (a sibling's report, a failed run's) — its pins say
+nothing about its own node's result, so its evidence stays at ``cited``.
+``self_judged_failure``: its node judged its own result unsuccessful (:func:`node_verdict`:
+its ``node_report.json`` says ``status`` other than a success or ``self_assessment.succeeded:
+false``; without a report on disk, its newest ``RESULT SUMMARY`` says so, or its consolidated
+result was flagged so, or it ended in a failure_case). No minimum and no ``keep_mismatches``
+lets such a claim back in.
 """
 
 from __future__ import annotations
@@ -22,26 +32,167 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
 
 from ledger import InvalidInput
+from ledger.consolidation import SUCCESS
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections import settings
 from projections.api import checks
 from projections.api.context import ExperimentContext
-from projections.api.grounding import Grounding, experiments_roots
+from projections.api.grounding import Grounding, experiments_roots, run_and_node
 from projections.api.session import Session
-from projections.api.shapes import Claim, Evidence, ValuesView, VerifiedContextView
+from projections.api.shapes import Claim, ClaimExclusion, Evidence, ValuesView, VerifiedContextView
 from projections.api.views import research_view
+from projections.api.working import is_result_summary
 from projections.models.catalog import Catalog, Entry
 from projections.models.repro import repro_status
 
 VERIFIED_CONTEXT_NAME = "verified_context.json"
 CLAIM_KINDS = ("experiment_result", "paper_claim")
 EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
+# consolidation's finding on a result whose report said ``self_assessment.succeeded: false``
+JUDGED_UNSUCCESSFUL = "node_report.self_assessment.succeeded"
+QUOTE_CHARS = 200
+
+
+def borrowed_report(entry: Entry) -> str | None:
+    """The node whose report the entry cites when that is not the entry's own node, else None."""
+    ref = entry.metadata.get("node_report_ref")
+    cited = ref.get("node_id") if isinstance(ref, Mapping) else None
+    if cited is None or cited == "" or cited == entry.node_id:
+        return None
+    return str(cited)
+
+
+# ---------------------------------------------------------------------------- the node's own verdict
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a node said of its own result, and where it said it."""
+
+    succeeded: bool
+    why: str  # the source and what it says, with the headline quoted
+
+
+def node_verdict(report: Mapping[str, Any] | None, entries: Iterable[Entry]) -> Verdict | None:
+    """The node's own verdict on its result, or None when nothing says.
+
+    Its ``node_report.json`` (``report``, when one is on disk) decides: a ``status`` that is not
+    a success spelling (``success``/``succeeded``/``ok``, as consolidation reads it) or
+    ``self_assessment.succeeded: false`` is a failure. Without one, the newest ``RESULT
+    SUMMARY`` of its entries that says ``status=`` or ``succeeded=``; without that, the newest of
+    its outcomes: a failure_case fails, a result its consolidation flagged succeeded=false fails,
+    any other result succeeds (a node that failed and succeeded on ``ari resume`` is a success).
+    """
+    if report is not None:
+        said = _report_verdict(report)
+        if said is not None:
+            return said
+    entries = list(entries)
+    for entry in reversed(entries):
+        if is_result_summary(entry):
+            said = _summary_verdict(entry)
+            if said is not None:
+                return said
+    for entry in reversed(entries):
+        if entry.label == "failure_case":
+            return Verdict(False, f"it ended in a failure_case: {_quote(entry.text)}")
+        if entry.label == "experiment_result":
+            if any(isinstance(f, Mapping) and f.get("field") == JUDGED_UNSUCCESSFUL for f in entry.findings):
+                return Verdict(False, f"its node report said succeeded=false when consolidated: {_quote(entry.text)}")
+            return Verdict(True, "it recorded an experiment_result")
+    return None
+
+
+def self_judged_failure(report: Mapping[str, Any] | None, entries: Iterable[Entry]) -> str | None:
+    """Why the node judged its own result unsuccessful (:func:`node_verdict`), or None."""
+    said = node_verdict(report, entries)
+    return said.why if said is not None and not said.succeeded else None
+
+
+def _verdict(status: object, succeeded: object, headline: object, source: str) -> Verdict | None:
+    spelled = str(status).strip() if isinstance(status, str) else ""
+    failed = [f"status={spelled}"] if spelled and spelled.lower() not in SUCCESS else []
+    failed += ["succeeded=false"] if succeeded is False else []
+    quoted = f": {_quote(headline)}" if isinstance(headline, str) and headline.strip() else ""
+    if failed:
+        return Verdict(False, f"{source} says {', '.join(failed)}{quoted}")
+    if spelled or succeeded is True:
+        return Verdict(True, f"{source} says {f'status={spelled}' if spelled else 'succeeded=true'}")
+    return None
+
+
+def _report_verdict(report: Mapping[str, Any]) -> Verdict | None:
+    assessment = report.get("self_assessment")
+    assessment = assessment if isinstance(assessment, Mapping) else {}
+    return _verdict(
+        report.get("status"), assessment.get("succeeded"), assessment.get("headline"), "its node_report.json"
+    )
+
+
+_METRICS = re.compile(r"metrics=\[[^\]]*\]")
+_HEADLINE = re.compile(r'headline="((?:[^"\\]|\\.)*)"|headline=(.*)$', re.S)
+_STATUS = re.compile(r"(?<![\w.])status=\"?([\w-]+)")
+_SUCCEEDED = re.compile(r"(?<![\w.])succeeded=\"?(true|false)\b", re.I)
+
+
+def _summary_verdict(entry: Entry) -> Verdict | None:
+    """ARI's ``RESULT SUMMARY metrics=[…] status=… succeeded=… headline="…"`` (or the same keys
+    in its metadata)."""
+    md, text = entry.metadata, entry.text
+    found = _HEADLINE.search(text)
+    headline = (found[1] if found[1] is not None else found[2]) if found else None
+    rest = _METRICS.sub("", text[: found.start()] + text[found.end() :] if found else text)
+    status = md.get("status") if isinstance(md.get("status"), str) else None
+    succeeded = md.get("succeeded") if isinstance(md.get("succeeded"), bool) else None
+    if status is None and (match := _STATUS.search(rest)):
+        status = match[1]
+    if succeeded is None and (match := _SUCCEEDED.search(rest)):
+        succeeded = match[1].lower() == "true"
+    return _verdict(status, succeeded, headline, "its RESULT SUMMARY")
+
+
+def _quote(text: object) -> str:
+    flat = " ".join(str(text).split())
+    return '"' + (flat if len(flat) <= QUOTE_CHARS else flat[: QUOTE_CHARS - 1] + "…") + '"'
+
+
+def own_report(node_id: str, entries: Iterable[Entry], grounding: Grounding | None) -> Mapping[str, Any] | None:
+    """The node's own ``node_report.json`` (``<root>/<run_id>/<node_id>``, the run from its
+    entries' pointers, its own first), or None."""
+    if grounding is None:
+        return None
+    refs = [r for e in entries if isinstance(r := e.metadata.get("node_report_ref"), Mapping)]
+    runs = [r.get("run_id") for r in refs if r.get("node_id") == node_id] + [r.get("run_id") for r in refs]
+    for run in dict.fromkeys(runs):
+        pair = run_and_node({"run_id": run, "node_id": node_id})
+        if pair is None:
+            continue
+        for root in grounding.roots:
+            work = root / pair[0] / pair[1]
+            if work.is_dir():
+                return grounding.report(work)
+    return None
+
+
+def exclusions(entry: Entry, failed: str | None) -> list[ClaimExclusion]:
+    """Why a claim may not be stated although ARI's rule would let it (see the module docstring)."""
+    out: list[ClaimExclusion] = []
+    other = borrowed_report(entry)
+    if other is not None:
+        out.append({"code": "borrowed_report", "text": f"cites {other}'s report, not its own ({entry.node_id})"})
+    if failed:
+        out.append(
+            {"code": "self_judged_failure", "text": f"{entry.node_id} judged its own result unsuccessful — {failed}"}
+        )
+    return out
 
 
 def is_grounded(entry: Entry) -> bool:
@@ -53,6 +204,8 @@ def evidence_level(entry: Entry, status: str | None, grounding: Grounding | None
     """How far a claim's citation can be trusted (see the module docstring)."""
     if not is_grounded(entry):
         return "none"
+    if borrowed_report(entry) is not None:
+        return "cited"  # pins in another node's work dir say nothing about this node's result
     ref = entry.metadata.get("node_report_ref")
     pinned = [r for r in evidence_refs(entry.metadata) if is_sha256(r.get("sha256")) and isinstance(r.get("path"), str)]
     if not (isinstance(ref, Mapping) and ref.get("run_id") and ref.get("node_id")) or not pinned:
@@ -83,18 +236,27 @@ def verified_context(
     grounding: Grounding | None = None,
     min_evidence: str | None = None,
     keep_mismatches: bool = False,
+    judged: Mapping[str, str | None] | None = None,
 ) -> VerifiedContextView:
     """Claims, limitations and usable claims from the visible entries of a lineage (log order).
 
     ``repro_events`` come from the whole checkpoint: a re-run is evidence about its target
     whoever ran it (typically a validation child re-running its parent's result).
     ``grounding`` locates a claim's files for the ``verified`` level and its ``values``
-    verdict (without it, claims carry neither).
+    verdict (without it, claims carry neither), and each claim's node's own report.
+    ``judged``: node id → why it judged its own result unsuccessful (None: it did not), for
+    callers that already asked :func:`node_verdict`; other nodes are judged here.
     """
     floor = EVIDENCE.index(check_evidence(min_evidence)) if min_evidence else 0
     status = repro_status(repro_events)
     if grounding is not None:
         grounding.learn(entries)
+    by_node: dict[str, list[Entry]] = {}
+    for entry in entries:
+        by_node.setdefault(entry.node_id, []).append(entry)
+    failed = dict(judged or {})
+    for nid in {e.node_id for e in entries if e.label in CLAIM_KINDS} - failed.keys():
+        failed[nid] = self_judged_failure(own_report(nid, by_node[nid], grounding), by_node[nid])
     claims = []
     for entry in entries:
         if entry.label in CLAIM_KINDS:
@@ -105,6 +267,9 @@ def verified_context(
             if values is not None:
                 claim["values"] = values
             claim["evidence"] = cast(Evidence, evidence_level(entry, claim["repro_status"], grounding, values))
+            excluded = exclusions(entry, failed.get(entry.node_id))
+            if excluded:
+                claim["exclusions"] = excluded
             claims.append(claim)
     claims.sort(key=lambda c: (_rank(c), c["seq"]))
     if limit is not None:
@@ -117,13 +282,14 @@ def verified_context(
         and c["repro_status"] != "rerun_failed"
         and EVIDENCE.index(c["evidence"]) >= floor
         and (keep_mismatches or c.get("values", {}).get("verdict") != "mismatch")
+        and not c.get("exclusions")
     ]
     return {"claims": claims, "limitations": limitations, "usable_for_claims": usable}
 
 
-def check_evidence(level: str | None) -> str:
+def check_evidence(level: str | None, field: str = "min_evidence") -> str:
     if level not in EVIDENCE:
-        raise InvalidInput("min_evidence", f"unknown evidence level {level!r}; expected one of {', '.join(EVIDENCE)}")
+        raise InvalidInput(field, f"unknown evidence level {level!r}; expected one of {', '.join(EVIDENCE)}")
     return level
 
 
@@ -133,8 +299,9 @@ def repro_events(catalog: Catalog, as_of: int | None = None) -> list[Entry]:
 
 
 def render_grounded_block(ctx: Mapping[str, Any]) -> str:
-    """The prompt block listing usable claims with status, evidence and artifacts, or "" when none."""
-    usable = ctx.get("usable_for_claims") or []
+    """The prompt block listing usable claims with status, evidence and artifacts, or "" when none.
+    A claim that carries an exclusion is never listed, whatever the context file says."""
+    usable = [c for c in ctx.get("usable_for_claims") or [] if not c.get("exclusions")]
     if not usable:
         return ""
     lines = [
@@ -153,8 +320,16 @@ def render_grounded_block(ctx: Mapping[str, Any]) -> str:
         ptr = claim.get("metric_ptr")
         metric = f" [{ptr.get('name')}={ptr.get('value')}]" if isinstance(ptr, Mapping) and ptr.get("name") else ""
         status = claim.get("repro_status") or "unverified"
+        values = claim.get("values") if isinstance(claim.get("values"), Mapping) else {}
+        unchecked = [u for u in values.get("unchecked") or [] if isinstance(u, Mapping)]
+        caveat = (
+            " — numbers not checked (do not state them as measured): "
+            + "; ".join(f"{u.get('value')} ({u.get('why')})" for u in unchecked)
+            if unchecked
+            else ""
+        )
         lines.append(
-            f"- [{status}; evidence {claim.get('evidence', 'cited')}] {claim['node_id']}{metric}: {claim['text']} — artifacts: {arts}"
+            f"- [{status}; evidence {claim.get('evidence', 'cited')}] {claim['node_id']}{metric}: {claim['text']} — artifacts: {arts}{caveat}"
         )
     limitations = ctx.get("limitations") or []
     if limitations:
@@ -224,7 +399,8 @@ class VerifiedContext:
             checks.limit(limit)
         roots = self._experiments_roots(experiments_root)
         with self.session.reading() as catalog:
-            grounding = Grounding(roots, self.context.get(as_of).get("metric_ranges"))
+            experiment = self.context.get(as_of)
+            grounding = Grounding(roots, experiment.get("metric_ranges"), experiment)
             ctx = verified_context(
                 catalog.scope_entries(scope, as_of),
                 repro_events(catalog, as_of),

@@ -172,3 +172,16 @@ def _write(ckpt: Path, lines: list[bytes], head: bytes) -> None:
     head_file = HeadFile(ckpt / "memory_ledger" / "memory_access.jsonl")
     head_file.write(HEAD_ID, last.n, last.hash)
     head_file.close()
+
+
+def test_the_grounded_block_names_the_numbers_it_could_not_check() -> None:
+    from projections.api.verified import render_grounded_block
+
+    claim = {
+        "node_id": "node_A2",
+        "text": "15.82 GFlops/s over 18.2k points",
+        "artifact_refs": [{"path": "results.csv", "sha256": "0" * 64}],
+        "values": {"verdict": "unchecked", "checked": 1, "unchecked": [{"value": "18.2k", "why": "a bare number"}]},
+    }
+    block = render_grounded_block({"usable_for_claims": [claim]})
+    assert "numbers not checked (do not state them as measured): 18.2k (a bare number)" in block

@@ -14,10 +14,12 @@ from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.bundle import check_output_path
+from ledger.vocabulary import KINDS
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
+from projections.api.audit import check_run
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import experiments_roots
-from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, render_grounded_block
+from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, check_evidence, render_grounded_block
 
 
 def open_backend(path: str) -> MemoryBackend:
@@ -28,14 +30,37 @@ def open_backend(path: str) -> MemoryBackend:
     return MemoryBackend(path, readonly=True)
 
 
-def scope_for(backend: MemoryBackend, node: str, ancestors: str | None) -> list[str]:
-    """``--ancestors a,b`` as given, else the node's lineage from the recorded tree."""
-    if ancestors is not None:
-        return [a for a in ancestors.split(",") if a]
+def known_lineage(backend: MemoryBackend, node: str, field: str = "--node") -> list[str]:
+    """The node's lineage from the recorded tree; a node this checkpoint does not know is one
+    ``error:`` line naming the option (every node selector goes through here)."""
     lineage = backend.lineage(node)
     if lineage is None:
-        raise InvalidInput("--node", f"unknown node {node!r} in this checkpoint (see `ari-ledger tree`)")
+        raise InvalidInput(field, f"unknown node {node!r} in this checkpoint (see `ari-ledger tree`)")
     return lineage
+
+
+def scope_for(backend: MemoryBackend, node: str, ancestors: str | None) -> list[str]:
+    """``--ancestors a,b`` as given (each a node the checkpoint knows; ``--node`` then only
+    labels the output), else the node's lineage from the recorded tree."""
+    if ancestors is None:
+        return known_lineage(backend, node)
+    scope = [a for a in ancestors.split(",") if a]
+    for a in scope:
+        known_lineage(backend, a, "--ancestors")
+    return scope
+
+
+def check_kinds(backend: MemoryBackend, kinds: list[str]) -> None:
+    """``--kind``: one of ARI's kinds, or a label some entry of this checkpoint has (ARI's
+    labels are free text, e.g. ``result_summary``); anything else names nothing."""
+    with backend.session.reading() as catalog:
+        labels = {e.label for e in catalog.entries.values()}
+    for kind in kinds:
+        if kind not in KINDS and kind not in labels:
+            raise InvalidInput(
+                "--kind",
+                f"unknown kind {kind!r}: not one of {', '.join(KINDS)}, and no entry of this checkpoint has it",
+            )
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
@@ -54,6 +79,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     scope = scope_for(backend, args.node, args.ancestors)
     results: list[Any]
     if args.kind:
+        check_kinds(backend, args.kind)
         results = backend.search_research_memory(
             args.query, scope, kinds=args.kind, limit=args.limit, as_of=args.as_of
         )["results"]
@@ -99,16 +125,18 @@ def _verified_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--min-evidence",
         default=None,
-        choices=EVIDENCE,
-        help="keep claims below this evidence level out of usable_for_claims",
+        metavar="LEVEL",
+        help=f"keep claims below this evidence level out of usable_for_claims ({' < '.join(EVIDENCE)})",
     )
 
 
 @command("verified", "the verified context: claims ranked by how well artifacts back them", _verified_args)
 def cmd_verified(args: argparse.Namespace) -> int:
+    if args.min_evidence is not None:
+        check_evidence(args.min_evidence, "--min-evidence")
     backend = open_backend(args.checkpoint)
     if args.node:
-        lineage = scope_for(backend, args.node, None)
+        lineage = known_lineage(backend, args.node)
     else:
         saved = Path(args.checkpoint) / VERIFIED_CONTEXT_NAME
         if not saved.is_file():
@@ -134,6 +162,9 @@ def cmd_verified(args: argparse.Namespace) -> int:
                 c["text"],
             )
         console.print(table)
+        for i, c in enumerate(ctx["claims"], 1):
+            for x in c.get("exclusions", []):
+                console.print(f"not usable: #{i} {c['node_id']} {x['code']}: {x['text']}")
         console.print(f"usable for claims: {len(ctx['usable_for_claims'])}; limitations: {len(ctx['limitations'])}")
     return EXIT_OK
 
@@ -145,7 +176,7 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="experiments root (default: CKPT/experiments, CKPT/../experiments, or ARI's CKPT/../../experiments)",
     )
-    p.add_argument("--run-id", default=None)
+    p.add_argument("--run-id", default=None, help="audit one run only (a directory under the experiments root)")
 
 
 @command(
@@ -156,6 +187,8 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
 def cmd_audit(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
     root = _experiments_root(Path(args.checkpoint), args.experiments)
+    if args.run_id is not None:
+        check_run(backend.session, root, args.run_id, "--run-id")
     audit = backend.audit_memory(root, args.run_id)
     if args.json:
         emit(audit)
