@@ -89,6 +89,10 @@ _FUNCTION_WORDS = {
     "its",
     "times",
 }
+_LINK_WORDS = {"of", "the", "a", "an", "to", "in", "on", "at", "for", "with", "by", "from", "and", "or", "per", "vs", "than", "as"}  # fmt: skip
+_VALUE_VERBS = {"took", "takes", "is", "was", "are", "were", "of", "at", "in", "reaches", "reached", "achieves", "achieved", "runs", "ran", "needs", "needed", "lasts", "lasted", "gives", "gave", "measured"}  # fmt: skip
+_DIFF_WORDS = {"more", "less", "higher", "lower", "faster", "slower", "above", "below", "better", "worse", "shorter", "longer", "over", "up", "down", "fewer"}  # fmt: skip
+_DIFF_ALONE = {"over", "above", "below", "up", "down"}  # "5.95 GFlops/s over node_A"; the others take "than"
 BASE_WORDS = {"baseline": "root", "root": "root", "parent": "parent"}
 _SENTENCE_END = re.compile(r"[.;!?](?:\s|$)|\n")
 
@@ -117,6 +121,7 @@ class Quantity:
     from_range: bool = False  # "from A to B": A may be an ancestor's
     of_quantity: int | None = None  # "N % of Q": Q's index
     base_of_share: bool = False  # Q itself
+    difference: bool = False  # "+5.95 GFlops/s over node_A", "0.5 s faster than node_A": a signed difference
 
     @property
     def approximate(self) -> bool:
@@ -237,7 +242,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             stop = q.end + lead + len(word)
             return replace(q, name=word, end=stop, text=text[q.start : stop])
         noun, stop = count_noun(word), q.end + lead + len(word)
-        if noun is None and not glued:  # "100 Jacobi sweeps": a noun after one word
+        if noun is None and not glued and word.lower() not in _LINK_WORDS:  # "100 Jacobi sweeps": a noun after one word
             nm = re.match(r"[A-Za-z\-]+ ([A-Za-z]+)", rest)
             noun, stop = (count_noun(nm.group(1)), q.end + lead + nm.end()) if nm else (None, stop)
         if noun is not None:
@@ -346,6 +351,15 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         out[i] = replace(a, range_with=i + 1, range_first=True, from_range=from_range)
         out[i + 1] = replace(b, range_with=i, from_range=from_range)
     for i, q in enumerate(out):
+        if q.unit is not None and q.unit not in ("%", "x") and q.range_with is None and not q.bound and not q.spread:
+            after = _WORD.findall(re.split(r"[,;:()\[\]]", text[q.end : q.end + 30].lower())[0])[:2]
+            worded = bool(after) and (after[0] in _DIFF_WORDS and (after[0] in _DIFF_ALONE or after[1:] == ["than"]))
+            before = _WORD.findall(text[max(0, q.start - 20) : q.start].lower())[-1:]
+            stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[0] in _VALUE_VERBS)
+            if (q.signed and not stated) or worded:
+                direction = ("down" if q.value < 0 else "up") if q.signed else ("down" if after[0] in _DOWN else "up")
+                out[i] = replace(q, difference=True, direction=direction, speed=bool(after) and after[0] in _SPEED)
+            continue
         if q.unit not in ("%", "x") or q.name is not None:
             continue
         direction, speed = _direction(text, q)

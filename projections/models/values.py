@@ -338,6 +338,8 @@ class _Checker:
             return self._comparison(q)
         if q.spread:
             return self._spread(q)
+        if q.difference:
+            return self._difference(q)
         if q.name is not None:
             return self._named(q)
         if q.unit is not None:
@@ -613,6 +615,33 @@ class _Checker:
             timed = [m for m in both if (u := units.of_metric(m)) is not None and units.dimension(u) == "second"]
             return timed + [p for p in primary if p not in timed]
         return primary
+
+    def _difference(self, q: Quantity) -> Verdict:
+        """``+5.95 GFlops/s over node_A``, ``0.5 s faster than node_A``: own − base of a metric of
+        its dimension, in the stated direction (for a time and a speed word, less time is faster)."""
+        base, why = self._base(q)
+        if base is None:
+            if q.signed:
+                return self._out(q, "unchecked", f"a signed difference with {why}")
+            return self._measured(replace(q, difference=False))  # "more than" with no base: a plain value
+        theirs = self.ev.ancestors[base]
+        metrics = [m for m in self._of_dimension(self.ev.metrics, q) if m in theirs]
+        if not metrics:
+            return self._out(q, "unchecked", f"no metric of dimension {q.unit} in both this report and {base}'s")
+        shown = []
+        for metric in metrics:
+            own, other = self._in_unit(self.ev.metrics[metric], metric, q), self._in_unit(theirs[metric], metric, q)
+            if own is None or other is None:
+                continue
+            timed = (u := units.of_metric(metric)) is not None and units.dimension(u) == "second"
+            diff = other - own if q.speed and timed else own - other
+            stated = q.value if q.signed else (q.value if q.direction == "up" else -q.value)
+            if q.speed and timed and not q.signed:
+                stated = q.value if q.direction == "up" else -q.value
+            shown.append(f"{metric}: {self.ev.metrics[metric]:g} − {base}'s {theirs[metric]:g}")
+            if self._holds(replace(q, value=stated), diff):
+                return self._out(q, "checked")
+        return self._out(q, "mismatch", "the difference is " + "; ".join(shown), (OWN, f"{base}'s report"))
 
     def _comparison(self, q: Quantity) -> Verdict:
         """``N x faster than node_A``, ``+38 % over node_A``, ``N % of the baseline``."""

@@ -51,6 +51,8 @@ def misses(text: str, metrics: dict[str, float] = REPORT) -> list[str]:
         "on 256^3 with DDR4-2933 and 2.1 GHz cores",  # powers and part numbers are names; the clock a fact
         "about 14 GFlops/s, under 1 s",  # approximate (10 %), a bound
         "from 5.44 s to 0.96 s",  # the first end an ancestor's
+        "+3.77 GFlops/s over node_A",  # a signed difference against a named base
+        "0.37 s faster than node_A",  # less time is faster
     ],
 )
 def test_numbers_that_hold(text: str) -> None:
@@ -72,6 +74,8 @@ def test_numbers_that_hold(text: str) -> None:
         ("under 0.9 s", "0.9 s"),
         ("9.87 GFlops/s", "9.87 GFlops/s"),  # node_A's value, and node_A is not named
         ("on 32 threads", "32 threads"),
+        ("+4.77 GFlops/s over node_A", "+4.77 GFlops/s"),  # a signed difference: 13.64 - 9.87 = 3.77
+        ("0.50 s slower than node_A", "0.50 s"),  # node_A1 is 0.37 s faster
     ],
 )
 def test_numbers_that_do_not(text: str, bad: str) -> None:
