@@ -357,8 +357,8 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             before = _WORD.findall(text[max(0, q.start - 20) : q.start].lower())[-1:]
             stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[0] in _VALUE_VERBS)
             if (q.signed and not stated) or worded:
-                direction = ("down" if q.value < 0 else "up") if q.signed else ("down" if after[0] in _DOWN else "up")
-                out[i] = replace(q, difference=True, direction=direction, speed=bool(after) and after[0] in _SPEED)
+                way = ("down" if q.value < 0 else "up") if q.signed else ("down" if after[0] in _DOWN else "up")
+                out[i] = replace(q, difference=True, direction=way, speed=bool(after) and after[0] in _SPEED)
             continue
         if q.unit not in ("%", "x") or q.name is not None:
             continue
