@@ -94,7 +94,11 @@ _VALUE_VERBS = {"took", "takes", "is", "was", "are", "were", "of", "at", "in", "
 _DIFF_WORDS = {"more", "less", "higher", "lower", "faster", "slower", "above", "below", "better", "worse", "shorter", "longer", "over", "up", "down", "fewer"}  # fmt: skip
 _DIFF_ALONE = {"over", "above", "below", "up", "down"}  # "5.95 GFlops/s over node_A"; the others take "than"
 BASE_WORDS = {"baseline": "root", "root": "root", "parent": "parent"}
-_SENTENCE_END = re.compile(r"[.;!?](?:\s|$)|\n")
+# a sentence ends at . ; ! ? before a space, but not after an abbreviation ("vs. 1.33 s", "e.g. 2")
+_SENTENCE_END = re.compile(
+    r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bcf)(?<!\bapprox)(?<!\bca)(?<!\bFig)(?<!\bet al)[.;!?](?:\s|$)|\n"
+)
+_SPACES = " \u00a0\u202f\u2009\u2006\u200a\t"  # a space, no-break and thin spaces between a number and its unit
 
 
 @dataclass(frozen=True)
@@ -197,9 +201,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     pos = q.end
     glued = pos < len(text) and (text[pos].isalpha() or text[pos] in "%×µμ")
     rest = text[pos:]
-    lead = len(rest) - len(rest.lstrip(" \u00a0\u202f"))
-    if lead > 1:
-        lead = 1 if rest[:1] == " " else lead
+    lead = 1 if rest[:1] and rest[0] in _SPACES else 0
     rest = rest[lead:]
     # a suffix: 18.2k, 1.2M, 3 million
     for word, mult in _SUFFIXES.items():
@@ -210,7 +212,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             after_suffix = q.end + lead + len(word)
             q = replace(scaled, end=after_suffix, text=text[q.start : after_suffix])
             rest = text[after_suffix:]
-            lead = 1 if rest[:1] == " " else 0
+            lead = 1 if rest[:1] and rest[0] in _SPACES else 0
             rest = rest[lead:]
             glued = False
             break
@@ -302,12 +304,14 @@ def _ends_with_word(low: str, words: tuple[str, ...]) -> bool:
 
 def _name_before(before: str) -> tuple[str | None, bool]:
     """The word just before a number past a link (``GFlops_per_s=``, ``time_s:``, ``accuracy of``),
-    and whether it was written as a name (``=``/``:`` or snake_case)."""
+    and whether it was written as a name (``=``/``:`` or snake_case). Markdown around the name
+    (`` `time_s`=0.83 ``, ``**time_s**: 0.83``) is not part of it."""
     explicit = False
+    before = before.rstrip("`*'\" ")
     for link in ("=", ":", " of", " is", " was", " at", " reaches", " reached"):
         if before.endswith(link):
             explicit = link in ("=", ":")
-            before = before[: -len(link)].rstrip()
+            before = before[: -len(link)].rstrip().rstrip("`*'\"")
             break
     i = len(before)
     while i and (before[i - 1].isalnum() or before[i - 1] == "_"):
@@ -338,7 +342,9 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         dashed = re.fullmatch(r"\s*[-–—]\s*", gap) or re.fullmatch(r"\s*-\s*", text[a.start + len(a.written) : b.start])
         if dashed or (re.fullmatch(r"\s+and\s+", gap) and re.search(r"\bbetween\s*$", head)):
             is_range = True
-        elif re.fullmatch(r"\s+to\s+", gap) and re.search(r"\bfrom\b[^.;]*$", head):
+        elif re.fullmatch(r"\s+(?:(?:down|up|fell|rose)\s+)?(?:to|→|->)\s+|\s*(?:→|->)\s*", gap) and re.search(
+            r"\bfrom\b[^.;]*$", head
+        ):
             is_range, from_range = True, True
         if b.spread and re.fullmatch(r"\s*(?:±|\+/-|\+-|plus or minus)\s*", gap):
             if a.unit is None and a.name is None and b.unit is not None:
@@ -380,7 +386,7 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     after = text[q.end : q.end + 40].lower()
     after_words = _WORD.findall(re.split(r"[,;:()\[\]]", after)[0])[:3]
     before = text[max(0, q.start - 30) : q.start].lower()
-    before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-3:]
+    before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-5:]
     speed = any(w in _SPEED for w in after_words[:2] + before_words)
     if q.signed:
         return ("down" if q.value < 0 else "up"), speed
