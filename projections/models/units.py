@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 _LOCK = threading.Lock()
-_FLOPS = re.compile(r"^([kKMGTPE]?)(flop|FLOP|Flop)(s|S)?(/s)?$")
+_FLOPS = re.compile(r"^([kKMGTPEmgtpe]?)(flop|FLOP|Flop)(s|S)?(/s)?$")
 _BITS = re.compile(r"^([kKMGT])b(/s|ps)?$")
 _LOWER_BYTES = re.compile(r"^([kmgt])b(/s)?$")
 # English words pint also knows as units: never read as one after a number
@@ -83,7 +83,7 @@ def _normalise(word: str) -> str:
     m = _FLOPS.match(word)
     if m:
         prefix = m.group(1)
-        prefix = "k" if prefix == "K" else prefix
+        prefix = "k" if prefix in "kK" and prefix else prefix.upper()  # gflop/s is giga: no milli-flops
         # GFLOPS, GFlops, FLOPS: a rate; Gflop/s, GFlops/s: a rate; flop, flops: a count
         per_second = m.group(4) or (m.group(3) and (prefix or m.group(2) == "FLOP"))
         return f"{prefix}flop" + ("/s" if per_second else "")

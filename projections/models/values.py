@@ -602,6 +602,10 @@ class _Checker:
         the primary metric."""
         lo, hi = sentence_of(self.text, q.start)
         sentence = self.text[lo:hi]
+        for other in self.found:  # the quantities' own words ("1.6 times") never name a metric
+            if lo <= other.start and other.end <= hi:
+                cut = slice(other.start - lo, other.end - lo)
+                sentence = sentence[: cut.start] + " " * (cut.stop - cut.start) + sentence[cut.stop :]
         words = set(re.findall(r"[a-z]+", sentence.lower()))
         both = [m for m in self.ev.metrics if m in self.ev.ancestors[base] and not units.is_spread(m)]
         named = [m for m in both if m in sentence or any(stem in word for stem in _stems(m) for word in words)]
