@@ -358,8 +358,9 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         out[i + 1] = replace(b, range_with=i, from_range=from_range)
     for i, q in enumerate(out):
         if q.unit is not None and q.unit not in ("%", "x") and q.range_with is None and not q.bound and not q.spread:
-            after = _WORD.findall(re.split(r"[,;:()\[\]]", text[q.end : q.end + 30].lower())[0])[:2]
-            worded = bool(after) and (after[0] in _DIFF_WORDS and (after[0] in _DIFF_ALONE or after[1:] == ["than"]))
+            after = _WORD.findall(re.split(r"[,;:()\[\]]", text[q.end : q.end + 40].lower())[0])[:5]
+            # "0.5 s faster than", "11.31 GB/s more bandwidth than", "0.32 s more per run than", "5.95 GFlops/s over"
+            worded = bool(after) and (after[0] in _DIFF_WORDS and (after[0] in _DIFF_ALONE or "than" in after[1:]))
             before = _WORD.findall(text[max(0, q.start - 20) : q.start].lower())[-1:]
             stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[0] in _VALUE_VERBS)
             if (q.signed and not stated) or worded:
@@ -387,7 +388,7 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     after_words = _WORD.findall(re.split(r"[,;:()\[\]]", after)[0])[:3]
     before = text[max(0, q.start - 30) : q.start].lower()
     before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-5:]
-    speed = any(w in _SPEED for w in after_words[:2] + before_words)
+    speed = any(w in _SPEED for w in after_words[:2] + before_words[-2:])  # this clause's words, not the last one's
     if q.signed:
         return ("down" if q.value < 0 else "up"), speed
     if before_words[-1:] == ["by"]:  # "cut by", "reduces runtime by", "improves throughput by"

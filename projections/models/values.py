@@ -474,7 +474,8 @@ class _Checker:
                 if value is not None and self._holds(q, value):
                     return self._out(q, "checked"), []
         looked = [OWN] + [f"{n}'s report" for n in nodes]
-        for place in self.ev.places if own or not self.ev.facts else []:
+        # a cited artifact's rows back an exact number only: "roughly 12" is no row's
+        for place in self.ev.places if (own or not self.ev.facts) and not q.approximate else []:
             for key, values in place.by_key.items():
                 unit = units.of_metric(key)
                 if unit is None or q.unit is None or units.dimension(unit) != units.dimension(q.unit):
