@@ -177,21 +177,22 @@ def _quantity(text: str, m: re.Match[str], names: frozenset[str], spans: list[tu
         digits = raw.lstrip("+-−")
         return _before(
             text,
-            Quantity(digits, raw, start, end, float(digits.replace(",", "")), _tolerance(digits), noun=noun),
+            Quantity(digits, raw, start, end, float(digits.replace(",", "")), tolerance(digits), noun=noun),
             names,
         )
     digits = raw.lstrip("+-−")
     value = float(digits.replace(",", ""))
     if raw[0] in "-−":
         value = -value
-    tol = _tolerance(digits)
+    tol = tolerance(digits)
     q = Quantity(digits, raw, start, end, value, tol, signed=signed)
     read_after = _after(text, q, names)
     return _before(text, read_after, names) if read_after is not None else None
 
 
-def _tolerance(digits: str) -> float:
-    mantissa, _, exponent = digits.replace(",", "").lower().partition("e")
+def tolerance(written: str) -> float:
+    """Half a unit of the last digit written: ``13.6`` → 0.05, ``1.5e-3`` → 0.00005."""
+    mantissa, _, exponent = written.replace(",", "").lower().lstrip("+-−").partition("e")
     decimals = len(mantissa.partition(".")[2])
     return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0)) * (1 + 1e-9)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from projections.models import units
-from projections.models.quantities import BASE_WORDS, Quantity, count_noun, name_key, read, sentence_of
+from projections.models.quantities import BASE_WORDS, Quantity, count_noun, name_key, read, sentence_of, tolerance
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
 _CAMEL = re.compile(r"([a-z])([A-Z])")
@@ -31,7 +31,6 @@ _DIGIT = re.compile(r"\d")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
 _FRACTION_WORDS = {"accuracy", "acc", "precision", "recall", "f1", "auc", "ratio", "fraction", "probability", "iou"}
 _PERCENT_WORDS = {"percent", "pct", "percentage"}
-_BOUNDED_WORDS = {"efficiency", "utilization", "utilisation", "occupancy", "coverage", "share", "rate"}
 _NONNEGATIVE_WORDS = {
     "time", "latency", "duration", "runtime", "seconds", "bandwidth", "throughput", "flops", "gflops", "tflops",
     "count", "size", "memory", "bytes", "speedup", "s", "ms", "us", "ns", "sec", "error", "loss",
@@ -74,13 +73,6 @@ def tokens(name: str) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=4096)
 def tokens_key(name: str) -> str:
     return "_".join(tokens(name))
-
-
-def tolerance(written: str) -> float:
-    """Half a unit of the last digit written: ``13.6`` → 0.05, ``1.5e-3`` → 0.00005."""
-    mantissa, _, exponent = written.lower().lstrip("+-").partition("e")
-    decimals = len(mantissa.partition(".")[2])
-    return 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0)) * (1 + 1e-9)
 
 
 def same(value: float, mention_value: float, tol: float) -> bool:
