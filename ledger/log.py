@@ -160,7 +160,11 @@ class LogFile:
         self.fd = os.open(path, flags, 0o644)
         self._tail: BinaryIO | None = None
         if not existed:
+            # the new name, and the directory holding it (``memory_ledger/``, made just before by
+            # the open): without the second, a power loss could take the whole store with every
+            # event acknowledged into it
             fsync_dir(path.parent)
+            fsync_dir(path.parent.parent)
 
     def close(self) -> None:
         if self._tail is not None:

@@ -30,3 +30,25 @@ def write_output(path: Path, write: Callable[[BinaryIO], None]) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def replace_file(path: Path, data: bytes, *, tmp: Path | None = None) -> None:
+    """Replace ``path`` with ``data`` so a crash at any point leaves the old file or the whole new
+    one, never an empty or partial one: ``tmp`` (default ``<name>.tmp`` beside it) written and
+    fsynced, renamed over ``path``, the directory fsynced (the rename is durable when this
+    returns). A killed run's ``tmp`` is written over by the next."""
+    tmp = tmp or path.with_name(path.name + ".tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)

@@ -9,28 +9,38 @@ that still decodes to an event whose own hash checks — as new events marked sa
 seq, hash and file in ``origin.salvaged``). The result verifies: the prefix is untouched, the
 salvaged events are new links of the same chain. Lines whose hash fails are not re-appended
 (their content cannot be trusted); they stay in the set-aside file.
+
+A repair is journaled and can be run again: its intent is recorded first
+(``memory_ledger.jsonl.gz.repair``), and a crash at any point leaves a checkpoint the next
+``repair`` finishes (see :func:`repair`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from . import layout
-from .anchor import HeadFile
+from .anchor import AnchorUnreadable, HeadFile
 from .chain import ChainError, decode_line
 from .errors import InvalidInput, LedgerError, LedgerNotFound
 from .events import Event, upcast
 from .ledger import Ledger
-from .log import GZIP_MAGIC, LogFile
+from .log import GZIP_MAGIC, LogFile, fsync_dir
+from .output import replace_file
 
 log = logging.getLogger("ledger")
 
 _CHUNK = 1 << 16
+INTENT_SUFFIX = ".repair"  # memory_ledger.jsonl.gz.repair: a repair under way (see :func:`repair`)
 
 
 @dataclass(frozen=True)
@@ -44,12 +54,14 @@ class RepairReport:
     set_aside_bytes: int = 0
     salvaged: list[tuple[int, int]] = field(default_factory=list)  # (original seq, new seq)
     unreadable: int = 0  # lines in the set-aside bytes that are not a checked event of this log
+    resumed: bool = False  # this run finished a repair a crash had interrupted
 
     def lines(self) -> list[str]:
         if self.reason is None:
             return [f"nothing to repair: {self.kept} events, chain intact"]
         assert self.set_aside is not None
         out = [
+            *(["resumed: a repair a crash interrupted, finished from its record"] if self.resumed else []),
             f"found: {self.reason}",
             f"kept: seq 1..{self.kept} ({self.kept_bytes} bytes), untouched",
             f"set aside: {self.set_aside_bytes} bytes, byte for byte, in {self.set_aside.name}",
@@ -66,32 +78,119 @@ class RepairReport:
 
 
 def repair(checkpoint_dir: str | Path) -> RepairReport:
-    """Repair the checkpoint's log in place; see the module docstring. Raises LedgerNotFound."""
+    """Repair the checkpoint's log in place; see the module docstring. Raises LedgerNotFound, and
+    LedgerError when an interrupted repair cannot be finished (it says what remains).
+
+    A journaled operation: the intent (``memory_ledger.jsonl.gz.repair``: where the damage
+    starts, the bytes from there to the end by size and sha256, the prefix kept) is made durable
+    before anything changes, and every later step can be run again, so a crash at any point
+    leaves a checkpoint the next ``repair`` finishes (it reads the intent first, before
+    looking for damage): the set-aside copy (made again from the log if a crash took it), the
+    head file lowered to the kept prefix (before the cut, so it never names a seq the log no
+    longer holds), the cut, the salvaged events re-appended (those already re-appended are
+    skipped), and only then the intent removed. Salvageable events are never only in
+    ``.damaged-*``: until they are in the log, the intent says a repair must finish."""
     directory = Path(checkpoint_dir)
     layout.move_legacy_files(directory)
     path = layout.log_path(directory)
     if not path.exists():
         raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
+    intent_path = path.with_name(path.name + INTENT_SUFFIX)
     logfile = LogFile(path)
     try:
         logfile.lock()  # no writer appends meanwhile (none can: an open refuses the damage)
-        with Ledger.open_readonly(directory) as probe:
-            found = probe.verify()
-            if found.reason is None or found.offset is None:
-                return RepairReport(found.events, found.file_size)
-            kept = found.first_bad_seq - 1 if found.first_bad_seq else 0
-            last = probe.event_at(kept) if kept else None
-            ckpt = (last.ckpt if last else None) or probe.ckpt
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        aside = path.with_name(f"{path.name}.damaged-{stamp}")
-        moved = logfile.cut(found.offset, aside)
-        logfile.write_index([r for r in logfile.read_index() if r[0] < found.offset])
-        _reanchor(path, last, stamp)
+        intent = _read_intent(intent_path)
+        resumed = intent is not None
+        if intent is None:
+            with Ledger.open_readonly(directory) as probe:
+                found = probe.verify()
+                if found.reason is None or found.offset is None:
+                    return RepairReport(found.events, found.file_size)
+                kept = found.first_bad_seq - 1 if found.first_bad_seq else 0
+                last = probe.event_at(kept) if kept else None
+                ckpt = (last.ckpt if last else None) or probe.ckpt
+            with logfile.reader() as f:
+                f.seek(found.offset)
+                tail = f.read()
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+            intent = _Intent(
+                f"{path.name}.damaged-{stamp}",
+                found.offset,
+                len(tail),
+                hashlib.sha256(tail).hexdigest(),
+                kept,
+                last.hash if last else "",
+                ckpt,
+                found.reason,
+            )
+            replace_file(intent_path, msgspec.json.encode(intent))  # 1. the intent, durable, first
+        _cut(path, logfile, intent)  # 2-4: set aside, head lowered, cut
     finally:
         logfile.close()  # releases the lock
-    events, unreadable = salvage(aside.read_bytes(), ckpt)
-    salvaged = _reappend(directory, events, aside.name)
-    return RepairReport(kept, found.offset, found.reason, aside, moved, salvaged, unreadable)
+    aside = path.with_name(intent.aside)
+    events, unreadable = salvage(aside.read_bytes(), intent.ckpt)
+    salvaged = _reappend(directory, events, aside.name)  # 5. idempotent: skips what is there
+    intent_path.unlink()  # 6. done
+    fsync_dir(path.parent)
+    return RepairReport(
+        intent.kept, intent.offset, intent.reason, aside, intent.size, salvaged, unreadable, resumed=resumed
+    )
+
+
+class _Intent(msgspec.Struct, forbid_unknown_fields=True):
+    """What a repair is about to do, recorded (durably) before it changes anything."""
+
+    aside: str  # the name of the set-aside copy, beside the log
+    offset: int  # where the damage starts: the log is cut here
+    size: int  # bytes from ``offset`` to the end of the log when the repair began…
+    sha256: str  # …and their digest
+    kept: int  # seq of the kept prefix's last event (0: none)
+    kept_hash: str
+    ckpt: str | None
+    reason: str
+
+
+def _read_intent(path: Path) -> _Intent | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        return msgspec.json.decode(raw, type=_Intent)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise LedgerError(
+            f"{path.name} (an interrupted repair's record) cannot be read ({exc}); the log is as that repair "
+            f"left it: look at it with `ari-ledger verify`, then remove {path.name} and run `ari-ledger repair` again"
+        ) from None
+
+
+def _cut(path: Path, logfile: LogFile, intent: _Intent) -> None:
+    """Steps 2-4 of a repair, each skipped when a previous run did it (under the log's lock)."""
+    end = intent.offset + intent.size
+    tail = b""
+    if logfile.size() == end:
+        with logfile.reader() as f:
+            f.seek(intent.offset)
+            tail = f.read()
+    still_there = len(tail) == intent.size and hashlib.sha256(tail).hexdigest() == intent.sha256
+    aside = path.with_name(intent.aside)
+    try:
+        copied = hashlib.sha256(aside.read_bytes()).hexdigest() == intent.sha256
+    except FileNotFoundError:
+        copied = False
+    if not copied:  # 2. the set-aside copy, byte for byte, whole or not at all
+        if not still_there:
+            raise LedgerError(
+                f"an interrupted repair cannot be finished: its set-aside copy {aside.name} is missing or differs, and "
+                f"the log no longer holds those {intent.size} bytes at offset {intent.offset}; nothing was changed. "
+                f"Look for them in {path.name}.torn-* files, then remove {path.name}{INTENT_SUFFIX}"
+            )
+        replace_file(aside, tail, tmp=aside.with_name(aside.name + ".tmp"))
+    _reanchor(path, intent)  # 3. the head at the kept prefix, before the cut: it never leads the log
+    if still_there:  # 4. the cut (a writable open may have moved a torn-looking tail aside already)
+        os.ftruncate(logfile.fd, intent.offset)
+        os.fsync(logfile.fd)
+        logfile.write_index([r for r in logfile.read_index() if r[0] < intent.offset])
 
 
 def salvage(blob: bytes, ckpt: str | None) -> tuple[list[Event], int]:
@@ -134,15 +233,24 @@ def _member_data(blob: bytes) -> list[bytes]:
     return out
 
 
-def _reanchor(path: Path, last: Event | None, stamp: str) -> None:
-    """The head file at the kept prefix's end (set aside when nothing is kept)."""
+def _reanchor(path: Path, intent: _Intent) -> None:
+    """The head file at the kept prefix's end, durably (set aside when nothing is kept); nothing
+    written when it already is."""
     head = HeadFile(path)
-    if last is None:
+    if not intent.kept or intent.ckpt is None:
         if head.path.exists():
+            stamp = intent.aside.rsplit("-", 1)[-1]
             head.path.rename(head.path.with_name(f"{head.path.name}.rolled-back-{stamp}"))
+            fsync_dir(path.parent)
         return
     try:
-        head.write(last.ckpt, last.seq, last.hash, both=True, durable=True)
+        anchor = head.read()
+    except AnchorUnreadable:
+        anchor = None
+    if anchor is not None and (anchor.seq, anchor.hash, anchor.ckpt) == (intent.kept, intent.kept_hash, intent.ckpt):
+        return
+    try:
+        head.write(intent.ckpt, intent.kept, intent.kept_hash, both=True, durable=True)
     finally:
         head.close()
 

@@ -4,7 +4,9 @@ A memory call only encodes its line and queues it (ARI's own access log queues t
 tests drain the queue with ``flush_and_close()``); the writer thread lets a burst gather for
 20 ms, takes whatever is queued and appends it as one ``write()`` on an ``O_APPEND`` descriptor kept open, holding an exclusive
 ``flock`` on it, each line sealed onto the one before it (``projections.models.access_chain``)
-and the batch's last line recorded in the head file. Many processes share one file: after the
+and, once the lines are ``fdatasync``ed, the batch's last line recorded in the head file (so a
+crash can leave lines the head does not name yet, never a head naming lines that are not there;
+a line a crash tore is cut off by the next writer, under the lock). Many processes share one file: after the
 lock, a writer checks that its inode is still the one named ``memory_access.jsonl`` and reopens
 if not, so only the holder of the current file's lock rotates it, to
 ``memory_access.<unix time>.jsonl`` (``_<n>`` when taken). Without ``flock`` (some network file
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.anchor import AnchorUnreadable, HeadFile
+from ledger.log import fsync_dir
 from projections import settings
 from projections.models.access_chain import GENESIS, last_line, link, seal
 
@@ -167,8 +170,12 @@ class LineWriter:
                         continue
                     except OSError as exc:  # keep the lines in the big file rather than lose them
                         self._problem("rotate", exc)
-                some = _fitting(batch, max_bytes - mine.st_size) if locked else len(batch)
-                self._write_once(fd, self._chained(fd, mine, batch[:some], locked), some)
+                size = self._cut_torn(fd, mine.st_size) if locked else mine.st_size
+                some = _fitting(batch, max_bytes - size) if locked else len(batch)
+                data, last = self._chained(fd, (mine.st_dev, mine.st_ino, size), batch[:some])
+                self._write_once(fd, data, some)
+                if locked:
+                    self._anchor(fd, last)
                 return some
             except OSError as exc:
                 self._problem("write", exc)
@@ -182,7 +189,10 @@ class LineWriter:
 
     def _descriptor(self) -> int:
         if self._fd < 0:
+            existed = os.path.exists(self.path)
             self._fd = os.open(self.path, _OPEN_FLAGS, 0o644)
+            if not existed:  # a new file (also after a rotation): its name durable before a head names its lines
+                fsync_dir(self.path.parent)
         return self._fd
 
     def _drop(self) -> None:
@@ -191,29 +201,79 @@ class LineWriter:
             fd, self._fd = self._fd, -1
             os.close(fd)
 
-    def _chained(self, fd: int, mine: os.stat_result, batch: list[bytes], locked: bool) -> bytes:
-        """The batch sealed onto the file's last line, one line each; the head file then names
-        the last. Only under the lock is the last line still last when ours land: unlocked
-        (no ``flock``), lines are chained as well as they can be."""
-        if (mine.st_dev, mine.st_ino, mine.st_size) == self._end:
+    def _chained(self, fd: int, end: tuple[int, int, int], batch: list[bytes]) -> tuple[bytes, tuple[int, str]]:
+        """The batch sealed onto the file's last line (``end``: the file's dev, inode and size),
+        one line each, and the (n, hash) of the last. Only under the lock is the last line still
+        last when ours land: unlocked (no ``flock``), lines are chained as well as they can be."""
+        if end == self._end:
             (n, prev), glue = self._last, b""  # our own line is still the last: no read back
         else:
-            (n, prev), glue = self._tail(fd, mine.st_size)
+            (n, prev), glue = self._tail(fd, end[2])
         out = [glue]
         for data in batch:
             n += 1
             line, prev = seal(data, n, prev)
             out += (line, b"\n")
         joined = b"".join(out)
-        self._end, self._last = (mine.st_dev, mine.st_ino, mine.st_size + len(joined)), (n, prev)
-        if locked:
-            try:
-                self.head.write(HEAD_ID, n, prev, ordered=True)
-            except FileNotFoundError:
-                pass  # no memory_ledger/ (an access log without a ledger): no head to keep
-            except OSError as exc:
-                self._problem("head", exc)
-        return joined
+        self._end, self._last = (end[0], end[1], end[2] + len(joined)), (n, prev)
+        return joined, (n, prev)
+
+    def _anchor(self, fd: int, last: tuple[int, str]) -> None:
+        """Under the lock, after the batch's ``write``: make the lines durable, then name the last
+        in the head file. The order is the promise: a head never names a line a crash can take
+        back (a SIGKILL between the two leaves lines the head does not name yet: a short head,
+        never a false "lines were cut")."""
+        try:
+            os.fdatasync(fd)
+        except OSError as exc:
+            self._problem("fsync", exc)
+            return  # not durable: the head keeps naming an older line
+        n, hash = last
+        try:
+            if not self.head.path.exists():
+                self.head.close()  # a descriptor of a head file removed meanwhile: the new one is opened afresh
+                self._create_head(n, hash)
+            else:
+                self.head.write(HEAD_ID, n, hash, ordered=True)
+        except FileNotFoundError:
+            pass  # no memory_ledger/ (an access log without a ledger): no head to keep
+        except OSError as exc:
+            self._problem("head", exc)
+
+    def _create_head(self, n: int, hash: str) -> None:
+        """A new head file, whole or not at all: both slots written to a temporary file, synced,
+        renamed into place, the directory synced (an empty head file left by a crash would read
+        as "holds no valid record")."""
+        tmp = HeadFile(self.head.path.with_name(f"{self.path.name}.{os.getpid()}.new"))
+        try:
+            tmp.write(HEAD_ID, n, hash, both=True, durable=True)
+            tmp.close()
+            os.replace(tmp.path, self.head.path)
+        except BaseException:
+            tmp.close()
+            tmp.path.unlink(missing_ok=True)
+            raise
+        fsync_dir(self.head.path.parent)
+
+    def _cut_torn(self, fd: int, size: int) -> int:
+        """Under the lock: cut off a line a crash tore (the file does not end with a newline; no
+        writer is inside a ``write``, they all hold this lock) and return the file's new size.
+        The torn line was never acknowledged (a flush returns after the whole batch is written)
+        and no head names it; chaining onto it would leave an unchained line inside the chain."""
+        if not size or os.pread(fd, 1, size - 1) == b"\n":
+            return size
+        window = _TAIL_WINDOW
+        while True:
+            start = max(0, size - window)
+            keep = os.pread(fd, size - start, start).rfind(b"\n")
+            if keep >= 0 or start == 0:
+                keep = start + keep + 1 if keep >= 0 else 0
+                break
+            window *= 8
+        os.ftruncate(fd, keep)
+        self._end = None
+        log.warning("%s: cut %d bytes of a line a crash tore at its end (never acknowledged)", self.path, size - keep)
+        return keep
 
     def _tail(self, fd: int, size: int) -> tuple[tuple[int, str], bytes]:
         """(n, hash) of the last line of the file (of the chain before it, when the file is new

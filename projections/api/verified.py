@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -471,7 +470,10 @@ class VerifiedContext:
                 "anchor": {"seq": ledger.last_seq, "hash": ledger.last_hash},
             }
         path = where / VERIFIED_CONTEXT_NAME if where.is_dir() else where
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(written, indent=2, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        # The old file or the whole new one after any crash, a power loss included: written beside
+        # it and synced, renamed over it, the directory synced (ledger.output.replace_file).
+        from ledger.output import replace_file
+
+        data = (json.dumps(written, indent=2, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+        replace_file(path, data)  # through verified_context.json.tmp, as before
         return path

@@ -118,3 +118,36 @@ def test_random_damage_always_repairs_to_a_verifying_log_losing_only_damaged_lin
         hit = next(i for i, o in enumerate(offsets) if o > pos) - 1 if pos < offsets[-1] else len(offsets) - 1
         assert set(texts) - set(got) <= set(texts[2 * hit : 2 * hit + 2]), case  # only the damaged member's lines
         assert report.kept == 2 * hit
+
+
+@pytest.mark.parametrize("stop_at", ["_reanchor", "_reappend"])
+def test_a_repair_killed_midway_is_finished_by_the_next_run(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch, stop_at: str
+) -> None:
+    """Issue 26: the intent is recorded first, so a repair stopped after it set the damage aside
+    (before the head moved, or after the cut, before the salvage) is finished by running it again:
+    the salvageable events never stay only in ``.damaged-*``, and the next open raises no alarm."""
+    import ledger.repair as repair_module
+
+    texts, offsets = build(ckpt)
+    damage(ckpt, (offsets[3] + offsets[4]) // 2)
+
+    def crash(*_args: object, **_kw: object) -> None:
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(repair_module, stop_at, crash)
+    with pytest.raises(KeyboardInterrupt):
+        repair(ckpt)
+    monkeypatch.undo()
+    intent = store_dir(ckpt) / (LOG_NAME + repair_module.INTENT_SUFFIX)
+    assert intent.exists()  # what remains to do is recorded
+    if stop_at == "_reappend":
+        Ledger.open(ckpt).close()  # the cut log opens: the head was lowered before the cut
+    report = repair(ckpt)
+    assert report.resumed and report.lines()[0].startswith("resumed: ")
+    assert not intent.exists()
+    with Ledger.open_readonly(ckpt) as ledger:
+        assert ledger.verify().ok
+        got = [e.body["text"] for e in ledger.events()]
+    assert set(texts[3 * 5 :]) <= set(got) and len(got) == len(set(got))  # every whole member after the damage
+    assert repair(ckpt).reason is None  # and done: nothing to repair

@@ -1,0 +1,26 @@
+"""Crash states (issue 26 item 3): every state a crash could leave, from the recorded system
+calls of each workload, opens and keeps its promises (``tests/support/crashes.py`` says how the
+states are made and what each must give). Each workload prints its counts (``pytest -s``)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from support.crashes import WORKLOADS, Workload, run_workload
+
+MAX_STATES = 600  # per workload; the whole module stays under 3,000 states
+
+
+@pytest.mark.parametrize("work", WORKLOADS, ids=[w.name for w in WORKLOADS])
+def test_every_crash_state_opens_and_keeps_what_was_acknowledged(
+    work: Workload, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR)  # recoveries warn on every state; the counts say what happened
+    out = run_workload(work, tmp_path, max_states=MAX_STATES)
+    print(out.summary())
+    assert out.states > 0
+    shown = [f"{label}: {problems}" for label, problems in out.violations[:5]]
+    assert not out.violations, f"{out.summary()}\n" + "\n".join(shown)
