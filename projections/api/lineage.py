@@ -22,7 +22,13 @@ from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import Grounding
 from projections.api.prove import ClaimProof, Proof
-from projections.api.verified import VERIFIED_CONTEXT_NAME, node_verdict, repro_events, verified_context
+from projections.api.verified import (
+    VERIFIED_CONTEXT_NAME,
+    node_verdict,
+    repro_events,
+    self_judged_failure,
+    verified_context,
+)
 from projections.api.views import research_view
 
 
@@ -58,7 +64,7 @@ def lineage_data(
         failure = verdict.why if verdict is not None and not verdict.succeeded else None
         status = "unknown" if verdict is None else "failed" if failure else "success"
         metric = headline_metric(report.get("metrics") or {}, primary) if report is not None else None
-        ctx = verified_context(entries, repro, judged={nid: failure})
+        ctx = verified_context(entries, repro, judged={nid: self_judged_failure(report, entries)})
         usable = {c["entry_id"] for c in ctx["usable_for_claims"]}
         nodes.append(
             {

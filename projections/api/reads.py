@@ -6,21 +6,39 @@ it read at (``at``), the ids it returned in order (``ids``) and what else a repl
 walks the access log and its rotations and finds an edited, inserted, removed or reordered
 line, and a cut tail against the head file ``memory_ledger/memory_access.jsonl.head``.
 :class:`Replayer` runs each recorded read again as of its position and compares: the engines
-are deterministic, so the same ids in the same order are expected.
+are deterministic, so the same line is expected.
+
+Compared (:data:`REPLAYED_FIELDS`), each the replay's line against the recorded one: what a
+read returned and ARI shows — ``ids`` (the entry ids, in order), ``results`` (ARI's per-hit
+objects: ``entry_id``, ``src_node_id``, ``score`` or ``type`` as the call writes them, in
+order), ``limit`` (for the reads that record their count there, the count), and the read's
+description ``collection``, ``query`` and ``ancestor_ids``. A ``score`` may differ by
+:data:`SCORE_TOLERANCE` (float32 dot products summed in another order), nothing else may.
+A recorded line that lacks one of them differs (every line that carries ``at`` was written
+with all of them).
+
+Not compared, and why: ``ts`` and ``pid`` (when and in which process it ran: a replay runs
+now, elsewhere); ``n``, ``prev`` and ``hash`` (the chain, checked by :func:`check_chain`);
+``node_id`` and ``op`` (who called, from the caller's environment; the chain holds them);
+``as_of``, ``at``, ``engine``, ``args`` and ``tool`` (the replay's inputs: it runs with them,
+so a rewritten one shows as different results, or as not replayable for another engine).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from ledger import layout
 from ledger.anchor import AnchorUnreadable, HeadFile
-from projections.api.access_log import ACCESS_LOG_NAME
+from projections.api.access_log import ACCESS_LOG_NAME, AccessLog
 from projections.api.access_writer import HEAD_ID, ROTATED_GLOB
 from projections.api.backend import MemoryBackend
 from projections.models.access_chain import GENESIS, link
@@ -34,6 +52,9 @@ REPLAYABLE = (
     "get_node_memory",
     "react_search",
 )
+REPLAYED_FIELDS = ("ids", "results", "limit", "collection", "query", "ancestor_ids")  # see the module docstring
+SCORE_TOLERANCE = 1e-6
+_encoder = msgspec.json.Encoder(enc_hook=str)  # as the access log encodes its lines
 
 
 @dataclass
@@ -51,6 +72,7 @@ class ReadRecord:
     ids: list[str]
     args: dict[str, Any]
     engine: str | None
+    recorded: dict[str, Any] = field(default_factory=dict)  # the line's REPLAYED_FIELDS, as recorded
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -182,6 +204,7 @@ def read_records(lines: list[dict[str, Any]], node: str | None = None) -> list[R
                 [str(i) for i in ids],
                 args if isinstance(args, dict) else {},
                 line.get("engine") if isinstance(line.get("engine"), str) else None,
+                {k: line[k] for k in REPLAYED_FIELDS if k in line},
             )
         )
     return out
@@ -195,16 +218,93 @@ class Replayed:
     verdict: str  # same, differs, not_replayable
     got: list[str] = field(default_factory=list)
     why: str = ""
+    differing: list[str] = field(default_factory=list)  # the REPLAYED_FIELDS that differ
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.record.as_dict(), "verdict": self.verdict, "got": self.got, "why": self.why}
+        return {
+            **self.record.as_dict(),
+            "verdict": self.verdict,
+            "got": self.got,
+            "why": self.why,
+            "differing": self.differing,
+        }
+
+
+class _Captured:
+    """Stands in for the session's access log while a read is replayed: keeps the read line
+    the call writes (ARI's fields as :meth:`AccessLog.read` puts them), writes nothing."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def read(
+        self,
+        collection: str,
+        query: str,
+        ancestor_ids: list[str] | None,
+        limit: int,
+        results: list[dict],
+        *,
+        tool: str,
+        node: str | None = None,
+        **extra: Any,
+    ) -> None:
+        line = {
+            "collection": collection,
+            "query": query,
+            "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
+            "limit": limit,
+            "results": results,
+            "ids": [r.get("entry_id") for r in results if isinstance(r, dict)],
+        }
+        self.lines.append(msgspec.json.decode(_encoder.encode(line)))  # the JSON the log would hold
+
+    def node_search(self, *args: Any, **kwargs: Any) -> None:
+        AccessLog.node_search(cast(AccessLog, self), *args, **kwargs)  # its results shaped as the log's
+
+    def write(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def record(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        return True
+
+
+VerifiedKey = tuple[tuple[str, ...], str, int | None, int]  # scope, purpose, limit, as_of
+
+
+def verified_key(scope: list[str], purpose: str, limit: int | None, as_of: int) -> VerifiedKey:
+    """What names a verified-context read: the claims it returns (ids and order) depend on
+    these and the log alone — ``min_evidence``, ``keep_mismatches`` and the experiments root
+    choose ``usable_for_claims`` and grade the claims, never which claims or their order."""
+    return tuple(scope), purpose, limit, as_of
+
+
+@contextmanager
+def capturing(backend: MemoryBackend) -> Iterator[_Captured]:
+    """Run reads on ``backend`` with their access-log lines kept (``.lines``), not written."""
+    session = backend.session
+    kept, captured = session.access, _Captured()
+    session.access = cast(AccessLog, captured)
+    try:
+        yield captured
+    finally:
+        session.access = kept
 
 
 class Replayer:
-    """Runs recorded reads again on a read-only backend (it records nothing)."""
+    """Runs recorded reads again on a read-only backend (it records nothing).
 
-    def __init__(self, backend: MemoryBackend) -> None:
+    ``built``: verified-context reads the caller already made on this backend, by
+    :func:`verified_key`, with the line each wrote (``prove`` builds the context again as of
+    its anchor; the read that built the context is the same read, not made twice)."""
+
+    def __init__(self, backend: MemoryBackend, built: dict[VerifiedKey, dict[str, Any]] | None = None) -> None:
         self.backend = backend
+        self._built = built or {}
+        self._captured: _Captured | None = None
         self._calls: dict[str, Callable[[ReadRecord], list[str]]] = {
             "search_memory": self._search,
             "search_research_memory": self._research,
@@ -228,12 +328,18 @@ class Replayer:
         if gone:
             return Replayed(record, "not_replayable", why=f"{len(gone)} of its results were redacted since")
         try:
-            got = call(record)
+            with capturing(self.backend) as captured:
+                self._captured = captured
+                got = call(record)
         except Exception as exc:  # a recorded read this checkpoint can no longer answer
             return Replayed(record, "differs", why=f"the replay failed: {type(exc).__name__}: {exc}")
-        if got == record.ids:
+        if not captured.lines:
+            return Replayed(record, "differs", got, why="the replay recorded no read to compare", differing=["ids"])
+        whys = {} if got == record.ids else {"ids": _difference(record.ids, got)}
+        whys.update((k, v) for k, v in _line_differences(record.recorded, captured.lines[-1]).items() if k not in whys)
+        if not whys:
             return Replayed(record, "same", got)
-        return Replayed(record, "differs", got, why=_difference(record.ids, got))
+        return Replayed(record, "differs", got, why="; ".join(whys.values()), differing=list(whys))
 
     def _scope(self, record: ReadRecord) -> list[str]:
         return list(record.scope or [])
@@ -261,9 +367,13 @@ class Replayer:
 
     def _verified(self, r: ReadRecord) -> list[str]:
         limit = r.args.get("limit")
-        ctx = self.backend.get_verified_context(
-            self._scope(r), str(r.args.get("purpose") or "paper"), limit if isinstance(limit, int) else None, as_of=r.at
-        )
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+        purpose = str(r.args.get("purpose") or "paper")
+        line = self._built.get(verified_key(self._scope(r), purpose, limit, r.at)) if r.at is not None else None
+        if line is not None and self._captured is not None:
+            self._captured.lines.append(line)  # the same read, made already
+            return [str(i) for i in line["ids"]]
+        ctx = self.backend.get_verified_context(self._scope(r), purpose, limit, as_of=r.at)
         return [c["entry_id"] for c in ctx["claims"]]
 
     def _node_memory(self, r: ReadRecord) -> list[str]:
@@ -280,6 +390,60 @@ def _difference(expected: list[str], got: list[str]) -> str:
     return f"{len(missing)} recorded id(s) not returned now, {len(extra)} returned now that were not"
 
 
-def replay_all(backend: MemoryBackend, records: list[ReadRecord]) -> list[Replayed]:
-    replayer = Replayer(backend)
+def _line_differences(recorded: dict[str, Any], replayed: dict[str, Any]) -> dict[str, str]:
+    """Field → why, for the REPLAYED_FIELDS where the replay's line is not the recorded one."""
+    out = {}
+    for key in REPLAYED_FIELDS:
+        if key not in recorded:
+            out[key] = f"{key}: missing from the recorded line"
+        elif key == "results":
+            why = _results_difference(recorded[key], replayed.get(key))
+            if why:
+                out[key] = why
+        elif _canonical(recorded[key]) != _canonical(replayed.get(key)):
+            out[key] = f"{key}: recorded {_short(recorded[key])}, replayed {_short(replayed.get(key))}"
+    return out
+
+
+def _results_difference(recorded: object, replayed: object) -> str | None:
+    if not isinstance(recorded, list) or not isinstance(replayed, list):
+        return f"results: recorded {_short(recorded)}, replayed {_short(replayed)}"
+    if len(recorded) != len(replayed):
+        return f"results: {len(recorded)} recorded, {len(replayed)} replayed"
+    for i, (a, b) in enumerate(zip(recorded, replayed), 1):
+        if not _same_result(a, b):
+            return f"results #{i}: recorded {_short(a)}, replayed {_short(b)}"
+    return None
+
+
+def _same_result(a: object, b: object) -> bool:
+    if not isinstance(a, dict) or not isinstance(b, dict) or a.keys() != b.keys():
+        return a == b
+    for key, x in a.items():
+        y = b[key]
+        if key == "score" and _number(x) and _number(y):
+            if not math.isclose(float(x), float(y), rel_tol=0.0, abs_tol=SCORE_TOLERANCE):
+                return False
+        elif _canonical(x) != _canonical(y):
+            return False
+    return True
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _short(value: object, width: int = 80) -> str:
+    text = _canonical(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def replay_all(
+    backend: MemoryBackend, records: list[ReadRecord], built: dict[VerifiedKey, dict[str, Any]] | None = None
+) -> list[Replayed]:
+    replayer = Replayer(backend, built)
     return [replayer.replay(r) for r in records]

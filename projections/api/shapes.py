@@ -181,6 +181,9 @@ class VerifiedContextView(TypedDict, total=False):
     usable_for_claims: Required[list[Claim]]
     purpose: str
     lineage: list[str]
+    min_evidence: str | None  # added: how it was built, so prove can rebuild it
+    limit: int | None
+    keep_mismatches: bool
 
 
 class Written(TypedDict):

@@ -80,7 +80,9 @@ class Verdict:
     why: str  # the source and what it says, with the headline quoted
 
 
-def node_verdict(report: Mapping[str, Any] | None, entries: Iterable[Entry]) -> Verdict | None:
+def node_verdict(
+    report: Mapping[str, Any] | None, entries: Iterable[Entry], *, outcomes: bool = True
+) -> Verdict | None:
     """The node's own verdict on its result, or None when nothing says.
 
     Its ``node_report.json`` (``report``, when one is on disk) decides: a ``status`` that is not
@@ -89,6 +91,8 @@ def node_verdict(report: Mapping[str, Any] | None, entries: Iterable[Entry]) -> 
     SUMMARY`` of its entries that says ``status=`` or ``succeeded=``; without that, the newest of
     its outcomes: a failure_case fails, a result its consolidation flagged succeeded=false fails,
     any other result succeeds (a node that failed and succeeded on ``ari resume`` is a success).
+    ``outcomes=False`` asks only what the node said of itself: a failure_case is a limitation ARI
+    records beside results, not the node's verdict on them (ARI's usable rule stands).
     """
     if report is not None:
         said = _report_verdict(report)
@@ -101,7 +105,7 @@ def node_verdict(report: Mapping[str, Any] | None, entries: Iterable[Entry]) -> 
             if said is not None:
                 return said
     for entry in reversed(entries):
-        if entry.label == "failure_case":
+        if entry.label == "failure_case" and outcomes:
             return Verdict(False, f"it ended in a failure_case: {_quote(entry.text)}")
         if entry.label == "experiment_result":
             if any(isinstance(f, Mapping) and f.get("field") == JUDGED_UNSUCCESSFUL for f in entry.findings):
@@ -112,7 +116,7 @@ def node_verdict(report: Mapping[str, Any] | None, entries: Iterable[Entry]) -> 
 
 def self_judged_failure(report: Mapping[str, Any] | None, entries: Iterable[Entry]) -> str | None:
     """Why the node judged its own result unsuccessful (:func:`node_verdict`), or None."""
-    said = node_verdict(report, entries)
+    said = node_verdict(report, entries, outcomes=False)
     return said.why if said is not None and not said.succeeded else None
 
 
@@ -411,6 +415,7 @@ class VerifiedContext:
             stamp = self.session.read_stamp(as_of)
         ctx["purpose"] = purpose
         ctx["lineage"] = scope
+        ctx["min_evidence"], ctx["limit"], ctx["keep_mismatches"] = min_evidence, limit, keep_mismatches
         self.session.access.read(
             "node_scope",
             f"verified_context:{purpose}",
@@ -461,9 +466,10 @@ class VerifiedContext:
         ``verified_context.json``; else the file), atomically."""
         ledger = self.session.ledger
         with self.session.reading():
+            seqs = {c["seq"] for c in ctx.get("claims", [])}  # one pass over the log, not one member per claim
+            hashes = {e.seq: e.hash for e in ledger.events(as_of=max(seqs), after=min(seqs) - 1)} if seqs else {}
             for claim in ctx.get("claims", []):
-                event = ledger.event_at(claim["seq"])
-                claim["event_hash"] = event.hash if event is not None else None
+                claim["event_hash"] = hashes.get(claim["seq"])
             written = {
                 **ctx,
                 "as_of_seq": ledger.last_seq,

@@ -115,6 +115,7 @@ class Quantity:
     name: str | None = None  # a metric name written beside it (as written)
     explicit_name: bool = False  # written as name=value, name: value or a snake_case word
     noun: str | None = None  # a count noun ("thread")
+    per: str | None = None  # what the count is per ("2 sweeps per k-tile": "k-tile")
     qualifier: str = "exact"  # exact, approx, <, <=, >, >=
     signed: bool = False
     spread: bool = False  # "± 0.13"
@@ -249,12 +250,26 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             nm = re.match(r"[A-Za-z\-]+ ([A-Za-z]+)", rest)
             noun, stop = (count_noun(nm.group(1)), q.end + lead + nm.end()) if nm else (None, stop)
         if noun is not None:
-            return replace(q, noun=noun, end=stop, text=text[q.start : stop])
+            return replace(q, noun=noun, per=_per(text[stop:]), end=stop, text=text[q.start : stop])
         if glued:
             return None  # 3D, 2nd, 4th: part of a word
     elif glued:
         return None
     return q
+
+
+_PER = re.compile(r"\s+(?:per|in each|into each|for each|each)\s+([A-Za-z][\w\-]*)")
+_PER_RUN = {"run", "repetition", "rep", "execution", "trial", "measurement"}  # what a plain count is already per
+
+
+def _per(after: str) -> str | None:
+    """What a count is per (``2 sweeps per k-tile`` → ``k-tile``); a count per run is a plain count."""
+    m = _PER.match(after)
+    if m is None:
+        return None
+    word = m.group(1).lower()
+    word = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+    return None if word in _PER_RUN else word
 
 
 def count_noun(word: str) -> str | None:

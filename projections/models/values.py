@@ -167,6 +167,7 @@ class Fact(NamedTuple):
     unit: str | None  # a pint unit
     noun: str | None  # a count noun
     where: str
+    per: str | None = None  # what the count is per ("8 doubles per vector")
 
 
 @dataclass
@@ -227,7 +228,7 @@ def facts_in(texts: Mapping[str, object], numbers: Mapping[str, object] | None =
             if q.change or q.name is not None or q.qualifier in ("<", "<=", ">", ">="):
                 continue
             if q.unit is not None or q.noun is not None:
-                out.append(Fact(q.value, q.unit, q.noun, where))
+                out.append(Fact(q.value, q.unit, q.noun, where, q.per))
         for key, raw in _SETTING.findall(text):
             noun = _noun_of(key)
             if noun is not None:
@@ -508,7 +509,7 @@ class _Checker:
             f
             for f in self.ev.facts
             if (dim is not None and f.unit is not None and units.dimension(f.unit) == dim)
-            or (q.noun is not None and f.noun == q.noun)
+            or (q.noun is not None and f.noun == q.noun and f.per == q.per)  # 2 sweeps per k-tile are not 100 sweeps
         ]
         for f in same_kind:
             value = f.value * units.factor(f.unit, q.unit) if dim is not None and f.unit else f.value
@@ -531,7 +532,11 @@ class _Checker:
     def _count(self, q: Quantity) -> Verdict:
         """A count (``16 threads``): a metric named like the noun, else a setup fact."""
         noun = q.noun or ""
-        own = [m for m in self.ev.metrics if any(t in (noun, noun + "s", noun + "es") for t in name_key(m).split("_"))]
+        own = [
+            m
+            for m in self.ev.metrics
+            if q.per is None and any(t in (noun, noun + "s", noun + "es") for t in name_key(m).split("_"))
+        ]
         for metric in own:
             if self._holds(q, self.ev.metrics[metric]):
                 return self._out(q, "checked")

@@ -536,5 +536,6 @@ def test_reading_commands_never_modify_the_checkpoint(ckpt: Path, tmp_path: Path
         if state != "healthy":
             assert codes[(state, "verify")] == 1, state
     assert codes[("rolled back", "status")] == 1  # an alarm
-    assert all(codes[("healthy", c[0])] == 0 for c in READING if c[0] not in ("audit", "verified"))
+    assert all(codes[("healthy", c[0])] == 0 for c in READING if c[0] not in ("audit", "verified", "prove"))
+    assert codes[("healthy", "prove")] == 3  # no verified_context.json: NOTHING TO PROVE, never PROVED
     figures("read-only-commands", states=len(states), commands=len(READING), modified=0)

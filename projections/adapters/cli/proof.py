@@ -4,19 +4,54 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ledger import InvalidInput
 from ledger.bundle import check_output_path
 from projections.adapters.cli.checkpoint import hash_arg
-from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
+from projections.adapters.cli.framework import (
+    EXIT_CHECK_FAILED,
+    EXIT_ERROR,
+    EXIT_OK,
+    checkpoint_arg,
+    command,
+    console,
+    emit,
+)
 from projections.adapters.cli.memory import open_backend
 from projections.api.grounding import experiments_roots
-from projections.api.reads import check_chain, read_records, replay_all
+from projections.api.reads import REPLAYED_FIELDS, check_chain, read_records, replay_all
+
+if TYPE_CHECKING:
+    from projections.api.prove import Proof
+
+EXIT_NOTHING_TO_PROVE = 3  # prove: no verified context, or one without claims
+
+READS_EPILOG = f"""exit codes:
+  0  the access log's chain holds (and, with --replay, every replayable read replays the same)
+  {EXIT_CHECK_FAILED}  the chain is broken, or a read replays differently (fields compared: {", ".join(REPLAYED_FIELDS)})
+  {EXIT_ERROR}  the command could not run: not a checkpoint, or --node names a node neither the log nor
+     the access log has (one error: line)
+"""
+
+PROVE_EPILOG = f"""exit codes:
+  {EXIT_OK}  PROVED: every claim holds, the context is what the library builds as of its anchor,
+     the chains hold and every recorded read replays the same
+  {EXIT_CHECK_FAILED}  NOT PROVED: something fails (each failure is printed), or, with --strict, something
+     could not be checked
+  {EXIT_ERROR}  the command could not run: not a checkpoint, a --context file that is missing or not a
+     verified context, a bad --head (one error: line)
+  {EXIT_NOTHING_TO_PROVE}  NOTHING TO PROVE: no verified context, or one that lists no claims (the rest is
+     still checked; a failure there makes it {EXIT_CHECK_FAILED})
+"""
 
 
 def _reads_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     p.add_argument("--node", default=None, help="only this node's reads")
     p.add_argument("--replay", action="store_true", help="run every read again as of its log position and compare")
+    p.epilog = READS_EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 @command(
@@ -29,6 +64,11 @@ def cmd_reads(args: argparse.Namespace) -> int:
     try:
         chain, lines = check_chain(Path(args.checkpoint))
         records = read_records(lines, args.node)
+        if args.node is not None and not records and backend.lineage(args.node) is None:
+            raise InvalidInput(
+                "--node",
+                f"unknown node {args.node!r}: neither the log nor the access log has it (see `ari-ledger tree`)",
+            )
         replayed = replay_all(backend, records) if args.replay else []
     finally:
         backend.close()
@@ -75,6 +115,8 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--html", default=None, metavar="FILE", help="write the lineage report with failing claims marked")
     p.add_argument("--strict", action="store_true", help="what could not be checked fails too")
+    p.epilog = PROVE_EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 @command(
@@ -100,12 +142,15 @@ def cmd_prove(args: argparse.Namespace) -> int:
         finally:
             backend.close()
         Path(args.html).write_text(render_report(data), encoding="utf-8")
+    code = {"proved": EXIT_OK, "nothing_to_prove": EXIT_NOTHING_TO_PROVE}.get(proof.verdict, EXIT_CHECK_FAILED)
     if args.json:
         emit(proof.as_dict())
-        return EXIT_OK if proof.ok else EXIT_CHECK_FAILED
+        return code
     for claim in proof.claims:
         head = f"{claim.verdict:>5}  {claim.node_id}  [{claim.evidence}; values {claim.values and claim.values['verdict']}]"
         console.print(f"{head}  {claim.text}")
+        if claim.failures:
+            console.print(f"         entry_id: {claim.entry_id}")
         for why in claim.failures:
             console.print(f"         fails: {why}")
         for why in claim.unchecked:
@@ -121,9 +166,17 @@ def cmd_prove(args: argparse.Namespace) -> int:
         console.print(f"FAIL: read {read['where']} ({read['tool']} @seq {read['at']}): {read['why']}")
     for line in proof.unchecked:
         console.print(f"not checked: {line}")
+    for line in proof.notes:
+        console.print(f"note: {line}")
+    console.print(_verdict_line(proof) + (f"; report: {args.html}" if args.html else ""))
+    return code
+
+
+def _verdict_line(proof: Proof) -> str:
+    """The last line: the verdict, the claims that hold, and the claims by evidence level."""
+    if proof.verdict == "nothing_to_prove":
+        return f"NOTHING TO PROVE: {proof.no_claims}"
     holds = sum(c.verdict == "holds" for c in proof.claims)
-    console.print(
-        f"{'PROVED' if proof.ok else 'NOT PROVED'}: {holds} of {len(proof.claims)} claims hold"
-        + (f"; report: {args.html}" if args.html else "")
-    )
-    return EXIT_OK if proof.ok else EXIT_CHECK_FAILED
+    levels = ", ".join(f"{level} {n}" for level, n in proof.evidence_counts().items())
+    line = f"{'PROVED' if proof.ok else 'NOT PROVED'}: {holds} of {len(proof.claims)} claims hold"
+    return line + (f" ({levels})" if levels else "") + (f"; {proof.no_claims}" if proof.no_claims else "")
