@@ -6,11 +6,29 @@ the seq or the byte offset, and the reason.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # What a RollbackDetected tells the person to do: the only two ways past the alarm.
 ACT_ON_ROLLBACK = (
     "restore the missing events (a backup, a .torn-* file), or accept the log as it is with "
     "`ari-ledger verify --accept-rollback CKPT`"
 )
+
+
+def act_on_missing_log(expected: Path, misplaced: Path | None = None) -> str:
+    """What a RollbackDetected tells the person when the log holds no event (it is missing, or
+    an open created it empty a moment ago) while an anchor records later events: the log looks
+    missing or moved. Accepting the rollback would accept an empty log and set the anchors
+    aside, so that is not offered; ``misplaced`` is a log found where an earlier version moved
+    it (``ledger.layout.misplaced_log``)."""
+    where = (
+        f"; a log lies at {misplaced} (moved one level too deep by an earlier version that took "
+        f"{expected.parent} for a checkpoint): move the files of {misplaced.parent} back into "
+        f"{expected.parent} (over an empty log there, if any)"
+        if misplaced is not None
+        else f"; put it back there (from a backup or a copy of the checkpoint, with its {expected.name}.head)"
+    )
+    return f"the log looks missing or moved: it is expected at {expected}{where}"
 
 
 class LedgerError(Exception):

@@ -10,7 +10,13 @@ reads them (``memory_access.jsonl``, ``memory_backup.jsonl.gz``, ``verified_cont
 Checkpoints written before (the same files at the top level) keep working: reading commands
 find the log in either place, and the first writable open moves the old files in, under a
 lock, one atomic rename each, so several processes may open at once and a crash at any point
-leaves a checkpoint that opens (each file is in exactly one of the two places).
+leaves a checkpoint that opens (each file is in exactly one of the two places). A dry run
+(``moves_suspended``) and a read-only open read them where they are and move nothing.
+
+A checkpoint is given by one unmistakable path (:func:`check_checkpoint_dir`, which every
+resolution of the store directory runs): the ``memory_ledger/`` folder itself, or any folder
+inside a checkpoint, is refused, naming the checkpoint to pass instead. Taken for a checkpoint
+of the old layout, such a folder would have its log moved one level deeper, out of sight.
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from .errors import InvalidInput
 from .log import LOG_NAME, fsync_dir
 
 log = logging.getLogger("ledger")
@@ -47,9 +55,104 @@ _MEMORY_FILE = re.compile(
 )
 
 
+# Set while a dry run opens a checkpoint: the layout move waits for an open that may change it.
+_MOVES_SUSPENDED: ContextVar[bool] = ContextVar("ledger_layout_moves_suspended", default=False)
+
+
 def store_dir(checkpoint_dir: str | Path) -> Path:
-    """``{checkpoint}/memory_ledger``: where this project's files of a checkpoint live."""
+    """``{checkpoint}/memory_ledger``: where this project's files of a checkpoint live.
+
+    Every open resolves it, so every open refuses a path that is not a checkpoint
+    (:func:`check_checkpoint_dir`: raises InvalidInput)."""
+    check_checkpoint_dir(checkpoint_dir)
     return Path(checkpoint_dir) / STORE_DIR
+
+
+def check_checkpoint_dir(checkpoint_dir: str | Path) -> None:
+    """Refuse a path that cannot be a checkpoint, naming what to pass instead (InvalidInput,
+    field ``checkpoint``); a path that does not exist yet is fine (an open creates it).
+
+    The rule, checked on the path as given and, when it is a symbolic link, on what it names:
+
+    - a file (anything but a directory) is not a checkpoint;
+    - a folder named ``memory_ledger`` is the ledger's own folder (``CKPT/memory_ledger``: pass
+      ``CKPT``), never a checkpoint, also one that does not exist yet;
+    - a folder inside a checkpoint (an ancestor ``A`` holds ``A/memory_ledger/memory_ledger.jsonl.gz``)
+      is not a checkpoint of its own: pass ``A``, or a folder outside it.
+
+    A checkpoint of the old layout (``memory_ledger.jsonl.gz`` at its top, in a folder of any
+    other name) is a checkpoint: it opens, and the first writable open moves its files in.
+    """
+    given = Path(checkpoint_dir)
+    problem = _not_a_checkpoint(given, str(given))
+    if problem is None:
+        real = Path(os.path.realpath(given))
+        if real != Path(os.path.abspath(given)):
+            problem = _not_a_checkpoint(real, f"{given} (a link to {real})")
+    if problem is not None:
+        raise InvalidInput("checkpoint", problem)
+
+
+def _not_a_checkpoint(path: Path, shown: str) -> str | None:
+    """Why ``path`` (named ``shown`` in the message) cannot be a checkpoint, or None."""
+    if path.exists() and not path.is_dir():
+        kind = "a file" if path.is_file() else "not a directory"
+        return (
+            f"{shown} is {kind}, not a checkpoint: a checkpoint is a directory "
+            f"(ARI's checkpoints/<run_id>/, the folder that holds {STORE_DIR}/)"
+        )
+    norm = Path(os.path.normpath(path))
+    absolute = Path(os.path.abspath(path))
+    # Ancestors as the caller wrote them (a relative path stays relative in the message).
+    written = {Path(os.path.abspath(p)): p for p in norm.parents if str(p) not in (".", "")}
+    if absolute.name == STORE_DIR:
+        parent = written.get(absolute.parent, absolute.parent)
+        if _holds_log(absolute.parent) or _holds_ledger_files(absolute):
+            return f"{shown} is the ledger's own folder inside checkpoint {parent}; pass {parent}"
+        return (
+            f"{shown} is named {STORE_DIR}, the name of the ledger's own folder inside a checkpoint; "
+            f"pass the checkpoint that holds it, or give the checkpoint another name"
+        )
+    for ancestor in absolute.parents:
+        if _holds_log(ancestor):
+            outer = written.get(ancestor, ancestor)
+            return (
+                f"{shown} lies inside checkpoint {outer} ({outer / STORE_DIR / LOG_NAME} is its log), "
+                f"so it is not a checkpoint of its own; pass {outer}, or a directory outside it"
+            )
+    return None
+
+
+def _holds_log(directory: Path) -> bool:
+    """True when ``directory`` is a checkpoint of this layout: it holds ``memory_ledger/memory_ledger.jsonl.gz``."""
+    try:
+        return (directory / STORE_DIR / LOG_NAME).exists()
+    except OSError:  # unreadable: not known to be one
+        return False
+
+
+def _holds_ledger_files(directory: Path) -> bool:
+    """True when ``directory`` holds a file this project writes (the log, or a file named after it)."""
+    return bool(_legacy_files(directory)) or (directory / SNAPSHOT_NAME).exists() or (directory / STORE_DIR).is_dir()
+
+
+def misplaced_log(checkpoint_dir: str | Path) -> Path | None:
+    """A log one level too deep (``CKPT/memory_ledger/memory_ledger/memory_ledger.jsonl.gz``):
+    where earlier versions moved it when ``CKPT/memory_ledger`` was opened for writing as a
+    checkpoint of the old layout. None when there is none."""
+    deeper = Path(checkpoint_dir) / STORE_DIR / STORE_DIR / LOG_NAME
+    return deeper if deeper.exists() else None
+
+
+@contextmanager
+def moves_suspended() -> Iterator[None]:
+    """For a dry run: opens inside the block read an old-layout checkpoint where it is and move
+    nothing (a writable open still takes the lock and reads under it)."""
+    token = _MOVES_SUSPENDED.set(True)
+    try:
+        yield
+    finally:
+        _MOVES_SUSPENDED.reset(token)
 
 
 def log_path(checkpoint_dir: str | Path) -> Path:
@@ -78,6 +181,8 @@ def move_legacy_files(checkpoint_dir: str | Path) -> list[str]:
     """Move the files an earlier version left at the top level into the store directory.
 
     Called by every writable open; costs one directory listing when there is nothing to move.
+    Refuses a path that is not a checkpoint (:func:`check_checkpoint_dir`) before anything
+    moves; moves nothing inside :func:`moves_suspended` (a dry run).
     Under a lock on the store directory, so concurrent openers move each file once; the log
     goes first and each file is one ``rename``, so whatever a crash interrupts, the next open
     finishes. A file whose name is already taken in the store directory is kept beside it as
@@ -85,9 +190,9 @@ def move_legacy_files(checkpoint_dir: str | Path) -> list[str]:
     name (it was never compressed). Returns one line per file moved.
     """
     top = Path(checkpoint_dir)
-    if not _legacy_files(top):
+    store = store_dir(top)  # refuses a path that is not a checkpoint, before anything moves
+    if _MOVES_SUSPENDED.get() or not _legacy_files(top):
         return []
-    store = store_dir(top)
     store.mkdir(exist_ok=True)
     moved = []
     with _locked(store):
@@ -113,7 +218,7 @@ def _legacy_files(top: Path) -> list[str]:
     try:
         with os.scandir(top) as entries:
             return [e.name for e in entries if _LEGACY.match(e.name) and e.is_file(follow_symlinks=False)]
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
 
 

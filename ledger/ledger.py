@@ -41,6 +41,7 @@ from .errors import (
     LogCorrupted,
     RollbackDetected,
     WriteUnconfirmed,
+    act_on_missing_log,
 )
 from .events import Event, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
 from .guard import check_writer
@@ -128,9 +129,12 @@ class Ledger:
                     raise
         path = layout.log_path(directory)
         if not path.exists():
-            _refuse_missing_log(path)
+            _refuse_missing_log(path, directory)
             if not create or readonly:
-                raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
+                raise LedgerNotFound(_no_ledger(path, directory))
+            misplaced = layout.misplaced_log(directory)
+            if misplaced is not None:  # never an empty log in its place
+                raise LedgerNotFound(f"no ledger at {path}, so none is created: {act_on_missing_log(path, misplaced)}")
         reason = "opened read-only" if readonly else None
         logfile = None
         if reason is None:
@@ -178,7 +182,7 @@ class Ledger:
         directory = Path(checkpoint_dir)
         path = layout.log_path(directory)
         if not path.exists():
-            raise LedgerNotFound(f"no ledger at {path} (is {directory} a checkpoint directory?)")
+            raise LedgerNotFound(_no_ledger(path, directory))
         ledger = cls(directory, LogFile(path, writable=False), readonly=INSPECTING)
         try:
             sync(ledger, recover=False)
@@ -281,7 +285,12 @@ class Ledger:
         if anchor is not None:
             problem = self.anchor_problem(anchor)
             if problem:
-                raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(anchor.seq or 0, self._head.seq + 1))
+                act = (  # an empty log is not accepted in place of one that looks missing
+                    ACT_ON_ROLLBACK
+                    if self._head.seq
+                    else act_on_missing_log(self.path, layout.misplaced_log(self.checkpoint_dir))
+                )
+                raise RollbackDetected(f"{problem}; {act}", seq=min(anchor.seq or 0, self._head.seq + 1))
         if (
             adopt
             and self._ckpt is not None
@@ -548,18 +557,28 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def _refuse_missing_log(path: Path) -> None:
-    """A head file without its log: the log was removed after events were acknowledged."""
+def _refuse_missing_log(path: Path, directory: Path) -> None:
+    """A head file without its log: the log was removed (or moved) after events were
+    acknowledged. Refused, never replaced by an empty log, and not offered for acceptance."""
     try:
         anchor = HeadFile(path).read()
     except AnchorUnreadable:
         anchor = None
     if anchor is not None:
         raise RollbackDetected(
-            f"{path.name} is missing, but {anchor.source} records seq {anchor.seq} as acknowledged: "
-            f"the log was removed; {ACT_ON_ROLLBACK}",
+            f"{path.name} is missing, but {anchor.source} records seq {anchor.seq} as acknowledged; "
+            f"{act_on_missing_log(path, layout.misplaced_log(directory))}",
             seq=1,
         )
+
+
+def _no_ledger(path: Path, directory: Path) -> str:
+    """Why there is no ledger to open: none at ``path``, and where one lies when an earlier
+    version moved it one level too deep."""
+    misplaced = layout.misplaced_log(directory)
+    if misplaced is None:
+        return f"no ledger at {path} (is {directory} a checkpoint directory?)"
+    return f"no ledger at {path}: {act_on_missing_log(path, misplaced)}"
 
 
 def _prepare(node_id: str, type: str, body: Any, current_node: str | None) -> tuple[str, str, dict[str, Any]]:

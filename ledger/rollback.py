@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import layout
 from .anchor import Anchor, HeadFile
-from .errors import LedgerNotFound
+from .errors import LedgerNotFound, act_on_missing_log
 from .events import utc_now
 from .ledger import Ledger
 from .log import LOG_NAME, LogFile, fsync_dir
@@ -30,11 +30,16 @@ def accept_rollback(checkpoint_dir: str | Path, anchored_files: Iterable[tuple[P
     ``anchored_files`` (a snapshot, ``verified_context.json``) whose anchor the log does
     not hold is renamed ``<name>.rolled-back-<stamp>``; what was accepted is appended to
     ``memory_ledger.jsonl.gz.rollbacks``. Returns what was accepted, [] when the log holds
-    every anchor. Damage before the tail is still refused (LogCorrupted).
+    every anchor. Damage before the tail is still refused (LogCorrupted), and so is a missing
+    or empty log while a log lies one level too deep (``layout.misplaced_log``: moved there by
+    an earlier version), which is to be moved back, not accepted away (LedgerNotFound).
     """
     directory = Path(checkpoint_dir)
     layout.move_legacy_files(directory)
     path = layout.log_path(directory)
+    misplaced = layout.misplaced_log(directory)
+    if misplaced is not None and (not path.exists() or path.stat().st_size == 0):
+        raise LedgerNotFound(f"nothing accepted: {act_on_missing_log(path, misplaced)}")
     head = HeadFile(path)
     if not path.exists():  # every anchor points at events that are gone
         files = [head.path, *(file for file, _anchor in anchored_files)]

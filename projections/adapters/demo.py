@@ -12,12 +12,16 @@ command) and by the tests.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from ledger.errors import InvalidInput
 from ledger.node_report import NodeReport, load_node_report
 from ledger.provenance import sha256_file
 from projections.api.backend import MemoryBackend
@@ -41,6 +45,45 @@ class Replay:
     reruns: list[dict[str, Any]] = field(default_factory=list)
     verified_path: Path | None = None
     audit: AuditResult | None = None
+
+
+def shown(path: Path) -> str:
+    """A path for a message, its bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+@contextmanager
+def demo_output(out: Path, *, fresh: bool = False) -> Iterator[Path]:
+    """The demo's output directory, all or nothing: refused before anything is written when it
+    cannot hold a demo (a file, a path that is not UTF-8: the checkpoint records paths as UTF-8
+    text), created when missing, and when the block fails, everything it created is removed
+    again (the directories this created, or the entries new in one that existed), so the next
+    run does not find half a demo. ``fresh``: ``out`` is a new empty directory made for the demo
+    (a temp dir), removed as well."""
+    if out.exists() and not out.is_dir():
+        raise InvalidInput("dir", f"{shown(out)} is a file, not a directory; pass a new directory")
+    try:
+        os.fsdecode(os.path.abspath(out)).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            "dir", f"{shown(out)} is not a UTF-8 path (the checkpoint records its paths as UTF-8 text); pass another"
+        ) from None
+    first_new = None if out.exists() else next(p for p in [out, *out.parents] if p.parent.exists())
+    before = None if fresh or first_new is not None else set(os.listdir(out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        yield out
+    except BaseException:
+        if before is None:
+            shutil.rmtree(out if first_new is None else first_new, ignore_errors=True)
+        else:
+            for name in set(os.listdir(out)) - before:
+                entry = out / name
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        raise
 
 
 def copy_run(run_dir: Path, dest: Path) -> Path:

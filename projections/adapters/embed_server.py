@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from ledger.errors import LedgerError
+from ledger.errors import InvalidInput, LedgerError
 from projections.models.embedder import StaticEmbedder, get_embedder
 
 # Big enough for a few thousand long passages per request, small enough that a
@@ -184,6 +184,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     """Serve until SIGTERM/SIGINT; prints one ``listening on`` line once ready."""
+    if not 0 <= args.port <= 65535:  # 0 picks a free one
+        raise InvalidInput("--port", f"{args.port} is not a port (1–65535)")
     try:
         server = make_server(args.host, args.port, verbose=args.verbose)
     except OSError as exc:

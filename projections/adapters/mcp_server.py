@@ -13,6 +13,7 @@ ARI's environment pins (``FastMCP``, the same server under its old name).
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Mapping
 from importlib.metadata import version
 from typing import Any
@@ -24,8 +25,9 @@ except ModuleNotFoundError:  # mcp 1.x, ARI's environment: the same high-level s
     from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef,attr-defined]  # 1.x only
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]  # 1.x only
 
-from ledger import InvalidInput, LedgerError, config
+from ledger import InvalidInput, LedgerError, config, layout
 from ledger.events import check_node_id
+from projections import settings
 from projections.api.backend import MemoryBackend, get_backend
 
 server = Server("ari-memory-ledger", instructions="Ancestor-scoped, artifact-grounded memory of an ARI checkpoint.")
@@ -257,8 +259,27 @@ def health() -> dict[str, Any]:
     return {**_backend().health(), "mcp_sdk": MCP_SDK_VERSION}
 
 
+def checkpoint_problem() -> str | None:
+    """Why ``ARI_CHECKPOINT_DIR`` cannot be served (a file, the ledger's own folder, a folder
+    inside a checkpoint: ``ledger.layout.check_checkpoint_dir``), as one line naming the variable
+    and the path; None when it is unset (a tool call then says it is needed) or can be."""
+    path = settings.checkpoint_dir()
+    if path is None:
+        return None
+    try:
+        layout.check_checkpoint_dir(path)
+    except InvalidInput as exc:
+        return f"ARI_CHECKPOINT_DIR={path}: {exc.reason}"
+    return None
+
+
 def main() -> int:
-    """Serve on stdin/stdout until stdin closes."""
+    """Serve on stdin/stdout until stdin closes; refuse at once (one ``error:`` line on stderr,
+    exit 2) a checkpoint that cannot be one, before any client waits on tools that would fail."""
+    problem = checkpoint_problem()
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     server.run("stdio")
     return 0
 

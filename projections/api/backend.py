@@ -23,9 +23,13 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
-from ledger import ConfigurationError
+from ledger import ConfigurationError, layout
+from ledger.anchor import HeadFile, anchor_problem
+from ledger.errors import RollbackDetected, act_on_missing_log
+from ledger.layout import SNAPSHOT_NAME
 from projections import settings
 from projections.api.audit import Audit
+from projections.api.checkpoint import verified_context_anchor
 from projections.api.context import ExperimentContext
 from projections.api.imports import Imports
 from projections.api.nodes import DEFAULT_LIMIT, Nodes
@@ -54,6 +58,8 @@ from projections.api.shapes import (
 )
 from projections.api.verified import VerifiedContext
 from projections.api.working import WorkingContextBuilder
+from projections.engines.local import snapshot_anchor
+from projections.engines.snapshot import SnapshotError, read_preamble
 
 log = logging.getLogger("projections")
 
@@ -74,6 +80,7 @@ class MemoryBackend:
     """
 
     def __init__(self, checkpoint_dir: str | Path, *, embedder: Any = None, readonly: bool = False) -> None:
+        _refuse_a_missing_log(Path(checkpoint_dir))
         self.session = session = Session(checkpoint_dir, embedder=embedder, readonly=readonly)
         self._nodes = Nodes(session)
         self._react = ReactTrace(session)
@@ -478,6 +485,34 @@ def get_backend(checkpoint_dir: str | Path | None = None, *, reset: bool = False
         if backend is None or backend.closed:
             backend = _backends[key] = MemoryBackend(key)
         return backend
+
+
+def _refuse_a_missing_log(checkpoint_dir: Path) -> None:
+    """Before a checkpoint is opened: refuse a path that is not one (``layout.log_path`` runs
+    ``layout.check_checkpoint_dir``: InvalidInput), and a log that holds nothing (missing, so
+    a writable open would create it empty, or created empty by an earlier one) while the
+    snapshot or ``verified_context.json`` records events: the log looks missing or moved, and
+    nothing is created (RollbackDetected, without offering to accept the empty log). A head
+    file beside a missing or empty log is the ledger's to report (``Ledger.open``)."""
+    path = layout.log_path(checkpoint_dir)
+    if path.exists() and path.stat().st_size:
+        return  # a log with events: the open checks it against every anchor
+    if HeadFile(path).path.exists():
+        return  # the ledger's to report
+    anchors = []
+    try:
+        preamble = read_preamble(path.with_name(SNAPSHOT_NAME))
+        if preamble.cursor:
+            anchors.append(snapshot_anchor(preamble))
+    except (OSError, SnapshotError):
+        pass  # none, or unreadable: the open reports a damaged snapshot
+    context, _problem = verified_context_anchor(checkpoint_dir)
+    if context is not None and context.seq:
+        anchors.append(context)
+    if anchors:
+        anchor = max(anchors, key=lambda a: a.seq or 0)
+        problem = anchor_problem(anchor, None, 0, lambda _seq: None)
+        raise RollbackDetected(f"{problem}; {act_on_missing_log(path, layout.misplaced_log(checkpoint_dir))}", seq=1)
 
 
 def clear_backend_cache() -> None:

@@ -9,10 +9,11 @@ library. Commands are grouped by what they touch: the log (``checkpoint``), memo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 
-from ledger import LedgerError
+from ledger import LedgerError, layout
 from projections.adapters.cli import checkpoint, files, memory, proof, tools  # noqa: F401 - registered in this order
 from projections.adapters.cli.framework import COMMANDS, EXIT_ERROR, EXIT_OK
 
@@ -31,7 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
-        return int(args.func(args))
+        if getattr(args, "checkpoint", None) is not None:  # before anything else: one unmistakable path
+            layout.check_checkpoint_dir(args.checkpoint)
+        with layout.moves_suspended() if getattr(args, "dry_run", False) else contextlib.nullcontext():
+            return int(args.func(args))  # a dry run moves no file, also not an old layout's
     except LedgerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ERROR

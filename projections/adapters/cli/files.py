@@ -9,13 +9,13 @@ from typing import Any
 from ledger import InvalidInput
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, FORMATS, REACT_NAME, STORE_NAME, ari_files_in, read_ari_file
 from ledger.bundle import export_bundle, import_bundle
-from projections.adapters.cli.framework import EXIT_OK, command, emit
+from projections.adapters.cli.framework import CHECKPOINT_HELP, EXIT_OK, command, emit
 from projections.adapters.cli.memory import open_backend
 from projections.api.backend import MemoryBackend
 
 
 def _export_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint")
+    p.add_argument("checkpoint", help=CHECKPOINT_HELP)
     p.add_argument("out", help="bundle file to write (a tar of the log and a manifest)")
 
 
@@ -28,7 +28,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def _import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("bundle")
-    p.add_argument("checkpoint", help="an empty checkpoint directory")
+    p.add_argument("checkpoint", help=f"{CHECKPOINT_HELP}, without a ledger yet (created when missing)")
 
 
 @command("import", "place a bundle's log into an empty checkpoint (checked first)", _import_args)
@@ -39,7 +39,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def _import_ari_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="checkpoint directory (created when it does not exist and --source is given)")
+    p.add_argument("checkpoint", help=f"{CHECKPOINT_HELP}; created when it does not exist and --source is given")
     p.add_argument(
         "--source",
         action="append",
@@ -92,7 +92,7 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
 
 
 def _export_ari_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint", help="checkpoint directory")
+    p.add_argument("checkpoint", help=CHECKPOINT_HELP)
     p.add_argument("-o", "--output", default=None, metavar="FILE", help=f"where to write (default: CKPT/{BACKUP_NAME})")
     p.add_argument(
         "--force",

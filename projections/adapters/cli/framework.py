@@ -37,7 +37,11 @@ def emit(data: object) -> None:
     print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
 
 
+# What every command calls its checkpoint argument: the checkpoint, never the ledger's own folder in it.
+CHECKPOINT_HELP = "checkpoint directory (ARI's checkpoints/<run_id>/, the folder that holds memory_ledger/)"
+
+
 def checkpoint_arg(parser: argparse.ArgumentParser, *, json_flag: bool = True) -> None:
-    parser.add_argument("checkpoint", help="checkpoint directory holding memory_ledger.jsonl.gz")
+    parser.add_argument("checkpoint", help=CHECKPOINT_HELP)
     if json_flag:
         parser.add_argument("--json", action="store_true", help="print JSON")

@@ -246,7 +246,9 @@ def _optional_experiments(ckpt: Path, given: str | None) -> Path | None:
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("checkpoint")
+    p.add_argument(
+        "checkpoint", help="checkpoint directory (ARI's checkpoints/<run_id>/, the folder that holds memory_ledger/)"
+    )
     p.add_argument("-o", "--output", default="report.html")
     p.add_argument("--experiments", default=None)
 
