@@ -43,6 +43,21 @@ _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe
 _encoder = msgspec.json.Encoder(enc_hook=str)
 
 
+def read_fields(
+    collection: str, query: str, ancestor_ids: list[str] | None, limit: int, results: list[dict]
+) -> dict[str, Any]:
+    """ARI's fields of a read line, and ``ids`` (the entry ids returned, in order): what a
+    replay compares."""
+    return {
+        "collection": collection,
+        "query": query,
+        "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
+        "limit": limit,
+        "results": results,
+        "ids": [r.get("entry_id") for r in results if isinstance(r, dict)],
+    }
+
+
 class AccessLog:
     """memory_access.jsonl in ARI's line format; never raises into the caller."""
 
@@ -100,18 +115,9 @@ class AccessLog:
         (the log position read at) and ``args`` (what else a replay needs)."""
         if self.muted or not settings.access_log_enabled():
             return
-        self._append(
-            {
-                **self._head("read", node),
-                "collection": collection,
-                "query": query,
-                "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
-                "limit": limit,
-                "results": results,
-            },
-            tool,
-            {"ids": [r.get("entry_id") for r in results if isinstance(r, dict)], **extra},
-        )
+        fields = read_fields(collection, query, ancestor_ids, limit, results)
+        ids = fields.pop("ids")
+        self._append({**self._head("read", node), **fields}, tool, {"ids": ids, **extra})
 
     def node_search(
         self,

@@ -38,7 +38,7 @@ import msgspec
 
 from ledger import layout
 from ledger.anchor import AnchorUnreadable, HeadFile
-from projections.api.access_log import ACCESS_LOG_NAME, AccessLog
+from projections.api.access_log import ACCESS_LOG_NAME, AccessLog, read_fields
 from projections.api.access_writer import HEAD_ID, ROTATED_GLOB
 from projections.api.backend import MemoryBackend
 from projections.models.access_chain import GENESIS, link
@@ -249,14 +249,7 @@ class _Captured:
         node: str | None = None,
         **extra: Any,
     ) -> None:
-        line = {
-            "collection": collection,
-            "query": query,
-            "ancestor_ids": None if ancestor_ids is None else list(ancestor_ids),
-            "limit": limit,
-            "results": results,
-            "ids": [r.get("entry_id") for r in results if isinstance(r, dict)],
-        }
+        line = read_fields(collection, query, ancestor_ids, limit, results)
         self.lines.append(msgspec.json.decode(_encoder.encode(line)))  # the JSON the log would hold
 
     def node_search(self, *args: Any, **kwargs: Any) -> None:
