@@ -114,6 +114,14 @@ def consolidation_enabled() -> bool:
     return flag("ARI_MEMORY_CONSOLIDATE", True)
 
 
+def mcp_all_tools() -> bool:
+    """``ARI_MEMORY_MCP_ALL_TOOLS`` (this library's, default off; read when the MCP server starts):
+    serve every tool, also ari-core's in-process ``seed_core_memory`` and ``react_add`` (and, on
+    a server spawned for one node, the checkpoint-wide reads). Off, the server serves ARI's
+    tools and read-only ones, as ARI's memory skill does."""
+    return flag("ARI_MEMORY_MCP_ALL_TOOLS", False)
+
+
 def react_max_entry_chars() -> int:
     """``ARI_REACT_MEMORY_MAX_ENTRY_CHARS`` (ARI's default 0 = no cap): longer ReAct steps are
     cut and marked ``…[truncated]``, as ARI does."""

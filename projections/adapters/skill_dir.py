@@ -38,14 +38,15 @@ def _templates(folder: Traversable, rel: tuple[str, ...] = ()) -> Iterator[tuple
 
 
 def mcp_manifest() -> dict:
-    """ARI's ``mcp.json`` for the skill: the tools the server registers, so the list cannot drift."""
-    from projections.adapters.mcp_server import TOOLS
+    """ARI's ``mcp.json`` for the skill: the tools ARI's pooled server serves by default (ARI's and
+    the read-only ones), from the server's own list, so the two cannot drift."""
+    from projections.adapters.mcp_server import served_tools
 
     return {
         "name": "memory-skill",
         "version": version("ari-memory-ledger"),
         "description": "Ancestor-scoped, artifact-grounded memory (ari-memory-ledger)",
-        "tools": list(TOOLS),
+        "tools": served_tools(),
         "runtime": "python",
         "entrypoint": "src/server.py",
     }

@@ -50,6 +50,8 @@ ARI_TOOLS = {
     "consolidate_node_memory",
     "_set_current_node",
 }
+#: this project's read-only tools, served beside ARI's (ari-core's seed_core_memory and react_add are not)
+READ_ONLY = {"list_all_nodes", "bulk_get_node_memory", "react_search", "react_get_all", "health"}
 
 
 def _sdk_major(path: Path) -> str | None:
@@ -147,7 +149,7 @@ def test_mcp_stdio_bfts_scenario(tmp_path: Path) -> None:
 
     async def body(c: Client) -> None:
         names = {t.name for t in (await c.session.list_tools()).tools}
-        assert names >= ARI_TOOLS
+        assert names == ARI_TOOLS | READ_ONLY
         assert await c.call("get_experiment_context") == {}
         assert (await c.call("add_memory", node_id="root", text="x"))["error"] == "ARI_CURRENT_NODE_ID not set"
         for node in ("root", "node_A", "node_A1", "node_A2"):
@@ -184,8 +186,10 @@ def test_mcp_stdio_bfts_scenario(tmp_path: Path) -> None:
         bad = await c.error("add_reproducibility_event", node_id="node_A2", target_memory_id=target, status="maybe")
         assert "status: unknown status 'maybe'" in bad
         assert (await c.call("health"))["ok"] is True
-        # ReAct: lists, as ARI's backend returns them
-        step = await c.call("react_add", content="Thought: tile the k loop", metadata={"node_id": "node_A2", "step": 3})
+        # ReAct: ari-core appends in-process (its call, not the agent's); the server reads lists, as ARI's backend returns them
+        core = MemoryBackend(tmp_path / "checkpoint")
+        step = core.react_add("Thought: tile the k loop", {"node_id": "node_A2", "step": 3})
+        core.close()
         found = await c.session.call_tool("react_search", {"query": "tile the loop", "limit": 3})
         assert not found.is_error and json.loads(found.content[0].text)["id"] == step["id"]
         trace = await c.session.call_tool("react_get_all", {})
@@ -227,7 +231,7 @@ def test_ari_skill_dir_over_stdio(skill_dir: Path, sdk: tuple[str, list[str]], t
     async def body(c: Client) -> None:
         assert (await c.call("health"))["mcp_sdk"].split(".")[0] == major
         tools = {t.name: t for t in (await c.session.list_tools()).tools}
-        assert set(tools) == set(json.loads((skill_dir / "mcp.json").read_text())["tools"]) and set(tools) >= ARI_TOOLS
+        assert set(tools) == set(json.loads((skill_dir / "mcp.json").read_text())["tools"]) == ARI_TOOLS | READ_ONLY
         assert "object" in json.dumps(tools["add_experiment_result"].input_schema["properties"]["metric_ptr"])
         assert await c.call("get_experiment_context") == {}
 
@@ -484,10 +488,10 @@ MCP_BAD_INPUT = [
         {"ancestor_ids": ["root"], "min_evidence": "solid"},
         "min_evidence: unknown evidence level",
     ),
-    ("audit_memory", {"experiments_root": "/tmp", "run_id": "/etc"}, "run_id: '/etc' is not a run id"),
+    ("audit_memory", {"experiments_root": "{experiments}", "run_id": "/etc"}, "run_id: '/etc' is not a run id"),
     (
         "consolidate_node_memory",
-        {"node_id": "root", "node_report": "/dev/zero", "work_dir": "/tmp"},
+        {"node_id": "root", "node_report": "/dev/zero", "work_dir": "{experiments}"},
         "node_report: /dev/zero is outside",
     ),
 ]
@@ -495,6 +499,8 @@ MCP_BAD_INPUT = [
 
 def test_bad_input_is_a_tool_error_naming_the_field(tmp_path: Path) -> None:
     checkpoint = tmp_path / "checkpoint"
+    experiments = tmp_path / "experiments"  # a root the paths must lie in (<ckpt>/../experiments)
+    experiments.mkdir()
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "projections", "mcp"],
@@ -505,6 +511,7 @@ def test_bad_input_is_a_tool_error_naming_the_field(tmp_path: Path) -> None:
         assert (await c.call("add_memory", node_id="root", text="before"))["ok"]
         before = (checkpoint / "memory_ledger" / "memory_ledger.jsonl.gz").read_bytes()
         for tool, args, message in MCP_BAD_INPUT:
+            args = {k: str(experiments) if v == "{experiments}" else v for k, v in args.items()}
             error = await c.error(tool, **args)
             assert message in error, (tool, error)
         assert (checkpoint / "memory_ledger" / "memory_ledger.jsonl.gz").read_bytes() == before

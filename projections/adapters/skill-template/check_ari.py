@@ -28,7 +28,7 @@ def main() -> int:
     skills = {s.name: s for s in load_config(str(ari_root / "ari-core" / "config" / "workflow.yaml")).skills}
     problems = []
     print(f"mcp {version('mcp')}, ari-memory-ledger {version('ari-memory-ledger')}")
-    for name, needed in (("memory-skill", {"search_memory", "_set_current_node"}), (OTHER_SKILL, set())):
+    for name, needed in (("memory-skill", {"search_memory", "_set_current_node", "consolidate_node_memory"}), (OTHER_SKILL, set())):
         client = MCPClient([skills[name]])
         try:
             tools = {t["name"] for t in client.list_tools()}
