@@ -140,12 +140,12 @@ def filled(ckpt: Path) -> Path:
 CLI = [
     (["search", "{ckpt}", "q", "--node", "nobody"], "--node: unknown node"),
     (["search", "{ckpt}", "q", "--node", "root", "--limit", "-1"], "limit: must be a non-negative integer"),
-    (["search", "{ckpt}/missing", "q", "--node", "root"], "no ledger at"),
+    (["search", "{ckpt}-missing", "q", "--node", "root"], "no ledger at"),
     (["context", "{ckpt}", "--node", "nobody"], "--node: unknown node"),
     (["verified", "{ckpt}"], "--node: no verified_context.json yet"),
     (["audit", "{ckpt}", "--experiments", "{ckpt}/nowhere"], "experiments_root"),
     (["audit", "{ckpt}", "--experiments", "{ckpt}", "--run-id", "/etc"], "run_id"),
-    (["log", "{ckpt}/missing"], "no ledger at"),
+    (["log", "{ckpt}-missing"], "no ledger at"),
     (["import-ari", "{ckpt}", "--source", "{ckpt}/none.jsonl"], "cannot read"),
 ]
 

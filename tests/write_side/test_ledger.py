@@ -445,7 +445,7 @@ def test_cli_verify_status_log(ledger: Ledger) -> None:
     assert data["types"] == {"memory_added": 2, "node_started": 1}
     log = run("log", str(ledger.checkpoint_dir), "--as-of", "2")
     assert [json.loads(x)["seq"] for x in log.stdout.splitlines()] == [1, 2]
-    missing = run("status", str(ledger.checkpoint_dir / "nope"))
+    missing = run("status", str(ledger.checkpoint_dir.parent / "nope"))  # a folder inside it is refused as such
     assert missing.returncode == 2 and missing.stderr.startswith("error: no ledger at")
     assert "Traceback" not in missing.stderr
 
@@ -471,7 +471,7 @@ def test_read_only_opens_refuse_appends_and_know_the_head(ledger: Ledger) -> Non
     assert inspector.last_seq == 3 and inspector.damage is None and inspector.head_problem() is None
     assert ledger.path.read_bytes() == before
     with pytest.raises(LedgerNotFound):
-        Ledger.open(ledger.checkpoint_dir / "nowhere", readonly=True)
+        Ledger.open(ledger.checkpoint_dir.parent / "nowhere", readonly=True)
 
 
 def test_the_head_file_follows_every_acknowledged_append(ledger: Ledger) -> None:
