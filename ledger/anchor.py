@@ -11,11 +11,13 @@ at its seq, lost acknowledged events: that is an alarm for a person, never a sil
 The head file holds two fixed-size slots written alternately in place, each one ``pwrite``
 of a JSON line with a check value. It is written after the log's ``fdatasync`` (an append's
 own, outside the log's lock) and not synced itself: after a power loss it may lag the log, never lead it. A torn slot fails its
-check and the other slot (one append older) is used.
+check and the other slot (one append older) is used. The head file is never read or written
+through a link (:mod:`ledger.safe_io`): a link in its place is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import threading
@@ -27,6 +29,8 @@ from pathlib import Path
 import msgspec
 
 from .log import fsync_dir
+from .output import replace_file
+from .safe_io import UnsafeFile, open_file, read_file
 
 HEAD_SUFFIX = ".head"
 SLOT = 256  # bytes per slot; two slots
@@ -115,12 +119,17 @@ class HeadFile:
     def read(self) -> Anchor | None:
         """The newest valid slot; None when the file does not exist.
 
-        Raises AnchorUnreadable when the file exists but neither slot checks out.
+        Raises AnchorUnreadable when the file exists but neither slot checks out, UnsafeFile when
+        a link, a FIFO or a device is in its place.
         """
         try:
-            raw = self.path.read_bytes()
+            raw = read_file(self.path, 64 * SLOT)
         except FileNotFoundError:
             return None
+        except UnsafeFile as exc:
+            if exc.errno != errno.EFBIG:
+                raise
+            raise AnchorUnreadable(f"{self.source} holds no valid record (more than {64 * SLOT} bytes)") from None
         slots = [s for s in (_decode(raw[:SLOT]), _decode(raw[SLOT : 2 * SLOT])) if s is not None]
         self.damaged_slot = len(slots) == 1
         if not slots:
@@ -140,8 +149,8 @@ class HeadFile:
         that advances it under its own lock (``ordered``) skips that check."""
         with self._lock:
             if self._fd < 0:
-                existed = self.path.exists()
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                existed = os.path.lexists(self.path)
+                self._fd = open_file(self.path, os.O_RDWR | os.O_CREAT, 0o644)
                 both = both or not existed  # a new file gets both slots, so neither is ever blank
                 if durable and not existed:
                     fsync_dir(self.path.parent)
@@ -152,6 +161,17 @@ class HeadFile:
             os.pwrite(self._fd, record + record if both else record, offset)
             if durable:
                 os.fsync(self._fd)
+
+    def create(self, ckpt: str, seq: int, hash: str) -> None:
+        """Write a new head file whole or not at all (both slots in a temporary file made
+        exclusively beside it, synced, renamed into place, the directory synced): a crash never
+        leaves an empty head file, which would read as "holds no valid record"."""
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)  # a descriptor of the file being replaced
+                self._fd = -1
+            record = _encode(ckpt, seq, hash)
+            replace_file(self.path, record + record)
 
     def forked(self) -> None:
         """In a forked child: the lock may be held by a parent thread that does not exist here."""

@@ -22,7 +22,6 @@ checkpoint imports nothing).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import re
@@ -37,6 +36,7 @@ import msgspec
 
 from .errors import InvalidInput
 from .events import CHECKPOINT_NODE, MAX_JSON_DEPTH, check_node_id, validate_body
+from .safe_io import INFLATE_ENV, TooLarge, UnsafeFile, inflate, max_inflated_bytes, read_file
 from .vocabulary import Finding
 
 ARI_KINDS = ("node_scope", "react_step", "core_seed")
@@ -273,21 +273,38 @@ def read_ari_file(path: str | Path) -> AriFile:
 
     Every entry is checked as ``bulk_import`` will check it, so anything wrong — unreadable
     gzip, not UTF-8, not JSON, a bad field — raises InvalidInput naming ``file:line.field``
-    before anything is written.
+    before anything is written. The file is read only when it is a regular file (never through
+    a link, a FIFO never blocks) of at most :func:`ledger.safe_io.max_inflated_bytes`, and a gzip
+    file is inflated to at most that many bytes (a gzip bomb is one error, never a MemoryError).
     """
     path = Path(path)
-    raw = _read_bytes(path)
+    limit = max_inflated_bytes()
+    raw: bytes | bytearray = _read_bytes(path, limit)
     compressed = raw[:2] == b"\x1f\x8b"
-    if compressed:
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InvalidInput(path.name, f"is not a complete gzip file ({exc})") from None
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InvalidInput(f"{path.name}:{line}", f"is not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+        if compressed:
+            try:
+                raw = inflate(raw, limit)
+            except TooLarge as exc:
+                raise InvalidInput(path.name, str(exc)) from None
+            except (EOFError, zlib.error) as exc:
+                raise InvalidInput(path.name, f"is not a complete gzip file ({exc})") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise InvalidInput(f"{path.name}:{line}", f"is not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
+        del raw
+        return _parse(path, text, compressed)
+    except MemoryError:  # the limit is more than this machine can hold: one line, never a traceback
+        raise InvalidInput(
+            path.name,
+            f"does not fit in this process's memory; lower {INFLATE_ENV} (now {limit} bytes) to refuse it sooner",
+        ) from None
+
+
+def _parse(path: Path, text: str, compressed: bool) -> AriFile:
+    """The entries of a file's text (see :func:`read_ari_file`)."""
     if text.lstrip().startswith("["):
         return _entries(path, "v0.5-react", [(n, "react_step", obj) for n, obj in _json_array(text, path.name)])
     lines = _json_lines(text, path.name)
@@ -302,9 +319,11 @@ def read_ari_file(path: str | Path) -> AriFile:
     return _entries(path, "v0.6-backup", [(n, obj["kind"], obj) for n, obj in lines])
 
 
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: Path, limit: int) -> bytes:
     try:
-        raw = path.read_bytes()
+        raw = read_file(path, limit)
+    except UnsafeFile as exc:  # a link, a FIFO, a device, a directory, too big: one line
+        raise InvalidInput(path.name or str(path), f"cannot read {exc}") from None
     except OSError as exc:
         raise InvalidInput(path.name or str(path), f"cannot read {path}: {exc.strerror or exc}") from None
     if not raw:

@@ -10,13 +10,19 @@ rebuild on first open.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import io
 import json
+import lzma
 import os
+import shutil
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from . import layout
 from .anchor import HeadFile
@@ -26,6 +32,7 @@ from .ledger import Ledger
 from .log import LOG_NAME
 from .output import write_output
 from .provenance import sha256_file
+from .safe_io import INFLATE_ENV, SIDE_FILE_LIMIT, UnsafeFile, max_inflated_bytes, open_file
 from .verify import VerifyReport
 
 MANIFEST = "manifest.json"
@@ -84,28 +91,76 @@ def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
             f"{checkpoint_dir} holds {head.source} but no log (its log was removed); import into an empty checkpoint",
         )
     try:
-        with tarfile.open(bundle) as tar:
-            manifest = _manifest(bundle, tar)
+        with ExitStack() as stack:
+            raw: IO[bytes] = stack.enter_context(os.fdopen(open_file(bundle, os.O_RDONLY), "rb"))
+            compressed = _compression(raw)
+            if compressed is None:  # what `export` writes: checked before anything is made
+                tar = stack.enter_context(tarfile.open(fileobj=raw, mode="r:"))
+                manifest = _manifest(bundle, tar)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=target.parent)))
+            if compressed is not None:
+                tar = stack.enter_context(_inflated(bundle, raw, compressed, staging / "bundle.tar"))
+                manifest = _manifest(bundle, tar)
             log_member = tar.extractfile(LOG_NAME)
             if log_member is None:
                 raise InvalidInput("bundle", f"{bundle}: {LOG_NAME} is not a regular file")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=target.parent) as staging:
-                staged = Path(staging) / LOG_NAME
-                staged.write_bytes(log_member.read())
-                if sha256_file(staged) != manifest["log_sha256"]:
-                    raise InvalidInput("bundle", "the log's sha256 does not match the manifest's log_sha256")
-                with Ledger.open_readonly(staging) as ledger:
-                    report = ledger.verify()
-                    last = ledger.event_at(report.last_seq) if report.ok else None
-                _check_against_manifest(report, last, manifest)
-                os.replace(staged, target)
-    except (tarfile.TarError, KeyError, OSError) as exc:
+            staged = staging / LOG_NAME
+            with open(staged, "xb") as out:  # a chunk at a time: the log is checked once it is on disk
+                shutil.copyfileobj(log_member, out, 1 << 20)
+            if sha256_file(staged) != manifest["log_sha256"]:
+                raise InvalidInput("bundle", "the log's sha256 does not match the manifest's log_sha256")
+            with Ledger.open_readonly(staging) as ledger:
+                report = ledger.verify()
+                last = ledger.event_at(report.last_seq) if report.ok else None
+            _check_against_manifest(report, last, manifest)
+            os.replace(staged, target)
+    except UnsafeFile as exc:
+        raise InvalidInput("bundle", str(exc)) from None
+    except (tarfile.TarError, KeyError, OSError, EOFError) as exc:
         raise InvalidInput("bundle", f"cannot read {bundle}: {' '.join(str(exc).split())}") from None
     if last is not None:
         head.write(last.ckpt, last.seq, last.hash, both=True, durable=True)
         head.close()
     return manifest
+
+
+# tarfile's compressions (``tarfile.open(path)`` reads each), by their first bytes
+_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+
+
+def _compression(raw: IO[bytes]) -> str | None:
+    """The compression of the bundle read from ``raw``, or None for a plain tar."""
+    magic = raw.read(6)
+    raw.seek(0)
+    return next((kind for start, kind in _COMPRESSED if magic.startswith(start)), None)
+
+
+def _inflating(kind: str, raw: IO[bytes]) -> io.BufferedIOBase:
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == "bzip2":
+        return bz2.BZ2File(raw, "rb")
+    return lzma.LZMAFile(raw, "rb")
+
+
+@contextmanager
+def _inflated(bundle: Path, raw: IO[bytes], kind: str, plain: Path) -> Iterator[tarfile.TarFile]:
+    """A compressed bundle as a plain tar in ``plain`` (beside the staged log), inflated a chunk at
+    a time and refused beyond :func:`ledger.safe_io.max_inflated_bytes`: a bomb costs neither
+    memory nor more disk than that."""
+    limit = max_inflated_bytes()
+    with _inflating(kind, raw) as inflating, open(plain, "xb") as out:
+        size = 0
+        while chunk := inflating.read(1 << 20):
+            size += len(chunk)
+            if size > limit:
+                raise InvalidInput(
+                    "bundle", f"{bundle} inflates to more than {limit} bytes (the limit, {INFLATE_ENV}); not read"
+                )
+            out.write(chunk)
+    with tarfile.open(plain, mode="r:") as tar:
+        yield tar
 
 
 def check_output_path(out: Path, field: str) -> None:
@@ -122,6 +177,9 @@ def _manifest(bundle: Path, tar: tarfile.TarFile) -> dict[str, Any]:
         member = None
     if member is None:  # missing, or not a regular file
         raise InvalidInput("bundle", f"{bundle} has no {MANIFEST}; it is not an {FORMAT} bundle")
+    info = tar.getmember(MANIFEST)
+    if info.size > SIDE_FILE_LIMIT:
+        raise InvalidInput("bundle", f"{bundle}: {MANIFEST} is {info.size} bytes; the limit is {SIDE_FILE_LIMIT}")
     try:
         manifest = json.load(member)
     except ValueError as exc:

@@ -63,9 +63,22 @@ def store_dir(checkpoint_dir: str | Path) -> Path:
     """``{checkpoint}/memory_ledger``: where this project's files of a checkpoint live.
 
     Every open resolves it, so every open refuses a path that is not a checkpoint
-    (:func:`check_checkpoint_dir`: raises InvalidInput)."""
+    (:func:`check_checkpoint_dir`: raises InvalidInput), and a ``memory_ledger`` that is a
+    symbolic link: the ledger never writes its files through a link someone planted (the
+    checkpoint itself may be one)."""
     check_checkpoint_dir(checkpoint_dir)
-    return Path(checkpoint_dir) / STORE_DIR
+    store = Path(checkpoint_dir) / STORE_DIR
+    if os.path.islink(store):
+        try:
+            target = f" (to {os.readlink(store)})"
+        except OSError:
+            target = ""
+        raise InvalidInput(
+            "checkpoint",
+            f"{store} is a symbolic link{target}; the ledger never reads or writes its files through a "
+            "link: replace it with the directory itself",
+        )
+    return store
 
 
 def check_checkpoint_dir(checkpoint_dir: str | Path) -> None:
@@ -226,7 +239,7 @@ def _legacy_files(top: Path) -> list[str]:
 def _locked(directory: Path) -> Iterator[None]:
     """An exclusive lock on ``directory`` (a no-op where the file system has no ``flock``:
     each move is still one rename that never overwrites a file this version wrote)."""
-    fd = os.open(directory, os.O_RDONLY)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import shutil
 import struct
 import zlib
 from collections.abc import Iterator
@@ -25,10 +26,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import LockUnavailable
+from .errors import InvalidInput, LockUnavailable, LogCorrupted
+from .safe_io import (
+    GZIP_MAGIC,
+    MEMBER_ENV,
+    SET_ASIDE_MODE,
+    SIDE_FILE_LIMIT,
+    create_new,
+    create_temp,
+    kept_mode,
+    max_member_bytes,
+    open_file,
+    read_file,
+    write_all,
+)
 
 LOG_NAME = "memory_ledger.jsonl.gz"
-GZIP_MAGIC = b"\x1f\x8b\x08"
 READ_CHUNK = 1 << 20
 # A group commit compresses its member at level 1: 2-7 us per event, to 0.13-0.34 of the raw
 # bytes (level 6 took 2-3x as long for a member 3-13% smaller). A one-event member is stored,
@@ -75,7 +88,17 @@ _TRAILER_MISMATCH = ("incorrect data check", "incorrect length check")
 
 
 def compress_member(data: bytes, *, single_event: bool = False) -> bytes:
-    """One complete gzip member holding ``data`` (stored, not compressed, for one event)."""
+    """One complete gzip member holding ``data`` (stored, not compressed, for one event).
+
+    Refuses (InvalidInput, nothing written) data beyond :func:`ledger.safe_io.max_member_bytes`:
+    readers refuse to inflate a larger member (a gzip bomb), so none is ever written."""
+    limit = max_member_bytes()
+    if len(data) > limit:
+        raise InvalidInput(
+            "batch",
+            f"{len(data)} bytes of events in one gzip member; a member holds at most {limit} bytes "
+            f"({MEMBER_ENV}): append them in smaller batches; nothing was written",
+        )
     return stored_member(data) if single_event else zlib.compress(data, GROUP_LEVEL, wbits=31)
 
 
@@ -94,13 +117,18 @@ def stored_member(data: bytes) -> bytes:
 
 
 def scan_members(f: BinaryIO, start: int = 0) -> Iterator[Member]:
-    """Yield the complete members from ``start`` to EOF; raise BadMember where they stop."""
+    """Yield the complete members from ``start`` to EOF; raise BadMember where they stop.
+
+    A member that inflates beyond :func:`ledger.safe_io.max_member_bytes` is not read on: it
+    raises LogCorrupted (damage, never a torn tail), having held no more than that limit."""
+    limit = max_member_bytes()
     f.seek(start)
     pos = start
     buf = b""
     decomp = None
     member_start = pos
     parts: list[bytes] = []
+    size = 0
     while True:
         if not buf:
             buf = f.read(READ_CHUNK)
@@ -112,11 +140,16 @@ def scan_members(f: BinaryIO, start: int = 0) -> Iterator[Member]:
             decomp = zlib.decompressobj(31)
             member_start = pos
             parts = []
+            size = 0
         try:
-            parts.append(decomp.decompress(buf))
+            part = decomp.decompress(buf, limit + 1 - size)
         except zlib.error as exc:
             whole = any(m in str(exc) for m in _TRAILER_MISMATCH)
             raise BadMember(member_start, f"invalid gzip data ({exc})", False, whole) from None
+        size += len(part)
+        if size > limit:
+            raise member_too_large(member_start, limit)
+        parts.append(part)
         if decomp.eof:
             rest = decomp.unused_data
             pos += len(buf) - len(rest)
@@ -124,40 +157,78 @@ def scan_members(f: BinaryIO, start: int = 0) -> Iterator[Member]:
             decomp = None
             yield Member(member_start, pos, b"".join(parts))
         else:
-            pos += len(buf)
-            buf = b""
+            rest = decomp.unconsumed_tail  # input left when the output reached its limit
+            pos += len(buf) - len(rest)
+            buf = rest
+
+
+def member_too_large(offset: int, limit: int) -> LogCorrupted:
+    """The refusal of a gzip member that inflates beyond the limit (never read on, never cut)."""
+    return LogCorrupted(
+        f"the gzip member at byte offset {offset} inflates to more than {limit} bytes, the limit of one "
+        f"member ({MEMBER_ENV}); not read (a log this library writes never holds one)",
+        offset=offset,
+    )
+
+
+def _complete_member_at(f: BinaryIO, offset: int, limit: int) -> bool:
+    """True when a complete gzip member starts at ``offset`` (or one that inflates beyond
+    ``limit``: it cannot be shown not to be one, so the caller keeps treating what is before it
+    as damage), read a chunk at a time with bounded output."""
+    f.seek(offset)
+    decomp = zlib.decompressobj(31)
+    size = 0
+    buf = b""
+    while True:
+        if not buf:
+            buf = f.read(READ_CHUNK)
+            if not buf:
+                return False
+        try:
+            size += len(decomp.decompress(buf, READ_CHUNK))
+        except zlib.error:
+            return False
+        if decomp.eof or size > limit:
+            return True
+        buf = decomp.unconsumed_tail
 
 
 def valid_member_after(f: BinaryIO, offset: int) -> int | None:
     """Offset of a complete gzip member somewhere after ``offset``, if any.
 
-    Used to tell a torn tail (nothing valid follows) from damage inside the log.
+    Used to tell a torn tail (nothing valid follows) from damage inside the log. Reads the file a
+    chunk at a time, and inflates no candidate beyond the limit of one member.
     """
-    f.seek(offset + 1)
-    blob = f.read()
-    i = blob.find(GZIP_MAGIC)
-    while i != -1:
-        decomp = zlib.decompressobj(31)
-        try:
-            decomp.decompress(blob[i:])
-            if decomp.eof:
-                return offset + 1 + i
-        except zlib.error:
-            pass
-        i = blob.find(GZIP_MAGIC, i + 1)
-    return None
+    limit = max_member_bytes()
+    pos = offset + 1
+    overlap = len(GZIP_MAGIC) - 1
+    while True:
+        f.seek(pos)
+        chunk = f.read(READ_CHUNK)
+        i = chunk.find(GZIP_MAGIC)
+        while i != -1:
+            if _complete_member_at(f, pos + i, limit):
+                return pos + i
+            i = chunk.find(GZIP_MAGIC, i + 1)
+        if len(chunk) <= overlap:
+            return None
+        pos += len(chunk) - overlap
 
 
 class LogFile:
-    """The open log file of one checkpoint: locked appends, truncation, side index."""
+    """The open log file of one checkpoint: locked appends, truncation, side index.
+
+    The log and its side index are never opened through a link, and must be regular files
+    (:func:`ledger.safe_io.open_file`): a link planted in their place is refused, not written
+    through."""
 
     def __init__(self, path: Path, *, create: bool = False, writable: bool = True) -> None:
         self.path = path
         self.idx_path = path.with_name(path.name + ".idx")
         self.writable = writable
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | (os.O_CREAT if create else 0)
-        existed = path.exists()
-        self.fd = os.open(path, flags, 0o644)
+        existed = os.path.lexists(path)
+        self.fd = open_file(path, flags, 0o644)
         self._tail: BinaryIO | None = None
         if not existed:
             # the new name, and the directory holding it (``memory_ledger/``, made just before by
@@ -193,7 +264,10 @@ class LogFile:
         writer holds the exclusive lock (the member is in flight); True once the shared lock is
         held, kept for the block, so nothing is appended while the caller looks again; None
         where the file system has no ``flock`` (cannot tell)."""
-        fd = os.open(f"/proc/self/fd/{self.fd}" if os.path.exists("/proc/self/fd") else self.path, os.O_RDONLY)
+        if os.path.exists("/proc/self/fd"):
+            fd = os.open(f"/proc/self/fd/{self.fd}", os.O_RDONLY | os.O_CLOEXEC)
+        else:
+            fd = open_file(self.path, os.O_RDONLY)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -220,7 +294,7 @@ class LogFile:
         try:
             return open(f"/proc/self/fd/{self.fd}", "rb", buffering)
         except OSError:
-            return open(self.path, "rb", buffering)
+            return os.fdopen(open_file(self.path, os.O_RDONLY), "rb", buffering)
 
     def tail_reader(self) -> BinaryIO:
         """A read handle kept open for catching up with the log's end, for a caller that holds
@@ -251,22 +325,23 @@ class LogFile:
             raise
 
     def cut(self, offset: int, save_to: Path) -> int:
-        """Move the bytes from ``offset`` to EOF into ``save_to``; return how many."""
-        with self.reader() as f:
-            f.seek(offset)
-            torn = f.read()
+        """Move the bytes from ``offset`` to EOF into ``save_to`` (a new file, made exclusively,
+        readable by its owner only); return how many."""
+        fd = create_new(save_to, SET_ASIDE_MODE)
         try:
-            with open(save_to, "wb") as out:
-                out.write(torn)
+            with self.reader() as f, os.fdopen(fd, "wb") as out:
+                f.seek(offset)
+                shutil.copyfileobj(f, out, READ_CHUNK)
                 out.flush()
                 os.fsync(out.fileno())
+                size = out.tell()
         except BaseException:
             save_to.unlink(missing_ok=True)  # nothing was cut: leave no partial copy behind
             raise
         os.ftruncate(self.fd, offset)
         os.fsync(self.fd)
         fsync_dir(self.path.parent)
-        return len(torn)
+        return size
 
     # -- side index ---------------------------------------------------------------
 
@@ -274,8 +349,8 @@ class LogFile:
         """(offset, first_seq) pairs as stored (a trailing partial record dropped); [] when
         the index is missing or unreadable. Check them with :func:`index_shape_problem`."""
         try:
-            raw = self.idx_path.read_bytes()
-        except OSError:
+            raw = read_file(self.idx_path, SIDE_FILE_LIMIT)
+        except OSError:  # also a link or a FIFO in its place (UnsafeFile): rebuilt, never followed
             return []
         usable = len(raw) - len(raw) % _IDX_RECORD.size
         return [rec for rec in _IDX_RECORD.iter_unpack(raw[:usable])]
@@ -285,7 +360,7 @@ class LogFile:
         Every writer process folds every member, so each would append the record of a member
         another wrote: the file's own last record says whether it is there yet. A trailing
         partial record (a crash mid-write) is cut off first, so records stay aligned."""
-        with open(self.idx_path, "a+b") as f:
+        with os.fdopen(open_file(self.idx_path, os.O_RDWR | os.O_CREAT | os.O_APPEND), "a+b") as f:
             end = f.seek(0, os.SEEK_END)
             usable = end - end % _IDX_RECORD.size
             if usable != end:
@@ -298,10 +373,17 @@ class LogFile:
             f.write(_IDX_RECORD.pack(offset, first_seq))
 
     def write_index(self, records: list[tuple[int, int]]) -> None:
-        """Replace the index (under the log's lock, so the temp name is never shared)."""
-        tmp = self.idx_path.with_name(self.idx_path.name + ".tmp")
+        """Replace the index: a temporary file made exclusively beside it, renamed over it (a link
+        in its place is replaced, never written through); the index keeps its mode."""
+        mode = kept_mode(self.idx_path)
+        fd, tmp = create_temp(self.idx_path, mode=0o644 if mode is None else 0o600)
         try:
-            tmp.write_bytes(b"".join(_IDX_RECORD.pack(*r) for r in records))
+            try:
+                write_all(fd, b"".join(_IDX_RECORD.pack(*r) for r in records))
+                if mode is not None:
+                    os.fchmod(fd, mode)
+            finally:
+                os.close(fd)
             os.replace(tmp, self.idx_path)
         except BaseException:
             tmp.unlink(missing_ok=True)
@@ -374,7 +456,7 @@ def make_durable(fd: int) -> None:
 
 def fsync_dir(path: Path) -> None:
     """Make a directory entry durable (a file created, renamed or truncated in ``path``)."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:

@@ -17,7 +17,6 @@ import hashlib
 import json
 import math
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -35,6 +34,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
+from ledger.safe_io import UnsafeFile, read_file
 from ledger.vocabulary import Finding, ReportRole, is_sha256
 
 Label = Literal["draft", "improve", "debug", "ablation", "validation", "other"]
@@ -216,31 +216,24 @@ def report_hash(report: NodeReport | Mapping[str, Any]) -> str:
 def read_report_file(path: Path, inside: Path | None = None) -> Any:
     """A report file's JSON, read safely: a regular file, at most 16 MiB, inside ``inside``.
 
-    Opened non-blocking and checked with fstat before reading, so a FIFO or a device
-    (``/dev/zero``) is refused instead of hanging or filling memory.
+    Read by :func:`ledger.safe_io.read_file` (non-blocking, never through a link at its last
+    component, checked with fstat before reading), so a FIFO or a device (``/dev/zero``) is
+    refused instead of hanging or filling memory.
     """
+    target = path
     if inside is not None:
         real, root = Path(os.path.realpath(path)), Path(os.path.realpath(inside))
         if not real.is_relative_to(root):
             raise InvalidInput("node_report", f"{path} is outside the node's work dir {inside}; not read")
+        target = real  # a link inside the work dir is followed here, never at the open
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        raw = read_file(target, MAX_REPORT_BYTES)
     except FileNotFoundError:
         raise InvalidInput("node_report", f"file not found: {path}") from None
+    except UnsafeFile as exc:  # a link, a FIFO, a device, a directory, too big: one line, nothing read
+        raise InvalidInput("node_report", str(exc)) from None
     except OSError as exc:
         raise InvalidInput("node_report", f"cannot read {path}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise InvalidInput("node_report", f"{path} is not a regular file; not read")
-        if info.st_size > MAX_REPORT_BYTES:
-            raise InvalidInput("node_report", f"{path} is {info.st_size} bytes; the limit is {MAX_REPORT_BYTES}")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            raw = f.read(MAX_REPORT_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_REPORT_BYTES:
-        raise InvalidInput("node_report", f"{path} grew beyond {MAX_REPORT_BYTES} bytes while read")
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

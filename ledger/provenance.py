@@ -23,6 +23,7 @@ import msgspec
 
 from ledger.errors import InvalidInput
 from ledger.layout import is_memory_file
+from ledger.safe_io import UnsafeFile, open_file
 from ledger.vocabulary import Finding, is_sha256
 
 SOURCE_ROLE = "source"
@@ -120,7 +121,11 @@ def _hash_if_regular(target: Path, where: str, findings: list[Finding]) -> str |
     if not stat.S_ISREG(mode):
         findings.append(Finding(f"{where}.path", "not a regular file; never read"))
         return None
-    return sha256_file(target)
+    try:
+        return sha256_file(target)
+    except UnsafeFile:  # replaced by a FIFO or a link since the stat: never read
+        findings.append(Finding(f"{where}.path", "not a regular file; never read"))
+        return None
 
 
 def resolve_inside(work_dir: Path, path: str) -> Path:
@@ -136,9 +141,11 @@ def resolve_inside(work_dir: Path, path: str) -> Path:
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in chunks so large artifacts don't load into memory."""
+    """Hex sha256 of a file, read in chunks so large artifacts don't load into memory. Only a
+    regular file is read, and not through a link at its last component (pass a resolved path):
+    a FIFO or a device in its place raises UnsafeFile at once (:func:`ledger.safe_io.open_file`)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with os.fdopen(open_file(path, os.O_RDONLY), "rb") as fh:
         while chunk := fh.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()

@@ -34,6 +34,7 @@ from .log import (
     scan_members,
     valid_member_after,
 )
+from .safe_io import GZIP_MAGIC
 
 log = logging.getLogger("ledger")
 
@@ -111,6 +112,9 @@ def sync(ledger: OpenLog, *, recover: bool, accept: bool = False) -> None:
         why = why_not_torn(ledger, f, bad, ledger._head.seq, locked=recover)
         if why == IN_FLIGHT:
             return  # a writer is finishing that member: the next refresh reads it
+        not_a_log = refused_as_not_a_log(ledger, f, bad)
+        if not_a_log is not None:  # never moved aside, not even when a rollback is accepted
+            raise damage(ledger, bad, not_a_log) from None
         if why is not None and not (accept and (bad.incomplete or valid_member_after(f, bad.offset) is None)):
             raise damage(ledger, bad, why) from None
         if recover:
@@ -256,6 +260,9 @@ def why_not_torn(ledger: OpenLog, f: BinaryIO, bad: BadMember, last_good_seq: in
     """
     if bad.whole:
         return "the member was written whole (its gzip trailer is there) and fails its check: damaged, not torn"
+    not_a_log = refused_as_not_a_log(ledger, f, bad)
+    if not_a_log is not None:
+        return not_a_log
     acknowledged = ledger._acknowledged()
     if acknowledged > last_good_seq:
         # The head is written after the member is complete: without the lock, a member we
@@ -268,6 +275,25 @@ def why_not_torn(ledger: OpenLog, f: BinaryIO, bad: BadMember, last_good_seq: in
     if not bad.incomplete and valid_member_after(f, bad.offset) is not None:
         return "a complete member follows it"
     return None
+
+
+def refused_as_not_a_log(ledger: OpenLog, f: BinaryIO, bad: BadMember) -> str | None:
+    """Why a file whose first bytes are not (the start of) a gzip member is refused, or None.
+
+    A crash in the first append leaves a prefix of a member: bytes that start like one and end
+    early. Anything else at byte 0 (a file that is not gzip, another program's file, the target
+    of a link) is not a log: refused with one line, never "recovered" by cutting it to 0 bytes.
+    ``ari-ledger repair`` still sets such bytes aside when a person asks it to."""
+    if bad.offset != 0 or bad.whole:
+        return None
+    f.seek(0)
+    start = f.read(len(GZIP_MAGIC))
+    if bad.incomplete and GZIP_MAGIC.startswith(start):
+        return None
+    return (
+        f"{ledger.path} has no valid gzip member at its start, so it is not a log: refused, nothing moved "
+        "or cut (`ari-ledger repair CKPT` sets its bytes aside, if that is what you want)"
+    )
 
 
 def _in_flight(ledger: OpenLog, offset: int) -> bool:

@@ -34,8 +34,9 @@ from .chain import ChainError, decode_line
 from .errors import InvalidInput, LedgerError, LedgerNotFound
 from .events import Event, upcast
 from .ledger import Ledger
-from .log import GZIP_MAGIC, LogFile, fsync_dir
+from .log import LogFile, fsync_dir
 from .output import replace_file
+from .safe_io import GZIP_MAGIC, SET_ASIDE_MODE, SIDE_FILE_LIMIT, max_member_bytes, read_file, restrict
 
 log = logging.getLogger("ledger")
 
@@ -128,7 +129,7 @@ def repair(checkpoint_dir: str | Path) -> RepairReport:
     finally:
         logfile.close()  # releases the lock
     aside = path.with_name(intent.aside)
-    events, unreadable = salvage(aside.read_bytes(), intent.ckpt)
+    events, unreadable = salvage(read_file(aside, None), intent.ckpt)
     salvaged = _reappend(directory, events, aside.name)  # 5. idempotent: skips what is there
     intent_path.unlink()  # 6. done
     fsync_dir(path.parent)
@@ -152,7 +153,7 @@ class _Intent(msgspec.Struct, forbid_unknown_fields=True):
 
 def _read_intent(path: Path) -> _Intent | None:
     try:
-        raw = path.read_bytes()
+        raw = read_file(path, SIDE_FILE_LIMIT)
     except FileNotFoundError:
         return None
     try:
@@ -175,7 +176,7 @@ def _cut(path: Path, logfile: LogFile, intent: _Intent) -> None:
     still_there = len(tail) == intent.size and hashlib.sha256(tail).hexdigest() == intent.sha256
     aside = path.with_name(intent.aside)
     try:
-        copied = hashlib.sha256(aside.read_bytes()).hexdigest() == intent.sha256
+        copied = hashlib.sha256(read_file(aside, None)).hexdigest() == intent.sha256
     except FileNotFoundError:
         copied = False
     if not copied:  # 2. the set-aside copy, byte for byte, whole or not at all
@@ -185,7 +186,7 @@ def _cut(path: Path, logfile: LogFile, intent: _Intent) -> None:
                 f"the log no longer holds those {intent.size} bytes at offset {intent.offset}; nothing was changed. "
                 f"Look for them in {path.name}.torn-* files, then remove {path.name}{INTENT_SUFFIX}"
             )
-        replace_file(aside, tail, tmp=aside.with_name(aside.name + ".tmp"))
+        replace_file(aside, tail, mode=SET_ASIDE_MODE)  # readable by its owner only
     _reanchor(path, intent)  # 3. the head at the kept prefix, before the cut: it never leads the log
     if still_there:  # 4. the cut (a writable open may have moved a torn-looking tail aside already)
         os.ftruncate(logfile.fd, intent.offset)
@@ -214,21 +215,29 @@ def salvage(blob: bytes, ckpt: str | None) -> tuple[list[Event], int]:
 
 def _member_data(blob: bytes) -> list[bytes]:
     """What each gzip member in ``blob`` decompresses to, as far as it can be read: a member cut
-    short or damaged gives the bytes before the damage."""
+    short or damaged gives the bytes before the damage, one that inflates beyond the limit of a
+    member (:func:`ledger.safe_io.max_member_bytes`) its first bytes up to that limit."""
+    limit = max_member_bytes()
     out = []
     i = blob.find(GZIP_MAGIC)
     while i != -1:
         decomp = zlib.decompressobj(31)
-        parts, pos = [], i
+        parts: list[bytes] = []
+        pos, size, rest = i, 0, b""
         try:
-            while pos < len(blob) and not decomp.eof:
-                parts.append(decomp.decompress(blob[pos : pos + _CHUNK]))
-                pos += _CHUNK
+            while size <= limit and not decomp.eof and (rest or pos < len(blob)):
+                if not rest:
+                    rest = blob[pos : pos + _CHUNK]
+                    pos += _CHUNK
+                part = decomp.decompress(rest, limit + 1 - size)
+                rest = decomp.unconsumed_tail
+                size += len(part)
+                parts.append(part)
         except zlib.error:
             pass
         if parts:
             out.append(b"".join(parts))
-        end = len(blob) - len(decomp.unused_data) if decomp.eof else i + 1
+        end = min(pos, len(blob)) - len(decomp.unused_data) if decomp.eof else i + 1
         i = blob.find(GZIP_MAGIC, max(end, i + 1))
     return out
 
@@ -240,7 +249,9 @@ def _reanchor(path: Path, intent: _Intent) -> None:
     if not intent.kept or intent.ckpt is None:
         if head.path.exists():
             stamp = intent.aside.rsplit("-", 1)[-1]
-            head.path.rename(head.path.with_name(f"{head.path.name}.rolled-back-{stamp}"))
+            target = head.path.with_name(f"{head.path.name}.rolled-back-{stamp}")
+            head.path.rename(target)
+            restrict(target)
             fsync_dir(path.parent)
         return
     try:
@@ -265,15 +276,31 @@ def _reappend(directory: Path, events: list[Event], source: str) -> list[tuple[i
         }
         todo = [e for e in events if e.hash not in done]
         out = []
-        with ledger.batch() as batch:
-            for event in todo:
-                try:
-                    new = batch.append(event.node, event.type, _marked(event, source), current_node=event.node)
-                except InvalidInput as exc:  # checked and queued one by one: the rest still land
-                    log.warning("not salvaged: seq %d (%s): %s", event.seq, event.type, exc)
-                    continue
-                out.append((event.seq, new.seq))
+        for group in _groups(todo, max_member_bytes() // 4):  # each batch one member, well below its limit
+            with ledger.batch() as batch:
+                for event in group:
+                    try:
+                        new = batch.append(event.node, event.type, _marked(event, source), current_node=event.node)
+                    except InvalidInput as exc:  # checked and queued one by one: the rest still land
+                        log.warning("not salvaged: seq %d (%s): %s", event.seq, event.type, exc)
+                        continue
+                    out.append((event.seq, new.seq))
         return out
+
+
+def _groups(events: list[Event], budget: int) -> list[list[Event]]:
+    """``events`` in order, cut into groups of at most ``budget`` bytes of bodies (at least one
+    event each), so no batch of a large salvage makes a member beyond the limit."""
+    groups: list[list[Event]] = [[]]
+    used = 0
+    for event in events:
+        size = len(msgspec.json.encode(event.body)) + 1024  # the envelope, the origin mark
+        if groups[-1] and used + size > budget:
+            groups.append([])
+            used = 0
+        groups[-1].append(event)
+        used += size
+    return [g for g in groups if g]
 
 
 def _marked(event: Event, source: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from .events import utc_now
 from .ledger import Ledger
 from .log import LOG_NAME, LogFile, fsync_dir
 from .recovery import Head
+from .safe_io import open_file, restrict
 
 ROLLBACKS_SUFFIX = ".rollbacks"  # what people accepted with `verify --accept-rollback`, one JSON line each
 
@@ -73,9 +74,12 @@ def accept_rollback(checkpoint_dir: str | Path, anchored_files: Iterable[tuple[P
 
 
 def _set_aside(path: Path) -> Path:
+    """Rename ``path`` to ``<name>.rolled-back-<stamp>``, readable by its owner only (it may hold
+    the texts of the events that are gone)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target = path.with_name(f"{path.name}.rolled-back-{stamp}")
     os.replace(path, target)
+    restrict(target)
     return target
 
 
@@ -87,7 +91,7 @@ def _record_rollback(log_path: Path, accepted: list[str], head: Head | None) -> 
         "anchored_at": {"seq": head.seq, "hash": head.hash} if head else None,
     }
     target = log_path.with_name(log_path.name + ROLLBACKS_SUFFIX)
-    with open(target, "a", encoding="utf-8") as f:
+    with os.fdopen(open_file(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a", encoding="utf-8") as f:
         f.write(json.dumps(record, ensure_ascii=False) + "\n")
         f.flush()
         os.fsync(f.fileno())

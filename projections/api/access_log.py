@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ import msgspec
 from ledger import config, layout
 from ledger.anchor import HeadFile
 from ledger.events import utc_now
+from ledger.safe_io import create_temp, open_file, write_all
 from projections import settings
 from projections.api.access_writer import HEAD_ID, LineWriter
 from projections.models.access_chain import link, rechain
@@ -161,7 +163,7 @@ class AccessLog:
         if self.muted or not settings.access_log_enabled():
             return
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_file(self.path, os.O_RDONLY)  # never through a link; a FIFO never blocks
         except FileNotFoundError:
             return
         except OSError as exc:
@@ -185,8 +187,11 @@ class AccessLog:
         running: str | None = None  # the hash the next file's first line must name
         for path in sorted(self.path.parent.glob("memory_access*.json*")):
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                fd = open_file(path, os.O_RDONLY)
             except FileNotFoundError:
+                continue
+            except OSError as exc:  # a link, a FIFO, a directory: never followed, never rewritten
+                self._problem("rewrite", exc)
                 continue
             lines: list[bytes] = []
             try:
@@ -201,12 +206,7 @@ class AccessLog:
                 else:
                     new = _scrub_whole(raw, scrub)
                 if new != raw:
-                    tmp = path.with_name(path.name + ".redact-tmp")
-                    with open(tmp, "wb") as out:
-                        out.write(new)
-                        out.flush()
-                        os.fsync(out.fileno())
-                    os.replace(tmp, path)
+                    _replace(path, fd, new)
                     rewritten.append(path.name)
                 if path == self.path and lines and (last := link(lines[-1])).n is not None:
                     self.head.write(HEAD_ID, last.n, last.hash, both=True)
@@ -245,6 +245,23 @@ class AccessLog:
         if key not in self._warned:
             self._warned.add(key)
             log.warning("access log %s, %s: %s (kept in problems; memory calls are unaffected)", self.path, what, exc)
+
+
+def _replace(path: Path, fd: int, data: bytes) -> None:
+    """Replace ``path`` (open as ``fd``) with ``data``: a temporary file made exclusively beside it
+    under an unpredictable name, given the old file's permission bits, synced, renamed over it."""
+    out, tmp = create_temp(path, hidden=True)  # never taken for an access log by a glob
+    try:
+        try:
+            os.fchmod(out, stat.S_IMODE(os.fstat(fd).st_mode))
+            write_all(out, data)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _encode(line: dict[str, Any]) -> bytes:

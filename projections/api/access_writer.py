@@ -33,6 +33,7 @@ from typing import Any
 
 from ledger.anchor import AnchorUnreadable, HeadFile
 from ledger.log import fsync_dir
+from ledger.safe_io import open_file
 from projections import settings
 from projections.models.access_chain import GENESIS, last_line, link, seal
 
@@ -188,9 +189,11 @@ class LineWriter:
         return len(batch)
 
     def _descriptor(self) -> int:
+        """The kept descriptor, opened when there is none: never through a link (a link in the
+        log's place is a problem, and no line is written through it), a regular file only."""
         if self._fd < 0:
-            existed = os.path.exists(self.path)
-            self._fd = os.open(self.path, _OPEN_FLAGS, 0o644)
+            existed = os.path.lexists(self.path)
+            self._fd = open_file(self.path, _OPEN_FLAGS, 0o644)
             if not existed:  # a new file (also after a rotation): its name durable before a head names its lines
                 fsync_dir(self.path.parent)
         return self._fd
@@ -230,30 +233,21 @@ class LineWriter:
             return  # not durable: the head keeps naming an older line
         n, hash = last
         try:
-            if not self.head.path.exists():
+            if not os.path.lexists(self.head.path):
                 self.head.close()  # a descriptor of a head file removed meanwhile: the new one is opened afresh
                 self._create_head(n, hash)
             else:
-                self.head.write(HEAD_ID, n, hash, ordered=True)
+                self.head.write(HEAD_ID, n, hash, ordered=True)  # a link in its place: refused, a problem
         except FileNotFoundError:
             pass  # no memory_ledger/ (an access log without a ledger): no head to keep
         except OSError as exc:
             self._problem("head", exc)
 
     def _create_head(self, n: int, hash: str) -> None:
-        """A new head file, whole or not at all: both slots written to a temporary file, synced,
-        renamed into place, the directory synced (an empty head file left by a crash would read
-        as "holds no valid record")."""
-        tmp = HeadFile(self.head.path.with_name(f"{self.path.name}.{os.getpid()}.new"))
-        try:
-            tmp.write(HEAD_ID, n, hash, both=True, durable=True)
-            tmp.close()
-            os.replace(tmp.path, self.head.path)
-        except BaseException:
-            tmp.close()
-            tmp.path.unlink(missing_ok=True)
-            raise
-        fsync_dir(self.head.path.parent)
+        """A new head file, whole or not at all: both slots written to a temporary file made
+        exclusively under an unpredictable name, synced, renamed into place, the directory synced
+        (an empty head file left by a crash would read as "holds no valid record")."""
+        self.head.create(HEAD_ID, n, hash)
 
     def _cut_torn(self, fd: int, size: int) -> int:
         """Under the lock: cut off a line a crash tore (the file does not end with a newline; no
@@ -297,7 +291,7 @@ class LineWriter:
         file, else (``ari memory compact-access`` removed them) the head file's record."""
         rotated = sorted(self.path.parent.glob(ROTATED_GLOB))
         if rotated:
-            fd = os.open(rotated[-1], os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_file(rotated[-1], os.O_RDONLY)
             try:
                 size = os.fstat(fd).st_size
                 if size:

@@ -22,6 +22,7 @@ from ledger.layout import SNAPSHOT_NAME
 from ledger.repair import RepairReport
 from ledger.repair import repair as repair_log
 from ledger.rollback import accept_rollback as accept_log_rollback
+from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections import settings
 from projections.api.verified import VERIFIED_CONTEXT_NAME
 from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
@@ -60,11 +61,15 @@ def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | 
 
 def context_anchor(path: Path) -> tuple[Anchor | None, str | None]:
     """The anchor a verified context file records (``{"anchor": {"seq", "hash"}}``), or why
-    it cannot be read; (None, None) when the file or its anchor is absent."""
+    it cannot be read; (None, None) when the file or its anchor is absent. Read only when it is a
+    regular file of at most 64 MiB (``ledger.safe_io.read_file``): a link, a FIFO or a device in
+    its place is a problem named in one line, never followed and never waited on."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_file(path, SIDE_FILE_LIMIT).decode("utf-8"))
     except FileNotFoundError:
         return None, None
+    except UnsafeFile as exc:
+        return None, f"{path.name} is unreadable: {exc}"
     except (OSError, ValueError) as exc:
         return None, f"{path.name} is unreadable ({exc})"
     anchor = data.get("anchor") if isinstance(data, dict) else None

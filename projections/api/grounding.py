@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import stat
 from collections.abc import Callable, Mapping
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from ledger import InvalidInput
-from ledger.node_report import report_hash
+from ledger.node_report import read_report_file, report_hash
 from ledger.provenance import resolve_inside, sha256_file
+from ledger.safe_io import read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections.api.shapes import ValuesView
@@ -135,20 +135,23 @@ class Grounding:
             state = self.artifact(work_dir, path, recorded)
             if state.status == "verified" and state.target is not None and state.size <= SEARCH_MAX_BYTES:
                 try:
-                    data = state.target.read_bytes()
+                    data = read_file(state.target, SEARCH_MAX_BYTES)  # a regular file only, bounded
                 except OSError:
-                    data = b""  # gone since it was hashed: nothing to search
+                    data = b""  # gone (or replaced) since it was hashed: nothing to search
                 if data and hashlib.sha256(data).hexdigest() == recorded and b"\x00" not in data[:8192]:
                     self._places[key] = numbers_in(data, path)
         return self._places[key]
 
     def report(self, work_dir: Path) -> Mapping[str, Any] | None:
-        """The work dir's node report, read once."""
+        """The work dir's node report, read once: a regular file inside the work dir, at most
+        16 MiB (``ledger.node_report.read_report_file``), so a FIFO in its place never blocks; a
+        report that cannot be read is None (the claims it grounds are unchecked: "no readable
+        node_report.json")."""
         key = str(work_dir)
         if key not in self._reports:
             try:
-                loaded = json.loads((work_dir / REPORT_NAME).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                loaded = read_report_file(work_dir / REPORT_NAME, inside=work_dir)
+            except (OSError, ValueError):  # InvalidInput is a ValueError
                 loaded = None
             self._reports[key] = loaded if isinstance(loaded, Mapping) else None
         return self._reports[key]
@@ -266,7 +269,10 @@ def _read_artifact(work_dir: Path, path: str, recorded: str | None) -> ArtifactS
         return ArtifactState(None, "missing")
     if not stat.S_ISREG(info.st_mode):
         return ArtifactState(None, "missing")
-    current = sha256_file(target)
+    try:
+        current = sha256_file(target)  # opened as a regular file only: a FIFO swapped in never blocks
+    except OSError:
+        return ArtifactState(None, "missing")
     if recorded is None or not is_sha256(recorded):
         return ArtifactState(current, "unhashed", target, info.st_size)
     return ArtifactState(current, "verified" if current == recorded else "mismatch", target, info.st_size)

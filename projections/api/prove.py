@@ -54,6 +54,7 @@ from typing import Any
 
 from ledger import InvalidInput, Ledger
 from ledger.anchor import Anchor
+from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections.api.backend import MemoryBackend
@@ -224,13 +225,17 @@ def _anchor(ctx: Mapping[str, Any], name: str) -> Anchor | None:
 
 
 def _load_context(path: Path, *, given: bool) -> dict[str, Any] | None:
-    """The context file; None when the checkpoint has none (a file named by the caller must exist)."""
+    """The context file; None when the checkpoint has none (a file named by the caller must exist).
+    Read only when it is a regular file of at most 64 MiB (``ledger.safe_io.read_file``: never
+    through a link, a FIFO never blocks)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_file(path, SIDE_FILE_LIMIT).decode("utf-8"))
     except FileNotFoundError as exc:
         if given:
             raise InvalidInput("--context", f"{path}: no such file") from exc
         return None
+    except UnsafeFile as exc:  # a link, a FIFO, a device, a directory, too big: never waited on
+        raise InvalidInput("--context", f"{exc}; not a readable verified context") from None
     except (OSError, ValueError) as exc:
         raise InvalidInput("--context", f"{path} is not a readable verified context ({exc})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):

@@ -26,9 +26,12 @@ Checks: the header's sha256 on every open; a chunk's sha256 before any byte of i
 (all chunks at once when the file is at most 64 MiB); a collection's structure (seqs
 increasing, offsets in range, tombstones exactly those its tombstone events make) when it
 is first read; ``check_all`` does everything (``verify``). A failure raises SnapshotDamaged,
-and the projection is rebuilt from the log. The file is written to a temporary name
-(``<name>.<pid>.tmp``) and renamed into place, never changed in place (a reader may have it
-mapped); a temporary file left by a killed process is removed by the next save.
+and the projection is rebuilt from the log. The file is written to a temporary name made
+exclusively (``<name>.<pid>.<random>.tmp``: nobody can prepare it, link or file) and renamed
+into place, keeping the old file's mode, never changed in place (a reader may have it mapped); a
+temporary file left by a killed process is removed by the next save. It is opened for reading
+only as a regular file, never through a link (``ledger.safe_io.open_file``): anything else in
+its place is unreadable, and rebuilt.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import bisect
 import hashlib
 import mmap
 import os
+import secrets
 import struct
 import time
 import weakref
@@ -47,6 +51,7 @@ import msgspec
 import numpy as np
 
 from ledger.layout import SNAPSHOT_NAME
+from ledger.safe_io import UnsafeFile, kept_mode, open_file
 from projections.models.catalog import Catalog, CatalogTables
 from projections.models.frozen import NEVER, REACT, DamagedCache, Rows, effective_cleared
 from projections.models.semantic import SemanticIndex
@@ -113,11 +118,20 @@ def disagrees(detail: str) -> SnapshotDamaged:
 def read_preamble(path: Path) -> SnapshotPreamble:
     """Only the preamble (cursor, model, …) of a snapshot whose header checksum is right: for
     ``status``. Raises FileNotFoundError or SnapshotError."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = _open_for_reading(path)
     try:
         return _read_header(fd)[0]
     finally:
         os.close(fd)
+
+
+def _open_for_reading(path: Path) -> int:
+    """The snapshot opened as a regular file only: a link, a FIFO, a device or a directory in its
+    place is unreadable (SnapshotDamaged: rebuilt from the log), never followed or waited on."""
+    try:
+        return open_file(path, os.O_RDONLY)
+    except (UnsafeFile, IsADirectoryError) as exc:
+        raise unreadable(str(exc)) from None
 
 
 def open_snapshot(path: Path, *, check: bool | None = None) -> SnapshotView:
@@ -132,7 +146,7 @@ class SnapshotView:
 
     def __init__(self, path: Path, *, check: bool | None = None) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDONLY)
+        self._fd = _open_for_reading(path)
         self._closer = weakref.finalize(self, os.close, self._fd)  # when the view is dropped (no warning)
         # Not at exit: a cached backend saves its snapshot then, copying rows from this file, and
         # finalizers would run first (a closed descriptor, or a reused one); the OS closes it after.
@@ -400,9 +414,15 @@ def write_snapshot(path: Path, preamble: SnapshotPreamble, catalog: Catalog, ind
     and leaves no temporary file behind when it does; DamagedCache when stored rows it copies
     fail their check."""
     remove_stale_temps(path)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    mode = kept_mode(path)  # the new file keeps the old one's permission bits
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644 if mode is None else 0o600
+    )
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
             out = _Out(f)
             out.write(PROLOGUE)
             layout = _write_sections(out, catalog, index, preamble.dim)
@@ -566,7 +586,7 @@ def remove_stale_temps(path: Path) -> list[Path]:
     the file is older than an hour); return them."""
     removed = []
     for tmp in path.parent.glob(f"{path.name}.*.tmp"):
-        pid = tmp.name[len(path.name) + 1 : -len(".tmp")]
+        pid = tmp.name[len(path.name) + 1 : -len(".tmp")].split(".")[0]  # <name>.<pid>[.<random>].tmp
         try:
             alive = pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid))
             if not alive or time.time() - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
