@@ -14,11 +14,41 @@ and renamed over the log: a SIGKILL at any point leaves either the old log (and 
 the next writable open removes) or the new one. Processes holding the log open notice the rename
 at their next lock or refresh (``Ledger._follow_replacement``) and continue on the new file; a
 writer waiting for the old file's lock appends to the new one. The side index is rewritten and
-the head file anchored at the redaction event. Files set aside beside the log (torn tails, rolled
-back or repaired bytes) that hold a removed body are deleted.
+the head file anchored at the redaction event.
 
-The derived files (the projection snapshot, the access log, ``verified_context.json``, Letta
-passages) are the read side's: ``projections.api.redaction`` does them.
+What else forgets the removed text: one rule, :class:`Scrub`, built once per redaction
+(``RedactionReport.rule``) and used for every file outside the log — the files set aside
+beside it (here), the access log and ``verified_context.json`` (``projections.api.redaction``).
+A redaction removes what its selector chose, and nothing else:
+
+1. **The selector's matches** (``--match`` / ``--regex``), wherever they occur, in any string
+   and any key: each replaced by ``[redacted]``.
+2. **The records of a chosen event** — a JSON object whose ``entry_id`` or ``id`` names it (the
+   access log's write line of it, a claim, an item of ``usable_for_claims`` or ``limitations``)
+   — lose their text (``text``, ``content``, ``text_preview``, ``persona``, ``human``: each
+   ``[redacted]``), their ``metadata`` (``{}``), the typed pointers a claim copies out of that
+   metadata (``metric_ptr``, ``artifact_refs``, …: ``[]``, ``{}`` or ``null`` by type) and their
+   ``values`` (the numbers quoted from the text: ``{}``). Their ids, node, seq and scores stay. An object that only
+   names a chosen event (a result row of a read: id, node, score) holds none of these.
+3. **The removed texts** (:func:`removed_texts`): the free text of each removed body (a memory's
+   ``text``, a ReAct step's ``content``, a core seed's ``persona`` and ``human``; never its
+   metadata, the core seed's ``context`` or any key) that is a phrase — :data:`MIN_TEXT` or more
+   characters and at least two words (a single word cannot be told from a label, an id, a
+   hash or a tool name, which the files are full of) — and that no event the redacted log
+   keeps holds as a string value (another entry with the same text: the log still says it,
+   so it is not this redaction's to remove). A string value *equal* to one is replaced by
+   ``[redacted]`` (a query that quoted an entry whole); never a part of a longer string, never
+   a key.
+4. **Never**: the chain and anchor fields (``n``, ``prev``, ``hash``, ``event_hash``,
+   ``anchor``, :data:`NEVER`): counters and hashes, never caller text, at any depth. The access
+   log's chain is sealed again from the first changed line on.
+
+Every other record of every file stays as it was. So a selection by id or node (no text) may
+leave a *part* of a removed text inside a longer string elsewhere (a query that quoted a few
+words of it): to remove a text wherever it occurs, select it by ``--match``/``--regex``, which
+replaces it everywhere (1). Files set aside beside the log (torn tails, rolled back or repaired
+bytes) are deleted, never edited: one whose bytes (also inside gzip members cut short) hold a
+chosen event's id, a removed text or a match.
 """
 
 from __future__ import annotations
@@ -30,7 +60,7 @@ import logging
 import os
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -38,6 +68,7 @@ from typing import Any, BinaryIO
 
 import msgspec
 
+from . import layout, safe_io
 from .chain import body_digest, canonical, decode_line, stub_line, unhashed_bytes
 from .errors import InvalidInput
 from .events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast, validate_body
@@ -45,10 +76,17 @@ from .layout import REDACT_TMP_SUFFIX
 from .ledger import Ledger
 from .log import IDX_STRIDE, compress_member, fsync_dir
 from .recovery import walk
+from .safe_io import kept_mode
+from .typed import TYPED_KEYS
 
 log = logging.getLogger("ledger")
 
 REDACTABLE = ("memory_added", "react_step", "core_seeded")  # the event types that carry caller text
+MARK = "[redacted]"  # what a removed text is replaced by, in every file outside the log
+MIN_TEXT = 8  # a removed free text shorter than this (or of one word) is not searched for elsewhere (rule 3)
+FREE_TEXT = {"memory_added": ("text",), "react_step": ("content",), "core_seeded": ("persona", "human")}
+RECORD_TEXT = frozenset({"text", "content", "text_preview", "persona", "human"})  # a record's text (rule 2)
+NEVER = frozenset({"n", "prev", "hash", "event_hash", "anchor"})  # chain and anchor fields (rule 4)
 _KEEP = (".head", ".idx", ".idx.tmp", ".rollbacks")  # files beside the log that hold no body
 
 
@@ -67,9 +105,11 @@ class Selector:
             raise InvalidInput("selector", "say what to redact: event ids, a node, or a text to match")
         if self.text is not None:
             try:
-                _ = self.pattern  # a bad expression fails here, before anything is read
+                pattern = self.pattern  # a bad expression fails here, before anything is read
             except re.error as exc:
                 raise InvalidInput("text", f"not a valid regular expression ({exc})") from None
+            if pattern is not None and pattern.fullmatch(""):
+                raise InvalidInput("text", "matches the empty string: it would choose every event and mark every gap")
 
     @cached_property
     def pattern(self) -> re.Pattern[str] | None:
@@ -113,6 +153,127 @@ def strings_of(value: Any) -> Iterable[str]:
             yield from strings_of(v)
 
 
+def _held_into(value: Any, held: set[int]) -> None:
+    """Add the hash of every string value (not key) of ``value`` long enough to be a removed
+    text (rule 3) to ``held``."""
+    if isinstance(value, str):
+        if len(value) >= MIN_TEXT:
+            held.add(hash(value))
+    elif isinstance(value, dict):
+        for v in value.values():
+            _held_into(v, held)
+    elif isinstance(value, list):
+        for v in value:
+            _held_into(v, held)
+
+
+def removed_texts(chosen: Iterable[Event], held: Set[int] = frozenset()) -> frozenset[str]:
+    """Rule 3 of the module: the free texts of the removed bodies that are phrases (:data:`MIN_TEXT`
+    characters or more, two words or more) no event the log keeps holds as a string value
+    (``held``: their hashes, from the rewrite's pass; a hash another string shares only keeps a
+    text out, never adds one)."""
+    out: set[str] = set()
+    for event in chosen:
+        for name in FREE_TEXT.get(event.type, ()):
+            text = event.body.get(name)
+            if not isinstance(text, str) or len(text) < MIN_TEXT or len(text.split(maxsplit=1)) < 2:
+                continue
+            if hash(text) not in held:
+                out.add(text)
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Scrub:
+    """The one rule (the module's 1-4) for what a redaction removes outside the log: called on
+    a JSON value, returns it scrubbed and whether anything changed; :meth:`deletes` judges a
+    file set aside beside the log."""
+
+    ids: frozenset[str] = frozenset()  # the chosen events
+    pattern: re.Pattern[str] | None = None  # the selector's text (rule 1)
+    texts: frozenset[str] = frozenset()  # the removed texts (rule 3)
+    typed: Mapping[str, frozenset[str]] = field(default_factory=dict)  # id → typed keys of its metadata
+
+    @classmethod
+    def of(cls, chosen: Iterable[Event], selector: Selector, texts: frozenset[str]) -> Scrub:
+        events = list(chosen)
+        typed = {
+            e.id: frozenset(k for k in TYPED_KEYS if k in e.body.get("metadata", {}))
+            for e in events
+            if isinstance(e.body.get("metadata"), dict)
+        }
+        return cls(frozenset(e.id for e in events), selector.pattern, texts, typed)
+
+    def __call__(self, value: Any) -> tuple[Any, bool]:
+        if isinstance(value, str):
+            new = self._string(value)
+            return new, new != value
+        if isinstance(value, list):
+            pairs = [self(v) for v in value]
+            return [v for v, _ in pairs], any(hit for _, hit in pairs)
+        if isinstance(value, dict):
+            return self._record(value)
+        return value, False
+
+    def _string(self, value: str) -> str:
+        if value in self.texts:
+            return MARK
+        return self.pattern.sub(MARK, value) if self.pattern is not None else value
+
+    def _record(self, value: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        mine = next(
+            (value[k] for k in ("entry_id", "id") if isinstance(value.get(k), str) and value[k] in self.ids), None
+        )
+        emptied = (self.typed.get(mine, frozenset()) | {"values"}) if mine is not None else frozenset()
+        out: dict[str, Any] = {}
+        changed = False
+        for k, v in value.items():
+            if k in NEVER:
+                out[k] = v
+                continue
+            key = self.pattern.sub(MARK, k) if self.pattern is not None else k  # rule 1 only: never 3
+            changed = changed or key != k
+            if mine is not None and k in RECORD_TEXT:
+                out[key] = MARK
+                changed = changed or v != MARK
+            elif mine is not None and k == "metadata":
+                out[key] = {}
+                changed = changed or v != {}
+            elif k in emptied:
+                out[key] = [] if isinstance(v, list) else {} if isinstance(v, dict) else None
+                changed = changed or out[key] != v
+            else:
+                out[key], hit = self(v)
+                changed = changed or hit
+        return out, changed
+
+    def quotes(self, value: Any) -> bool:
+        """Whether ``value`` holds a match (rule 1) or a removed text (rule 3): what a record
+        that names no chosen event loses."""
+        if isinstance(value, str):
+            return value in self.texts or (self.pattern is not None and self.pattern.search(value) is not None)
+        if isinstance(value, dict):
+            return any(
+                (self.pattern is not None and self.pattern.search(k) is not None) or self.quotes(v)
+                for k, v in value.items()
+                if k not in NEVER
+            )
+        if isinstance(value, list):
+            return any(self.quotes(v) for v in value)
+        return False
+
+    def deletes(self, data: bytes) -> bool:
+        """Whether a file set aside beside the log goes: its bytes (raw, or inflated from the gzip
+        members it holds) hold a chosen event's id, a removed text (as is, or as JSON writes it)
+        or a match."""
+        both = data + b"\n" + _inflate(data)
+        if any(i.encode() in both for i in self.ids):
+            return True
+        if any(t.encode() in both or msgspec.json.encode(t)[1:-1] in both for t in self.texts):
+            return True
+        return self.pattern is not None and self.pattern.search(both.decode("utf-8", "replace")) is not None
+
+
 @dataclass
 class RedactionReport:
     """What a redaction chose, and (unless a dry run) what it wrote and removed."""
@@ -123,6 +284,7 @@ class RedactionReport:
     bytes_before: int = 0
     bytes_after: int = 0
     removed_files: list[str] = field(default_factory=list)
+    rule: Scrub = field(default_factory=Scrub)  # what every file outside the log loses (the module's rule)
 
     def lines(self) -> list[str]:
         head = "would redact" if self.event is None else "redacted"
@@ -146,29 +308,35 @@ def redact(
         check_text(value, name)
         if not value.strip():
             raise InvalidInput(name, "must say something: a redaction records who removed what, and why")
+    if dry_run:  # a read-only open: a dry run moves and writes nothing, an old layout included
+        with layout.moves_suspended(), Ledger.open_readonly(checkpoint_dir) as ledger:
+            return RedactionReport(
+                [e for e in ledger.events() if selector.matches(e)], selector.describe(), bytes_before=ledger._head.end
+            )
     with Ledger.open(checkpoint_dir, create=False) as ledger, ledger._locked():
         report = RedactionReport([], selector.describe(), bytes_before=ledger._head.end)
-        if dry_run:
-            report.chosen = [e for e in ledger.events() if selector.matches(e)]
-            return report
-        report.event, report.bytes_after = _rewrite(ledger, selector, reason, by, report.chosen)
+        held: set[int] = set()
+        report.event, report.bytes_after = _rewrite(ledger, selector, reason, by, report.chosen, held)
         if report.event is not None:
-            needles = [s.encode() for e in report.chosen for s in strings_of(e.body) if len(s) >= 4]
-            report.removed_files = _scrub_aside(ledger.path, needles, selector)
+            report.rule = Scrub.of(report.chosen, selector, removed_texts(report.chosen, held))
+            report.removed_files = _scrub_aside(ledger.path, report.rule)
     return report
 
 
-def _rewrite(ledger: Ledger, selector: Selector, reason: str, by: str, chosen: list[Event]) -> tuple[Event | None, int]:
+def _rewrite(
+    ledger: Ledger, selector: Selector, reason: str, by: str, chosen: list[Event], held: set[int]
+) -> tuple[Event | None, int]:
     """Under the lock, in one pass over the log: write the redacted log beside the old one
-    (``chosen`` filled as it goes) and rename it over it; (None, 0) when nothing matched."""
+    (``chosen`` and ``held`` filled as it goes) and rename it over it; (None, 0) when nothing matched."""
     path = ledger.path
     tmp = path.with_name(path.name + REDACT_TMP_SUFFIX)
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    tmp.unlink(missing_ok=True)  # a leftover, or a planted link: the name itself goes, never its target
+    fd = safe_io.create_new(tmp, kept_mode(path) or 0o644)  # exclusive, no link followed; the log's mode kept
     fcntl.flock(fd, fcntl.LOCK_EX)  # whoever opens the new log once it is renamed waits for the index and head
     try:
         with ledger._file.reader() as f, open(fd, "wb", closefd=False) as out:
             records: list[dict[str, Any]] = []
-            index = _write_redacted(ledger, f, out, selector, chosen, records)
+            index = _write_redacted(ledger, f, out, selector, chosen, records, held)
             if not chosen:
                 tmp.unlink()
                 return None, 0
@@ -191,16 +359,27 @@ def _rewrite(ledger: Ledger, selector: Selector, reason: str, by: str, chosen: l
 
 
 def _write_redacted(
-    ledger: Ledger, f: BinaryIO, out: BinaryIO, selector: Selector, chosen: list[Event], records: list[dict[str, Any]]
+    ledger: Ledger,
+    f: BinaryIO,
+    out: BinaryIO,
+    selector: Selector,
+    chosen: list[Event],
+    records: list[dict[str, Any]],
+    held: set[int],
 ) -> list[tuple[int, int]]:
     """Every member of the log into ``out``: byte for byte, or rebuilt with the chosen events'
-    stubs (``chosen`` and their ``records`` filled as it goes); returns the new side index."""
+    stubs (``chosen`` and their ``records`` filled as it goes, and ``held`` with the hashes of
+    what the events it keeps say: rule 3); returns the new side index."""
     index: list[tuple[int, int]] = []
     for member, events in walk(ledger, f, 0, seq=1, prev=""):
         offset = out.tell()
         if events and (not index or offset - index[-1][0] >= IDX_STRIDE):
             index.append((offset, events[0].seq))
         mine = [selector.matches(e) for e in events]
+        for event, redacted in zip(events, mine, strict=True):
+            if not redacted:
+                held.add(hash(event.node))
+                _held_into(event.body, held)
         if not any(mine):
             out.write(_raw(f, member.offset, member.end))  # untouched members stay byte for byte
             continue
@@ -267,17 +446,14 @@ def _raw(f: Any, start: int, end: int) -> bytes:
     return bytes(data)
 
 
-def _scrub_aside(path: Path, needles: list[bytes], selector: Selector) -> list[str]:
-    """Delete the files set aside beside the log that hold any removed text or, for a text
-    match, the text itself (raw, or inside the gzip members they hold, complete or cut short:
-    a torn tail may hold an event that never reached the log); return their names."""
+def _scrub_aside(path: Path, rule: Scrub) -> list[str]:
+    """Delete the files set aside beside the log that ``rule`` says hold a removed body (a
+    torn tail may hold an event that never reached the log); return their names."""
     removed = []
     for other in sorted(path.parent.glob(path.name + ".*")):
         if any(other.name == path.name + keep for keep in _KEEP) or not other.is_file():
             continue
-        raw = other.read_bytes()
-        both = raw + b"\n" + _inflate(raw)
-        if any(n in both for n in needles) or selector.found_in(both):
+        if rule.deletes(other.read_bytes()):
             other.unlink()
             removed.append(other.name)
     if removed:

@@ -1,47 +1,106 @@
 """``ari-ledger redact``: the log redacted (``ledger.redact``), then every file the read side
-wrote from it made to forget the removed text.
+wrote from it made to forget what the redaction removed — by the one rule of
+:mod:`ledger.redact` (:class:`~ledger.redact.Scrub`: the selector's matches anywhere, the
+records of the chosen events, whole string values equal to a removed text; never a chain
+field), and nothing else:
 
 - the projection snapshot is deleted (a cache: the next open folds the redacted log, whose
   stubs make no rows; a process still open rebuilds when it folds the redaction event);
-- the access log and its rotations, and ``verified_context.json``: each string holding a removed
-  text has it replaced by ``[redacted]``, and every record of a redacted entry (its
-  ``entry_id``) loses its text, preview and metadata; each file is replaced atomically;
+- the access log and its rotations, and ``verified_context.json``: passed through the rule,
+  each file replaced atomically (the access log's chain sealed again after the first changed
+  line);
 - the Letta agent: the redaction event's fold deletes the passages of the redacted events
   (done here at once when Letta is configured; otherwise by the next process that folds it).
+
+Then it checks its own result (:class:`SelfCheck`, unless ``check=False``): the log verifies,
+and ``prove`` (:func:`projections.api.prove.prove`, run in this process before the rewrite and
+after it) gives every claim and every recorded read the redaction did not involve the verdict
+it gave before — a claim whose entry was not chosen, a read that returned no chosen entry and
+quoted no removed text (such a read loses that text from its line, so its replay is not the
+same read any more). A checkpoint-level failure that is new and names no chosen entry is a
+difference too. What differs is said, by name; the rewrite is not undone. Lines appended by
+another process between the two runs are not compared.
 
 Export bundles and ARI backups written afterwards come from the redacted log and hold stubs.
 """
 
 from __future__ import annotations
 
-import os
-import re
-from dataclasses import dataclass
+import contextlib
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from ledger import Ledger
 from ledger.layout import SNAPSHOT_NAME, store_dir
-from ledger.redact import RedactionReport, Selector, redact, strings_of
+from ledger.output import replace_file
+from ledger.redact import MARK, RedactionReport, Scrub, Selector, redact
 from projections import settings
 from projections.api.access_log import AccessLog
 from projections.api.verified import VERIFIED_CONTEXT_NAME
 
-MARK = "[redacted]"
-_TEXT_FIELDS = ("text", "content", "text_preview", "persona", "human")
-_MIN_NEEDLE = 4  # shorter strings of a removed body (a label, a flag) are not searched for elsewhere
+__all__ = ["MARK", "CheckpointRedaction", "SelfCheck", "redact_checkpoint"]
+
+
+@dataclass
+class SelfCheck:
+    """The redaction checked against ``prove`` before and after it (see the module)."""
+
+    verify: str  # Ledger.verify's summary after the redaction
+    verified: bool
+    claims: int = 0  # claims compared: their entry was not chosen
+    reads: int = 0  # reads compared
+    skipped_claims: int = 0  # claims of chosen entries (they lose their text: not compared)
+    skipped_context: int = 0  # claims checked against a redacted experiment context (their grounds went)
+    skipped_reads: dict[str, int] = field(default_factory=dict)  # why → how many, not compared
+    differences: list[str] = field(default_factory=list)
+    before: dict[str, str] = field(default_factory=dict)  # entry id → prove's verdict, before
+    after: dict[str, str] = field(default_factory=dict)  # … and after
+
+    @property
+    def ok(self) -> bool:
+        return self.verified and not self.differences
+
+    def lines(self) -> list[str]:
+        skipped = [f"{n} read(s) {why}" for why, n in self.skipped_reads.items() if n]
+        skipped += [f"{self.skipped_claims} claim(s) of a redacted entry"] if self.skipped_claims else []
+        skipped += (
+            [f"{self.skipped_context} claim(s) whose numbers were checked against the redacted experiment context"]
+            if self.skipped_context
+            else []
+        )
+        compared = f"{self.claims} claim(s) and {self.reads} read(s) the redaction did not involve"
+        not_compared = f" (not compared: {', '.join(skipped)})" if skipped else ""
+        if self.ok:
+            return [f"check: ok: the log verifies; prove gives the same verdicts for the {compared}{not_compared}"]
+        out = [
+            "REDACTION CHECK FAILED: the log is rewritten (not undone), but "
+            + ("it does not verify: " + self.verify if not self.verified else f"prove differs on the {compared}")
+            + not_compared
+        ]
+        return out + [f"  differs: {d}" for d in self.differences]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
 
 
 @dataclass
 class CheckpointRedaction:
-    """The log's redaction and what else was scrubbed."""
+    """The log's redaction, what else was scrubbed, and the redaction's check of itself."""
 
     log: RedactionReport
     scrubbed: list[str]
+    check: SelfCheck | None = None  # None: dry run, nothing chosen, or not asked for
+
+    @property
+    def ok(self) -> bool:
+        return self.check is None or self.check.ok
 
     def lines(self) -> list[str]:
-        return [*self.log.lines(), *(f"scrubbed {name}" for name in self.scrubbed)]
+        out = [*self.log.lines(), *(f"scrubbed {name}" for name in self.scrubbed)]
+        return out + (self.check.lines() if self.check is not None else [])
 
     def as_dict(self) -> dict[str, Any]:
         r = self.log
@@ -53,62 +112,37 @@ class CheckpointRedaction:
             "log_bytes": [r.bytes_before, r.bytes_after],
             "deleted": r.removed_files,
             "scrubbed": self.scrubbed,
+            "check": self.check.as_dict() if self.check is not None else None,
         }
 
 
-class Scrubber:
-    """Replaces removed texts in JSON values: in any string, and whole for records of a
-    redacted entry."""
-
-    def __init__(self, report: RedactionReport, selector: Selector) -> None:
-        self.ids = {e.id for e in report.chosen}
-        needles = {s for e in report.chosen for s in strings_of(e.body) if len(s) >= _MIN_NEEDLE}
-        alternatives = [re.escape(n) for n in sorted(needles, key=len, reverse=True)]
-        if selector.pattern is not None:
-            alternatives.append(selector.pattern.pattern)
-        self.pattern = re.compile("|".join(alternatives)) if alternatives else None
-
-    def __call__(self, value: Any) -> tuple[Any, bool]:
-        if isinstance(value, str):
-            if self.pattern is None:
-                return value, False
-            new = self.pattern.sub(MARK, value)
-            return new, new != value
-        if isinstance(value, list):
-            pairs = [self(v) for v in value]
-            return [v for v, _ in pairs], any(hit for _, hit in pairs)
-        if isinstance(value, dict):
-            mine = value.get("entry_id") in self.ids or value.get("id") in self.ids
-            out: dict[str, Any] = {}
-            changed = False
-            for k, v in value.items():
-                if mine and k in _TEXT_FIELDS:
-                    out[k], changed = MARK, True
-                elif mine and k == "metadata":
-                    out[k], changed = {}, True
-                else:
-                    out[k], hit = self(v)
-                    changed = changed or hit
-            return out, changed
-        return value, False
-
-
 def redact_checkpoint(
-    checkpoint_dir: str | Path, selector: Selector, *, reason: str, by: str, dry_run: bool = False
+    checkpoint_dir: str | Path,
+    selector: Selector,
+    *,
+    reason: str,
+    by: str,
+    dry_run: bool = False,
+    check: bool = True,
 ) -> CheckpointRedaction:
-    """Redact the log, then scrub the files derived from it (see the module)."""
+    """Redact the log, scrub the files derived from it, and check the result (see the module)."""
     ckpt = Path(checkpoint_dir)
+    before = _Baseline.take(ckpt) if check and not dry_run else None
     report = redact(ckpt, selector, reason=reason, by=by, dry_run=dry_run)
     if report.event is None:
         return CheckpointRedaction(report, [])
-    scrub = Scrubber(report, selector)
+    scrub = report.rule
     scrubbed = [
         *_drop_snapshot(ckpt),
         *AccessLog(ckpt).rewrite(scrub),
         *_rewrite_json(ckpt / VERIFIED_CONTEXT_NAME, scrub),
     ]
     _fold_letta(ckpt)
-    return CheckpointRedaction(report, scrubbed)
+    done = CheckpointRedaction(report, scrubbed)
+    if before is not None:
+        seeded = any(e.type == "core_seeded" for e in report.chosen)  # the experiment context: facts, primary metric
+        done.check = _compare(before, _Baseline.take(ckpt), scrub, ckpt, context_removed=seeded)
+    return done
 
 
 def _drop_snapshot(ckpt: Path) -> list[str]:
@@ -119,19 +153,20 @@ def _drop_snapshot(ckpt: Path) -> list[str]:
     return gone
 
 
-def _rewrite_json(path: Path, scrub: Scrubber) -> list[str]:
+def _rewrite_json(path: Path, scrub: Scrub) -> list[str]:
+    """``path`` through the rule, replaced atomically (``ledger.output.replace_file``) when it
+    changed; a file that is not there, not a regular file (a FIFO never blocks) or not JSON is
+    left alone."""
+    if not path.is_file():
+        return []
     try:
         value = msgspec.json.decode(path.read_bytes())
-    except (FileNotFoundError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError):
         return []
     value, changed = scrub(value)
     if not changed:
         return []
-    tmp = path.with_name(path.name + ".redact-tmp")
-    tmp.write_bytes(msgspec.json.format(msgspec.json.encode(value), indent=2))
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    replace_file(path, msgspec.json.format(msgspec.json.encode(value), indent=2))
     return [path.name]
 
 
@@ -147,3 +182,118 @@ def _fold_letta(ckpt: Path) -> None:
         backend.flush_projections()
     finally:
         backend.close()
+
+
+# ---------------------------------------------------------------------------- the self-check
+
+
+@dataclass
+class _Baseline:
+    """What ``prove`` says of a checkpoint: each claim's verdict and failures, the
+    checkpoint-level failures, and each recorded read replayed."""
+
+    claims: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    records: dict[str, bytes] = field(default_factory=dict)  # entry id → its claim in the context file
+    failures: list[str] = field(default_factory=list)
+    reads: dict[str, Any] = field(default_factory=dict)  # n (or file:line) → reads.Replayed
+    error: str | None = None
+
+    @classmethod
+    def take(cls, ckpt: Path) -> _Baseline:
+        from projections.api.backend import MemoryBackend  # prove imports the backend
+        from projections.api.prove import prove
+        from projections.api.reads import check_chain, read_records, replay_all
+
+        try:
+            proof = prove(ckpt)
+            backend = MemoryBackend(ckpt, readonly=True)
+            try:
+                replayed = replay_all(backend, read_records(check_chain(ckpt)[1]))
+            finally:
+                backend.close()
+        except Exception as exc:  # the check must say it could not run, never hide the redaction's outcome
+            return cls(error=f"{type(exc).__name__}: {exc}")
+        out = cls(failures=list(proof.failures))
+        if proof.context is not None:
+            with contextlib.suppress(OSError, ValueError):
+                ctx = msgspec.json.decode(Path(proof.context).read_bytes())
+                for item in ctx.get("claims") or [] if isinstance(ctx, dict) else []:
+                    if isinstance(item, dict) and isinstance(item.get("entry_id"), str):
+                        out.records.setdefault(item["entry_id"], msgspec.json.encode(item, order="sorted"))
+        for claim in proof.claims:
+            out.claims.setdefault(claim.entry_id, (claim.verdict, tuple(claim.failures)))
+        for r in replayed:
+            out.reads[f"n{r.record.n}" if r.record.n is not None else r.record.where] = r
+        return out
+
+
+def _compare(
+    before: _Baseline, after: _Baseline, scrub: Scrub, ckpt: Path, *, context_removed: bool = False
+) -> SelfCheck:
+    """Prove's verdicts before and after, on what the redaction did not choose. A claim whose
+    record is unchanged but whose values or evidence changed while the experiment context (the
+    core seed: its hardware spec and rationale are facts claims are checked against) was
+    redacted involved that context: it is counted as such, not as a difference."""
+    with Ledger.open_readonly(ckpt) as ledger:
+        verified = ledger.verify()
+    check = SelfCheck(verified.summary(), verified.ok)
+    check.before = {i: v for i, (v, _) in before.claims.items()}
+    check.after = {i: v for i, (v, _) in after.claims.items()}
+    for when, base in (("before", before), ("after", after)):
+        if base.error is not None:
+            check.differences.append(f"prove could not run {when} the redaction ({base.error}): nothing compared")
+    if before.error is not None or after.error is not None:
+        return check
+    chosen = scrub.ids
+    for eid, (verdict, failures) in before.claims.items():
+        if eid in chosen:
+            check.skipped_claims += 1
+            continue
+        check.claims += 1
+        now = after.claims.get(eid)
+        if now is None:
+            check.differences.append(f"claim {eid}: {verdict} before, not in the context after")
+        elif now != (verdict, failures):
+            gained = [f for f in now[1] if f not in failures]
+            lost = [f for f in failures if f not in now[1]]
+            why = "; ".join([*(f"now fails: {f}" for f in gained), *(f"no longer fails: {f}" for f in lost)])
+            same = eid in before.records and before.records[eid] == after.records.get(eid)
+            grounds_only = all(f.split(":", 1)[0] in ("values", "evidence") for f in gained)
+            if same and context_removed and grounds_only:
+                check.claims, check.skipped_context = check.claims - 1, check.skipped_context + 1  # not compared
+                continue
+            cause = (
+                " — its record in the context file is unchanged: it was checked against something the redaction removed"
+                if same
+                else ""
+            )
+            check.differences.append(
+                f"claim {eid}: {verdict} before, {now[0]} after" + (f" ({why})" if why else "") + cause
+            )
+    check.differences += [
+        f"claim {eid}: {after.claims[eid][0]} after, not in the context before"
+        for eid in after.claims.keys() - before.claims.keys()
+        if eid not in chosen
+    ]
+    check.differences += [
+        f"new failure: {f}" for f in after.failures if f not in before.failures and not any(i in f for i in chosen)
+    ]
+    check.skipped_reads = {"returned a redacted entry": 0, "quoted the removed text": 0}
+    for key, was in before.reads.items():
+        record = was.record
+        if set(record.ids) & chosen:
+            check.skipped_reads["returned a redacted entry"] += 1
+            continue
+        if scrub.quotes([record.query, record.args]):  # what the caller asked: a tool name or scope is never exempt
+            check.skipped_reads["quoted the removed text"] += 1
+            continue
+        check.reads += 1
+        now = after.reads.get(key)
+        if now is None:
+            check.differences.append(f"read {record.where} ({record.tool}): replayed before, not found after")
+        elif (now.verdict, sorted(now.differing)) != (was.verdict, sorted(was.differing)):
+            why = f": {now.why}" if now.why else ""
+            check.differences.append(
+                f"read {record.where} ({record.tool} @seq {record.at}): {was.verdict} before, {now.verdict} after{why}"
+            )
+    return check

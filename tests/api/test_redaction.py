@@ -1,9 +1,12 @@
 """``ari-ledger redact`` over a whole checkpoint (issue 20): after it, no file the project writes
-holds the removed text, reads never return it, and the redacted entries stay visible as such."""
+holds the removed text, reads never return it, and the redacted entries stay visible as such;
+and (issue 26) it removes only what it chose: every other record of every file is left as it
+was, and it checks that prove says what it said before about everything it did not involve."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,10 @@ from ledger.redact import Selector
 from projections.api.ari_export import write_ari_backup
 from projections.api.backend import MemoryBackend
 from projections.api.lineage import lineage_data
-from projections.api.redaction import redact_checkpoint
+from projections.api.prove import prove
+from projections.api.reads import check_chain
+from projections.api.redaction import MARK, redact_checkpoint
+from projections.models.access_chain import GENESIS
 from support.env import ari_ledger
 from support.leaks import every_file_bytes
 
@@ -128,3 +134,169 @@ def test_the_command_dry_run_json_and_errors(leaky: Path) -> None:
     with Ledger.open_readonly(leaky) as ledger:
         redaction = next(e for e in ledger.events() if e.type == "events_redacted")
     assert redaction.body["by"] == "alice" and redaction.body["reason"] == "token"
+
+
+# ---------------------------------------------------------------------------- issue 26: nothing else
+
+
+CHAIN = ("n", "prev", "hash")
+
+
+def access_lines(ckpt: Path) -> list[dict]:
+    """The access log's lines without their chain fields (re-sealed by a redaction)."""
+    out = []
+    for line in (ckpt / "memory_access.jsonl").read_bytes().splitlines():
+        value = json.loads(line)
+        out.append({k: v for k, v in value.items() if k not in CHAIN})
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``ari-ledger demo DIR``: 9 nodes, 3 claims that prove, 20 recorded reads."""
+    out = tmp_path_factory.mktemp("demo") / "run"
+    made = ari_ledger("demo", out)
+    assert made.returncode == 0, made.stdout + made.stderr
+    return out
+
+
+def demo_copy(demo_run: Path, tmp_path: Path) -> Path:
+    shutil.copytree(demo_run, tmp_path / "demo", symlinks=True)
+    return tmp_path / "demo" / "checkpoint"
+
+
+def test_the_demo_redacted_by_a_match_keeps_every_other_record(demo_run: Path, tmp_path: Path) -> None:
+    """`redact --match AVX-512` on the demo used to turn GFlops_per_s, root, the tool names and
+    the run id into [redacted] everywhere, and prove then failed every claim and 16 reads. Now only
+    the chosen entries' write lines (text and metadata) and the two queries that quoted AVX-512
+    change; verified_context.json is byte for byte the same; no read differs. One event chosen is
+    the core seed (its hardware_spec says AVX-512): the root claim's "~35 GFlops/s" was checked
+    against the seed's roofline, so that claim no longer proves; redact says its grounds went with
+    the seed (not compared, exit 0) and the other claims and reads are the same."""
+    ckpt = demo_copy(demo_run, tmp_path)
+    lines_before = access_lines(ckpt)
+    context_before = (ckpt / "verified_context.json").read_bytes()
+    proof_before = prove(ckpt)
+    assert proof_before.ok and len(proof_before.claims) == 3
+    root_claim = next(c.entry_id for c in proof_before.claims if c.node_id == "root")
+
+    run = ari_ledger("redact", ckpt, "--match", "AVX-512", "--reason", "x")
+
+    assert "redacted 5 event(s)" in run.stdout and "core_seeded" in run.stdout
+    assert (ckpt / "verified_context.json").read_bytes() == context_before
+    after = access_lines(ckpt)
+    assert len(after) == len(lines_before)
+    with Ledger.open_readonly(ckpt) as ledger:
+        chosen = {e.id for e in ledger.events() if e.body.keys() == {"sha256"}}
+    assert len(chosen) == 5
+    changed = [(a, b) for a, b in zip(lines_before, after, strict=True) if a != b]
+    writes = [(a, b) for a, b in changed if a.get("entry_id") in chosen]
+    quoting = [(a, b) for a, b in changed if a.get("entry_id") not in chosen]
+    assert len(writes) == 4  # the core seed's own line carries no text
+    for a, b in writes:
+        assert b == {**a, "text_preview": MARK, "metadata": {}}
+    assert len(quoting) == 2
+    for a, b in quoting:
+        assert json.loads(json.dumps(a).replace("AVX-512", MARK)) == b
+    text = (ckpt / "memory_access.jsonl").read_text()
+    assert "AVX-512" not in text and "build_working_[redacted]" not in text and '"tool":"[redacted]"' not in text
+    assert all(token in text for token in ("GFlops_per_s", '"root"', "build_working_context", "run_20261128_stencil"))
+    assert check_chain(ckpt)[0].ok
+    proof = prove(ckpt)
+    verdicts = {c.entry_id: c.verdict for c in proof.claims}
+    assert [v for i, v in verdicts.items() if i != root_claim] == ["holds", "holds"]
+    assert verdicts[root_claim] == "fails"
+    root = next(c for c in proof.claims if c.entry_id == root_claim)
+    assert all(f.startswith(("evidence:", "values:")) for f in root.failures), root.failures
+    assert proof.reads["differs"] == 0 and proof.read_failures == []
+    # and redact said so itself: that claim, and nothing else, by name
+    assert run.returncode == 0, (
+        run.stdout + run.stderr
+    )  # the root claim's grounds went with the seed: said, not a failure
+    assert "check: ok" in run.stdout and "verify: ok" in run.stdout and root_claim not in run.stdout
+    assert "1 claim(s) whose numbers were checked against the redacted experiment context" in run.stdout
+    assert "prove gives the same verdicts for the 2 claim(s)" in run.stdout
+
+
+def test_the_demo_redacted_by_a_match_that_spares_the_core_seed_still_proves(demo_run: Path, tmp_path: Path) -> None:
+    """The same run, `--match "AVX-512 intrinsics"`: four entries, none a claim's evidence; the
+    check passes (exit 0) and prove still says PROVED, 3 of 3, no read differing."""
+    ckpt = demo_copy(demo_run, tmp_path)
+    run = ari_ledger("redact", ckpt, "--match", "AVX-512 intrinsics", "--reason", "x")
+    assert "redacted 4 event(s)" in run.stdout
+    proved = ari_ledger("prove", ckpt)
+    assert proved.returncode == 0, proved.stdout
+    assert "PROVED: 3 of 3 claims hold" in proved.stdout and " 0 differ" in proved.stdout
+    assert run.returncode == 0 and "check: ok" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_react_step_redacted_by_id_leaves_other_records_tool_node_and_metric_alone(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ReAct steps and entries all carry metadata {tool, node, metric}; one step (a token in its
+    observation) is redacted by id. Its write line loses its preview and metadata; every other
+    line of the access log is unchanged (chain fields aside), tool/node/metric included, and the
+    verified context too."""
+    monkeypatch.setenv("ARI_CURRENT_NODE_ID", "root")
+    labels = {"tool": "bash", "node": "root", "metric": "GFlops_per_s"}
+    backend = MemoryBackend(ckpt)
+    for i in range(4):
+        backend.add_memory("root", f"note {i}: bash build of root at GFlops_per_s", dict(labels), current_node="root")
+    steps = [backend.react_add(f"step {i}: bash make; GFlops_per_s=1.{i} on root", dict(labels)) for i in range(3)]
+    leaked = backend.react_add("bash: env -> API_TOKEN=tok-0123456789abcdef", dict(labels))
+    backend.react_search("bash GFlops_per_s", 10)
+    backend.search_memory("bash build GFlops_per_s", ["root"], 5)
+    backend.add_experiment_result(
+        "root", "GFlops_per_s=2.41 on root", artifact_refs=[{"path": "r.csv", "sha256": "1" * 64}]
+    )
+    backend.write_verified_context([{"id": "root"}])
+    backend.close()
+    before = access_lines(ckpt)
+    context = (ckpt / "verified_context.json").read_bytes()
+
+    done = redact_checkpoint(ckpt, Selector(ids=(leaked["id"],)), reason="token", by="tester")
+
+    assert [e.id for e in done.log.chosen] == [leaked["id"]]
+    after = access_lines(ckpt)
+    for a, b in zip(before, after, strict=True):
+        if a.get("entry_id") == leaked["id"] and a["op"] == "write":
+            assert b == {**a, "text_preview": MARK, "metadata": {}}
+        else:
+            assert a == b
+    assert sum(1 for line in after if line.get("metadata") == labels) == 4 + len(steps)
+    assert (ckpt / "verified_context.json").read_bytes() == context
+    assert b"tok-0123456789abcdef" not in every_file_bytes(ckpt)
+    assert check_chain(ckpt)[0].ok
+    assert done.check is not None and done.check.ok, done.lines()
+
+
+@pytest.mark.parametrize("how", ["id", "match"])
+def test_a_removed_body_holding_64_zeros_leaves_the_access_logs_genesis_prev_alone(
+    ckpt: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """The access log's first line names the genesis, 64 zeros, as its prev; a removed body that
+    holds 64 zeros (as its text, and as an unpinned artifact's placeholder sha256) used to have
+    them replaced there, breaking the chain. By id or by the zeros themselves: the chain fields
+    stay, the chain checks, and the redaction's own check passes."""
+    monkeypatch.setenv("ARI_CURRENT_NODE_ID", "root")
+    zeros = "0" * 64
+    backend = MemoryBackend(ckpt)
+    backend.search_memory("anything", ["root"], 5)  # the first line: prev is the genesis
+    backend.add_memory("root", "an unrelated note", {}, current_node="root")
+    chosen = backend.add_experiment_result("root", zeros, artifact_refs=[{"path": "r.csv", "sha256": zeros}])
+    backend.write_verified_context([{"id": "root"}])
+    backend.close()
+    first = json.loads((ckpt / "memory_access.jsonl").read_bytes().splitlines()[0])
+    assert first["prev"] == GENESIS and first["n"] == 1
+    selector = Selector(ids=(chosen["id"],)) if how == "id" else Selector(text=zeros)
+
+    done = redact_checkpoint(ckpt, selector, reason="zeros", by="tester")
+
+    assert [e.id for e in done.log.chosen] == [chosen["id"]]
+    lines = (ckpt / "memory_access.jsonl").read_bytes().splitlines()
+    assert json.loads(lines[0])["prev"] == GENESIS
+    assert [json.loads(line)["n"] for line in lines] == list(range(1, len(lines) + 1))
+    chain, _ = check_chain(ckpt)
+    assert chain.ok, chain.problems
+    assert ari_ledger("verify", ckpt).returncode == 0
+    assert done.check is not None and done.check.ok, done.lines()

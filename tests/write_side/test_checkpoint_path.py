@@ -202,11 +202,6 @@ def test_a_dry_run_and_read_only_opens_move_nothing_the_next_writer_moves_it(tmp
     assert not (old / LOG_NAME).exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ledger.redact opens the log for writing also for a dry run; until it runs the dry run under "
-    "layout.moves_suspended() (or opens read-only), only the CLI's --dry-run is kept from moving an old layout",
-)
 def test_the_librarys_dry_run_redaction_moves_nothing(tmp_path: Path) -> None:
     old = old_layout(tmp_path / "old")
     before = files_of(old)

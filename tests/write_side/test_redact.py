@@ -1,5 +1,7 @@
 """Redaction in the append-only log (issue 20): stubs that still verify, a rewrite that is atomic
-under SIGKILL, and other processes that keep writing through it."""
+under SIGKILL, and other processes that keep writing through it; and (issue 26) the one rule for
+what else it removes, outside the log: the selector's matches, the chosen events' records, whole
+values equal to a removed free text the log no longer holds, never a chain field."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import gzip
 import hashlib
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -23,7 +26,7 @@ from ledger.chain import canonical, decode_line, sign, stub_line
 from ledger.events import UnsignedEvent, new_event_id, utc_now
 from ledger.layout import REDACT_TMP_SUFFIX, store_dir
 from ledger.log import LOG_NAME, compress_member
-from ledger.redact import Selector, redact
+from ledger.redact import MARK, MIN_TEXT, Scrub, Selector, redact
 from support.env import subprocess_env
 from support.leaks import every_file_bytes
 
@@ -125,6 +128,8 @@ def test_bad_requests_write_nothing(ckpt: Path) -> None:
         Selector(text="(unclosed", regex=True)
     with pytest.raises(InvalidInput, match="say what to redact"):
         Selector()
+    with pytest.raises(InvalidInput, match="matches the empty string"):
+        Selector(text="(tok-)?", regex=True)  # would choose every event, and mark every gap between letters
     dry = redact(ckpt, Selector(text=SECRET), reason="r", by="tester", dry_run=True)
     assert len(dry.chosen) == 1 and dry.event is None
     assert (store_dir(ckpt) / LOG_NAME).read_bytes() == before
@@ -296,3 +301,123 @@ def test_an_older_copy_renamed_over_the_log_is_a_rollback_for_a_ledger_that_saw_
         with pytest.raises(RollbackDetected, match="acknowledged events were removed"):
             ledger.append("root", "memory_added", {"text": "lost?"}, current_node="root")
     assert log.read_bytes() == older  # nothing was appended to the older copy
+
+
+# ---------------------------------------------------------------------------- issue 26: the rule
+
+
+def test_what_is_searched_for_elsewhere_is_the_removed_free_text_the_log_no_longer_holds(ckpt: Path) -> None:
+    """Rule 3: of the removed bodies, only free text (a memory's text, a step's content) that is a
+    phrase (8+ characters, 2+ words) no kept event says is a removed text; never metadata, labels
+    or keys, never a text shorter than 8 or of one word (a tool name, a run id), never one another
+    entry still holds (its own text or a value)."""
+    with Ledger.open(ckpt) as ledger:
+        unique = ledger.append(
+            "root",
+            "memory_added",
+            {
+                "text": "the unique leaked sentence",
+                "metadata": {"type": "note", "tool": "bash_tool_name", "metric": "GFlops_per_s"},
+            },
+            current_node="root",
+        )
+        short = ledger.append("root", "memory_added", {"text": "short"}, current_node="root")
+        twin = ledger.append("root", "memory_added", {"text": "a sentence two entries share"}, current_node="root")
+        ledger.append("root", "memory_added", {"text": "a sentence two entries share"}, current_node="root")
+        label = ledger.append("_checkpoint", "react_step", {"content": "run_20261128_stencil"})
+        ledger.append(
+            "root",
+            "memory_added",
+            {"text": "kept", "metadata": {"run_id": "run_20261128_stencil"}},
+            current_node="root",
+        )
+        step = ledger.append(
+            "_checkpoint", "react_step", {"content": "bash: export TOKEN=tok-42", "metadata": {"tool": "bash"}}
+        )
+        word = ledger.append("_checkpoint", "react_step", {"content": "build_working_context"})
+    chosen = (unique.id, short.id, twin.id, label.id, step.id, word.id)
+    report = redact(ckpt, Selector(ids=chosen), reason="rule", by="tester")
+    assert len(report.chosen) == 6 and MIN_TEXT == 8
+    assert report.rule.texts == {"the unique leaked sentence", "bash: export TOKEN=tok-42"}
+    assert report.rule.ids == set(chosen) and report.rule.pattern is None
+
+
+def test_the_rule_on_records_replaces_only_what_the_selection_removed() -> None:
+    """A match anywhere (keys too); a removed text only as a whole string value, never a part of
+    one or a key; a chosen entry's records lose text, preview, metadata, the typed pointers copied
+    from it and values; chain and anchor fields never change; everything else stays."""
+    zeros = "0" * 64
+    rule = Scrub(
+        frozenset({"e1"}),
+        re.compile(re.escape("tok-42")),
+        frozenset({"a removed sentence", zeros}),
+        {"e1": frozenset({"metric_ptr", "artifact_refs"})},
+    )
+    line = {
+        "op": "read",
+        "tool": "search_memory",
+        "query": "a removed sentence",
+        "args": {"eval_summary": "not a removed sentence, but holds tok-42 and a removed sentence"},
+        "results": [{"entry_id": "e1", "src_node_id": "root", "score": 0.5}],
+        "a removed sentence": "a key equal to a removed text stays",
+        "tok-42 as a key": 1,
+        "n": 1,
+        "prev": zeros,
+        "hash": "ab" * 32,
+    }
+    out, changed = rule(line)
+    assert changed
+    expected = {k: v for k, v in line.items() if k != "tok-42 as a key"}
+    expected.update(
+        query=MARK,
+        args={"eval_summary": f"not a removed sentence, but holds {MARK} and a removed sentence"},
+    )
+    expected[f"{MARK} as a key"] = 1
+    assert out == expected
+    claim = {
+        "entry_id": "e1",
+        "node_id": "root",
+        "text": "anything",
+        "metadata": {"type": "experiment_result"},
+        "metric_ptr": {"name": "GFlops_per_s", "value": 1.0},
+        "artifact_refs": [{"path": "r.csv", "sha256": zeros}],
+        "node_report_ref": {"run_id": "run1", "node_id": "root"},
+        "values": {"numbers": [{"text": "1.0 GFlops/s"}]},
+        "kind": "experiment_result",
+        "event_hash": zeros,
+    }
+    out, changed = rule({"anchor": {"seq": 3, "hash": zeros}, "claims": [claim], "lineage": ["root"]})
+    assert changed and out["anchor"] == {"seq": 3, "hash": zeros} and out["lineage"] == ["root"]
+    assert out["claims"] == [
+        {**claim, "text": MARK, "metadata": {}, "metric_ptr": {}, "artifact_refs": [], "values": {}}
+    ]  # node_report_ref was not in the removed body's metadata (the rule says which were)
+    other = {"entry_id": "e2", "text": "GFlops_per_s on root", "metadata": {"tool": "bash", "node": "root"}}
+    assert rule(other) == (other, False)
+    assert rule.quotes(line) and not rule.quotes(other)
+
+
+def test_a_file_set_aside_is_deleted_only_when_it_holds_what_was_removed(ckpt: Path) -> None:
+    """Files set aside beside the log are deleted when they hold a chosen event's id, a removed
+    text or a match; one that only holds other events (the same keys, labels, node ids) stays."""
+    with Ledger.open(ckpt) as ledger:
+        kept = ledger.append(
+            "root", "memory_added", {"text": "a kept entry", "metadata": {"type": "note"}}, current_node="root"
+        )
+        gone = ledger.append(
+            "root", "memory_added", {"text": "a removed sentence", "metadata": {"type": "note"}}, current_node="root"
+        )
+    store = store_dir(ckpt)
+    other = compress_member(
+        b'{"seq":9,"node":"root","type":"memory_added","body":{"text":"a torn entry","metadata":{"type":"note"}}}\n'
+    )
+    aside = {
+        f"{LOG_NAME}.torn-1": other[:-6],  # another event, cut short: kept
+        f"{LOG_NAME}.rolled-back-2": f'{{"id":"{kept.id}","body":{{"text":"a kept entry"}}}}'.encode(),  # kept
+        f"{LOG_NAME}.damaged-3": f'{{"id":"{gone.id}","body":{{"sha256":"ab"}}}}'.encode(),  # names it: deleted
+        f"{LOG_NAME}.torn-4": compress_member(b'{"text":"a removed sentence"}\n')[:-6],  # its text: deleted
+    }
+    for name, data in aside.items():
+        (store / name).write_bytes(data)
+    report = redact(ckpt, Selector(ids=(gone.id,)), reason="rule", by="tester")
+    assert sorted(report.removed_files) == [f"{LOG_NAME}.damaged-3", f"{LOG_NAME}.torn-4"]
+    assert (store / f"{LOG_NAME}.torn-1").exists() and (store / f"{LOG_NAME}.rolled-back-2").exists()
