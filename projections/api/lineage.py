@@ -18,6 +18,7 @@ from typing import Any
 from ledger import InvalidInput
 from ledger.consolidation import headline_metric
 from ledger.node_report import read_report_file
+from ledger.safe_io import read_file
 from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import Grounding
@@ -113,7 +114,10 @@ def _proved(claim: ClaimProof | None) -> dict[str, Any]:
 
 def _read_verified(checkpoint: Path) -> dict[str, Any]:
     path = checkpoint / VERIFIED_CONTEXT_NAME
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    try:
+        return json.loads(read_file(path))  # a regular file of bounded size, or an error naming it
+    except FileNotFoundError:
+        return {}
 
 
 def _report(experiments_root: Path | None, run_id: str | None, node_id: str) -> dict[str, Any] | None:

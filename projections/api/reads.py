@@ -38,6 +38,7 @@ import msgspec
 
 from ledger import layout
 from ledger.anchor import AnchorUnreadable, HeadFile
+from ledger.safe_io import read_file
 from projections.api.access_log import ACCESS_LOG_NAME, AccessLog, read_fields
 from projections.api.access_writer import HEAD_ID, ROTATED_GLOB
 from projections.api.backend import MemoryBackend
@@ -106,7 +107,7 @@ def access_files(checkpoint_dir: Path) -> list[Path]:
 
 def _lines(checkpoint_dir: Path) -> Iterator[tuple[str, bytes]]:
     for path in access_files(checkpoint_dir):
-        for i, line in enumerate(path.read_bytes().splitlines(), 1):
+        for i, line in enumerate(read_file(path, None).splitlines(), 1):  # a regular file: a FIFO never blocks
             yield f"{path.name}:{i}", line
 
 

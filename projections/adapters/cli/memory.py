@@ -14,6 +14,7 @@ from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.bundle import check_output_path
+from ledger.safe_io import read_file
 from ledger.vocabulary import KINDS
 from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
 from projections.api.audit import check_run
@@ -141,7 +142,7 @@ def cmd_verified(args: argparse.Namespace) -> int:
         saved = Path(args.checkpoint) / VERIFIED_CONTEXT_NAME
         if not saved.is_file():
             raise InvalidInput("--node", f"no {VERIFIED_CONTEXT_NAME} yet; name the node whose lineage to use")
-        lineage = json.loads(saved.read_text())["lineage"]
+        lineage = json.loads(read_file(saved))["lineage"]
     ctx = backend.get_verified_context(lineage, min_evidence=args.min_evidence)
     if args.block:
         print(render_grounded_block(ctx), end="")

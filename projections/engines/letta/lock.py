@@ -47,7 +47,7 @@ class PushLock:
         if self._fd is not None:
             raise RuntimeError("the Letta push lock is already held by this projection")
         try:  # never makes the directory: a writable ledger has; a missing one is being deleted
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
             return False
         except OSError as exc:
