@@ -18,6 +18,16 @@ would compare (kind, node, text, metadata, ts), taken from the body as it will b
 and an event whose key is already visible in the checkpoint is not written again, whether
 it was imported before or written there in the first place (a backup of this very
 checkpoint imports nothing).
+
+Importing never brings back what a redaction removed (``ledger.redact``): its event records,
+for each removed body, the digest ``ledger.chain.body_digest`` took of it, and
+:func:`redaction_digests` gives, for a planned entry, the digests of every body an event
+holding this entry could have had — the body as this import writes it, the body ARI's own
+write (``add_memory``, ``react_add``, ``seed_core_memory``) gives it (no ``origin``), and the
+body an import from another of ARI's files or ``bulk_import`` gave it. An entry one of whose
+digests a redaction recorded is skipped and counted. The key is the removed body itself (its
+text, metadata, node, time), never a stored copy of it; what cannot be matched is a body the
+entry cannot reproduce (a v0.5 ISO time, exported as seconds, loses its ``ts_text``).
 """
 
 from __future__ import annotations
@@ -51,6 +61,36 @@ class Planned:
     type: str
     body: dict[str, Any]
     key: str
+
+
+def body_digest_of(body: Mapping[str, Any]) -> str:
+    """The sha256 of a stored body's canonical bytes: what ``ledger.chain.body_digest`` takes
+    from the event's line, and what a redaction records of the body it removes."""
+    return hashlib.sha256(_key_encoder.encode(body)).hexdigest()
+
+
+def redaction_digests(planned: Planned, sources: Iterable[str] = ()) -> set[str]:
+    """The digests of the bodies an event holding ``planned``'s entry could have been stored
+    with: as planned; without ``origin`` (written by ARI's tools, not imported); imported
+    from ``sources`` or :data:`SOURCES` (with and without the entry's ``id``). A redaction
+    that removed such an event recorded one of these (see the module)."""
+    variants: list[dict[str, Any]] = [planned.body]
+    bare = {k: v for k, v in planned.body.items() if k not in ("origin", "findings")}
+    variants.append(bare)
+    origin = planned.body.get("origin")
+    if isinstance(origin, Mapping):
+        for source in {*SOURCES, *sources}:
+            for keep_id in (True, False):
+                other = {k: v for k, v in origin.items() if keep_id or k != "id"}
+                other["source"] = source
+                variants.append({**planned.body, "origin": other})
+    out = set()
+    for body in variants:
+        try:
+            out.add(body_digest_of(validate_body(planned.type, body)))
+        except InvalidInput:
+            continue
+    return out
 
 
 def content_key(kind: str, *parts: object) -> str:
@@ -232,6 +272,7 @@ _PLANNERS: dict[str, Callable[[Mapping[str, Any], str, str], Planned]] = {
 BACKUP_NAME = "memory_backup.jsonl.gz"  # v0.6+: ari memory backup, and every run's exit
 STORE_NAME = "memory_store.jsonl"  # v0.5: the memory skill's node-scope entries
 REACT_NAME = "memory.json"  # v0.5: FileMemoryClient's ReAct trace
+SOURCES = ("bulk_import", BACKUP_NAME, STORE_NAME, REACT_NAME)  # the origin.source an import may have written
 _MIGRATED = re.compile(r"\.migrated-(\d+)$")  # what ARI renames a v0.5 file to once imported
 
 FORMATS = {

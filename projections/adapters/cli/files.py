@@ -85,7 +85,9 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
         return EXIT_OK
     for item in report:
         done = "; ".join(
-            f"{kind} {r['imported']} imported, {r['skipped']} already there" for kind, r in item["kinds"].items()
+            f"{kind} {r['imported']} imported, {r['skipped'] - r.get('redacted', 0)} already there"
+            + (f", {r['redacted']} skipped (redacted)" if r.get("redacted") else "")
+            for kind, r in item["kinds"].items()
         )
         print(f"{item['path']} ({FORMATS[item['format']]}): {done or 'no entries'}")
     return EXIT_OK
