@@ -45,7 +45,7 @@ from .errors import (
 )
 from .events import Event, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
 from .guard import check_writer
-from .log import BadMember, LogFile, compress_member, make_durable
+from .log import BadMember, LogFile, compress_member, fsync_dir, make_durable
 from .recovery import (
     IN_FLIGHT,
     INSPECTING,
@@ -156,8 +156,13 @@ class Ledger:
                 ledger._check_head(adopt=False)
             else:
                 with ledger._locked():
-                    # A redaction killed before its rename left its new log (with the removed text).
-                    path.with_name(path.name + layout.REDACT_TMP_SUFFIX).unlink(missing_ok=True)
+                    # A redaction killed before its rename left its new log (with the removed text):
+                    # removed, durably. Its intent (``.redact``) is left for the next redaction, which
+                    # finishes it (ledger.redact.pending): it is what the derived files must still lose.
+                    leftover = path.with_name(path.name + layout.REDACT_TMP_SUFFIX)
+                    if leftover.exists() or leftover.is_symlink():
+                        leftover.unlink(missing_ok=True)
+                        fsync_dir(path.parent)
                     ledger._check_head(adopt=True)
         except LockUnavailable as exc:
             ledger.close()

@@ -70,13 +70,14 @@ import msgspec
 
 from . import layout, safe_io
 from .chain import body_digest, canonical, decode_line, stub_line, unhashed_bytes
-from .errors import InvalidInput
+from .errors import InvalidInput, LedgerError
 from .events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast, validate_body
 from .layout import REDACT_TMP_SUFFIX
 from .ledger import Ledger
 from .log import IDX_STRIDE, compress_member, fsync_dir
+from .output import replace_file
 from .recovery import walk
-from .safe_io import kept_mode
+from .safe_io import SET_ASIDE_MODE, SIDE_FILE_LIMIT, kept_mode, read_file
 from .typed import TYPED_KEYS
 
 log = logging.getLogger("ledger")
@@ -87,7 +88,8 @@ MIN_TEXT = 8  # a removed free text shorter than this (or of one word) is not se
 FREE_TEXT = {"memory_added": ("text",), "react_step": ("content",), "core_seeded": ("persona", "human")}
 RECORD_TEXT = frozenset({"text", "content", "text_preview", "persona", "human"})  # a record's text (rule 2)
 NEVER = frozenset({"n", "prev", "hash", "event_hash", "anchor"})  # chain and anchor fields (rule 4)
-_KEEP = (".head", ".idx", ".idx.tmp", ".rollbacks")  # files beside the log that hold no body
+INTENT_SUFFIX = ".redact"  # memory_ledger.jsonl.gz.redact: a redaction whose derived files are not all scrubbed yet
+_KEEP = (".head", ".idx", ".idx.tmp", ".rollbacks", ".repair", INTENT_SUFFIX)  # beside the log: never deleted here
 
 
 @dataclass(frozen=True)
@@ -285,10 +287,13 @@ class RedactionReport:
     bytes_after: int = 0
     removed_files: list[str] = field(default_factory=list)
     rule: Scrub = field(default_factory=Scrub)  # what every file outside the log loses (the module's rule)
+    backup: tuple[str, ...] = ()  # backup_key of each chosen record (what ARI's backup holds of it)
+    resumed: Pending | None = None  # an interrupted redaction this run found (and, log-level, finished)
 
     def lines(self) -> list[str]:
         head = "would redact" if self.event is None else "redacted"
-        out = [f"{head} {len(self.chosen)} event(s) chosen by {self.selector}"]
+        out = [self.resumed.line()] if self.resumed is not None else []
+        out += [f"{head} {len(self.chosen)} event(s) chosen by {self.selector}"]
         out += [f"  seq {e.seq}  {e.type}  node {e.node}  id {e.id}" for e in self.chosen]
         if self.event is not None:
             out.append(
@@ -299,9 +304,21 @@ class RedactionReport:
 
 
 def redact(
-    checkpoint_dir: str | Path, selector: Selector, *, reason: str, by: str, dry_run: bool = False
+    checkpoint_dir: str | Path,
+    selector: Selector,
+    *,
+    reason: str,
+    by: str,
+    dry_run: bool = False,
+    keep_intent: bool = False,
 ) -> RedactionReport:
     """Redact the events ``selector`` chooses (see the module); ``dry_run`` only lists them.
+
+    Journaled: before the log is renamed, the intent (:data:`INTENT_SUFFIX`) records what the
+    files derived from the log must lose. Called alone (the log and the files set aside beside
+    it), this removes the intent when done, and first finishes an interrupted redaction's
+    intent (at the log level); ``keep_intent`` leaves it for the caller, who scrubs the derived
+    files and then calls :func:`finish` (``projections.api.redaction``).
 
     Raises InvalidInput for an empty reason or who (nothing written)."""
     for name, value in (("reason", reason), ("by", by)):
@@ -313,21 +330,153 @@ def redact(
             return RedactionReport(
                 [e for e in ledger.events() if selector.matches(e)], selector.describe(), bytes_before=ledger._head.end
             )
+    resumed = None if keep_intent else pending(checkpoint_dir)
+    if resumed is not None:
+        resumed.scrubbed = [f"{n} (deleted)" for n in scrub_aside(layout.log_path(Path(checkpoint_dir)), resumed.rule)]
+        finish(checkpoint_dir, resumed.seq)
     with Ledger.open(checkpoint_dir, create=False) as ledger, ledger._locked():
-        report = RedactionReport([], selector.describe(), bytes_before=ledger._head.end)
+        report = RedactionReport([], selector.describe(), bytes_before=ledger._head.end, resumed=resumed)
         held: set[int] = set()
-        report.event, report.bytes_after = _rewrite(ledger, selector, reason, by, report.chosen, held)
+        report.event, report.bytes_after, report.rule, report.backup = _rewrite(
+            ledger, selector, reason, by, report.chosen, held
+        )
         if report.event is not None:
-            report.rule = Scrub.of(report.chosen, selector, removed_texts(report.chosen, held))
-            report.removed_files = _scrub_aside(ledger.path, report.rule)
+            report.removed_files = scrub_aside(ledger.path, report.rule)
+    if report.event is not None and not keep_intent:
+        finish(checkpoint_dir, report.event.seq)
     return report
+
+
+# ------------------------------------------------------------------- the journal (the intent)
+
+
+class _Intent(msgspec.Struct, forbid_unknown_fields=True):
+    """What the files derived from the log must lose, recorded (0600, durably) before the log is
+    renamed, removed once they have: it holds the removed texts and the selector's text (the
+    secret) only while the derived files still do."""
+
+    seq: int  # the events_redacted event…
+    hash: str  # …and its hash: the log holds it once the rename happened
+    selector: str  # Selector.describe()
+    ids: list[str]
+    pattern: str | None  # the selector's expression (a literal escaped)
+    texts: list[str]  # the removed texts (rule 3)
+    typed: dict[str, list[str]]
+    backup: list[str]  # backup_key of each chosen record
+
+
+@dataclass
+class Pending:
+    """An interrupted redaction: the log is redacted, its derived files may not be."""
+
+    seq: int
+    selector: str
+    rule: Scrub
+    backup: tuple[str, ...]
+    scrubbed: list[str] = field(default_factory=list)  # filled by whoever finishes it
+
+    def line(self) -> str:
+        done = f": {', '.join(self.scrubbed)}" if self.scrubbed else ""
+        return (
+            f"resumed: an interrupted redaction (seq {self.seq}, {len(self.rule.ids)} event(s) chosen by "
+            f"{self.selector}) finished: its derived files scrubbed{done}"
+        )
+
+
+def intent_path(checkpoint_dir: str | Path) -> Path:
+    path = layout.log_path(Path(checkpoint_dir))
+    return path.with_name(path.name + INTENT_SUFFIX)
+
+
+def pending(checkpoint_dir: str | Path) -> Pending | None:
+    """The interrupted redaction the checkpoint's intent records, or None. An intent whose
+    redaction event the log does not hold (killed before the rename: the log was never
+    redacted, so neither need its derived files be) is removed, durably, and None returned.
+    Checked under the log's lock (a redaction under way holds it until its rename)."""
+    path = intent_path(checkpoint_dir)
+    if not path.exists() and not path.is_symlink():
+        return None
+    with Ledger.open(checkpoint_dir, create=False) as ledger, ledger._locked():
+        try:
+            raw = read_file(path, SIDE_FILE_LIMIT)
+        except FileNotFoundError:
+            return None
+        try:
+            intent = msgspec.json.decode(raw, type=_Intent)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise LedgerError(
+                f"{path.name} (an interrupted redaction's record) cannot be read ({exc}); the files derived from "
+                f"the log may still hold what it removed: remove {path.name}, then run `ari-ledger redact` again "
+                "with the same selector"
+            ) from None
+        event = ledger.event_at(intent.seq) if intent.seq <= ledger._head.seq else None
+        if event is None or event.hash != intent.hash or event.type != EventsRedacted.type_name:
+            path.unlink(missing_ok=True)  # the rename never happened: nothing to finish
+            fsync_dir(path.parent)
+            return None
+    rule = Scrub(
+        frozenset(intent.ids),
+        re.compile(intent.pattern) if intent.pattern is not None else None,
+        frozenset(intent.texts),
+        {k: frozenset(v) for k, v in intent.typed.items()},
+    )
+    return Pending(intent.seq, intent.selector, rule, tuple(intent.backup))
+
+
+def finish(checkpoint_dir: str | Path, seq: int) -> None:
+    """The last step of a redaction: its intent removed, durably (only the one for ``seq``)."""
+    path = intent_path(checkpoint_dir)
+    try:
+        intent = msgspec.json.decode(read_file(path, SIDE_FILE_LIMIT), type=_Intent)
+    except FileNotFoundError:
+        return
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return  # not ours to remove: pending() says what to do with it
+    if intent.seq == seq:
+        path.unlink(missing_ok=True)
+        fsync_dir(path.parent)
+
+
+def _write_intent(ledger: Ledger, event: Event, selector: Selector, rule: Scrub, backup: tuple[str, ...]) -> Path:
+    path = ledger.path.with_name(ledger.path.name + INTENT_SUFFIX)
+    intent = _Intent(
+        event.seq,
+        event.hash,
+        selector.describe(),
+        sorted(rule.ids),
+        rule.pattern.pattern if rule.pattern is not None else None,
+        sorted(rule.texts),
+        {k: sorted(v) for k, v in rule.typed.items()},
+        list(backup),
+    )
+    replace_file(path, msgspec.json.encode(intent), mode=SET_ASIDE_MODE)  # synced, renamed, dir synced
+    return path
+
+
+def backup_key(kind: str, *parts: Any) -> str:
+    """What identifies a record in ARI's backup (``memory_backup.jsonl.gz``): its kind and text
+    (a node entry's node too; a core seed's persona and human), as a digest."""
+    return hashlib.sha256(msgspec.json.encode([kind, *parts])).hexdigest()
+
+
+def _backup_keys(chosen: Iterable[Event]) -> tuple[str, ...]:
+    keys = []
+    for e in chosen:
+        if e.type == "memory_added":
+            keys.append(backup_key("node_scope", e.node, e.body.get("text")))
+        elif e.type == "react_step":
+            keys.append(backup_key("react_step", e.body.get("content")))
+        elif e.type == "core_seeded":
+            keys.append(backup_key("core_seed", e.body.get("persona"), e.body.get("human")))
+    return tuple(keys)
 
 
 def _rewrite(
     ledger: Ledger, selector: Selector, reason: str, by: str, chosen: list[Event], held: set[int]
-) -> tuple[Event | None, int]:
+) -> tuple[Event | None, int, Scrub, tuple[str, ...]]:
     """Under the lock, in one pass over the log: write the redacted log beside the old one
-    (``chosen`` and ``held`` filled as it goes) and rename it over it; (None, 0) when nothing matched."""
+    (``chosen`` and ``held`` filled as it goes), record the intent, and rename the new log over
+    the old; (None, 0, …) when nothing matched."""
     path = ledger.path
     tmp = path.with_name(path.name + REDACT_TMP_SUFFIX)
     tmp.unlink(missing_ok=True)  # a leftover, or a planted link: the name itself goes, never its target
@@ -339,11 +488,18 @@ def _rewrite(
             index = _write_redacted(ledger, f, out, selector, chosen, records, held)
             if not chosen:
                 tmp.unlink()
-                return None, 0
+                return None, 0, Scrub(), ()
             event = _append_redaction(ledger, out, index, records, reason, by, selector.describe())
             size = out.tell()
         os.fsync(fd)
-        os.replace(tmp, path)
+        rule = Scrub.of(chosen, selector, removed_texts(chosen, held))
+        backup = _backup_keys(chosen)
+        intent = _write_intent(ledger, event, selector, rule, backup)  # durable before the rename
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            intent.unlink(missing_ok=True)
+            raise
         fsync_dir(path.parent)
         try:
             ledger._file.write_index(index)
@@ -355,7 +511,7 @@ def _rewrite(
         raise
     finally:
         os.close(fd)  # releases the new file's lock
-    return event, size
+    return event, size, rule, backup
 
 
 def _write_redacted(
@@ -446,14 +602,20 @@ def _raw(f: Any, start: int, end: int) -> bytes:
     return bytes(data)
 
 
-def _scrub_aside(path: Path, rule: Scrub) -> list[str]:
-    """Delete the files set aside beside the log that ``rule`` says hold a removed body (a
-    torn tail may hold an event that never reached the log); return their names."""
+def scrub_aside(path: Path, rule: Scrub) -> list[str]:
+    """Delete the files set aside beside ``path`` (the log, ``verified_context.json``, ARI's
+    backup: ``<name>.torn-*``, ``.rolled-back-*``, ``.damaged-*``, ``.repaired-*``, a killed
+    replacement's ``.tmp-*``) that ``rule`` says hold a removed body (a torn tail may hold an
+    event that never reached the log), durably; return their names."""
     removed = []
     for other in sorted(path.parent.glob(path.name + ".*")):
-        if any(other.name == path.name + keep for keep in _KEEP) or not other.is_file():
+        if any(other.name == path.name + keep for keep in _KEEP) or other.is_symlink() or not other.is_file():
             continue
-        if rule.deletes(other.read_bytes()):
+        try:
+            data = read_file(other, None)
+        except OSError:
+            continue
+        if rule.deletes(data):
             other.unlink()
             removed.append(other.name)
     if removed:

@@ -21,12 +21,32 @@ same read any more). A checkpoint-level failure that is new and names no chosen 
 difference too. What differs is said, by name; the rewrite is not undone. Lines appended by
 another process between the two runs are not compared.
 
+- ARI's backup in the checkpoint (``memory_backup.jsonl.gz``, export-ari's default and ARI's
+  end-of-run backup): each chosen event's record removed (matched by kind, node and text:
+  :func:`ledger.redact.backup_key`), every other line passed through the rule, replaced atomically;
+- files set aside beside the log, ``verified_context.json`` and the backup (``.rolled-back-*``,
+  ``.torn-*``, ``.damaged-*``, ``.repaired-*``) that hold a chosen id, a removed text or a match:
+  deleted (:func:`ledger.redact.scrub_aside`).
+
+Journaled (:mod:`ledger.redact`): the intent ``memory_ledger.jsonl.gz.redact`` (0600) is durable
+before the log is renamed and removed only once every derived file above is scrubbed (each
+replacement synced, renamed, its directory synced; each deletion's directory synced). A
+redaction killed at any point is finished by the next ``redact`` (any selector), which says
+``resumed: …`` first.
+
 Export bundles and ARI backups written afterwards come from the redacted log and hold stubs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
+import json
+import os
+import stat
+import zlib
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +54,12 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger
-from ledger.layout import SNAPSHOT_NAME, store_dir
+from ledger.ari_import import BACKUP_NAME
+from ledger.layout import SNAPSHOT_NAME, log_path, store_dir
+from ledger.log import fsync_dir
 from ledger.output import replace_file
-from ledger.redact import MARK, RedactionReport, Scrub, Selector, redact
+from ledger.redact import MARK, Pending, RedactionReport, Scrub, Selector, finish, pending, redact, scrub_aside
+from ledger.safe_io import TooLarge, inflate, max_inflated_bytes, read_file
 from projections import settings
 from projections.api.access_log import AccessLog
 from projections.api.verified import VERIFIED_CONTEXT_NAME
@@ -93,13 +116,15 @@ class CheckpointRedaction:
     log: RedactionReport
     scrubbed: list[str]
     check: SelfCheck | None = None  # None: dry run, nothing chosen, or not asked for
+    resumed: Pending | None = None  # an interrupted redaction finished first
 
     @property
     def ok(self) -> bool:
         return self.check is None or self.check.ok
 
     def lines(self) -> list[str]:
-        out = [*self.log.lines(), *(f"scrubbed {name}" for name in self.scrubbed)]
+        out = [self.resumed.line()] if self.resumed is not None else []
+        out += [*self.log.lines(), *(f"scrubbed {name}" for name in self.scrubbed)]
         return out + (self.check.lines() if self.check is not None else [])
 
     def as_dict(self) -> dict[str, Any]:
@@ -113,6 +138,15 @@ class CheckpointRedaction:
             "deleted": r.removed_files,
             "scrubbed": self.scrubbed,
             "check": self.check.as_dict() if self.check is not None else None,
+            "resumed": (
+                {
+                    "redaction_seq": self.resumed.seq,
+                    "selector": self.resumed.selector,
+                    "scrubbed": self.resumed.scrubbed,
+                }
+                if self.resumed is not None
+                else None
+            ),
         }
 
 
@@ -125,42 +159,135 @@ def redact_checkpoint(
     dry_run: bool = False,
     check: bool = True,
 ) -> CheckpointRedaction:
-    """Redact the log, scrub the files derived from it, and check the result (see the module)."""
+    """Finish an interrupted redaction (its intent), redact the log, scrub the files derived from
+    it, remove the intent, and check the result (see the module)."""
     ckpt = Path(checkpoint_dir)
+    resumed = None if dry_run else pending(ckpt)
+    if resumed is not None:
+        resumed.scrubbed = scrub_derived(ckpt, resumed.rule, resumed.backup)
+        finish(ckpt, resumed.seq)
     before = _Baseline.take(ckpt) if check and not dry_run else None
-    report = redact(ckpt, selector, reason=reason, by=by, dry_run=dry_run)
+    report = redact(ckpt, selector, reason=reason, by=by, dry_run=dry_run, keep_intent=True)
     if report.event is None:
-        return CheckpointRedaction(report, [])
+        return CheckpointRedaction(report, [], resumed=resumed)
     scrub = report.rule
-    scrubbed = [
-        *_drop_snapshot(ckpt),
-        *AccessLog(ckpt).rewrite(scrub),
-        *_rewrite_json(ckpt / VERIFIED_CONTEXT_NAME, scrub),
-    ]
+    scrubbed = scrub_derived(ckpt, scrub, report.backup)
+    finish(ckpt, report.event.seq)  # every derived file scrubbed: the intent (and the secret in it) goes
     _fold_letta(ckpt)
-    done = CheckpointRedaction(report, scrubbed)
+    done = CheckpointRedaction(report, scrubbed, resumed=resumed)
     if before is not None:
         seeded = any(e.type == "core_seeded" for e in report.chosen)  # the experiment context: facts, primary metric
         done.check = _compare(before, _Baseline.take(ckpt), scrub, ckpt, context_removed=seeded)
     return done
 
 
+def scrub_derived(ckpt: Path, scrub: Scrub, backup: tuple[str, ...]) -> list[str]:
+    """Every file derived from the log through the rule, each step durable and safe to run again
+    (a redaction's steps 3; its intent is removed after): what was rewritten or deleted."""
+    verified = ckpt / VERIFIED_CONTEXT_NAME
+    backup_path = ckpt / BACKUP_NAME
+    out = _drop_snapshot(ckpt)
+    access = AccessLog(ckpt)
+    try:
+        out += access.rewrite(scrub)
+    finally:
+        access.flush_and_close()
+    fsync_dir(ckpt)  # the access log's renames
+    out += _rewrite_json(verified, scrub)
+    out += _rewrite_backup(backup_path, scrub, backup)
+    for path in (log_path(ckpt), verified, backup_path):
+        out += [f"{name} (deleted: it held a removed body)" for name in scrub_aside(path, scrub)]
+    return out
+
+
 def _drop_snapshot(ckpt: Path) -> list[str]:
     gone = []
-    for path in store_dir(ckpt).glob(SNAPSHOT_NAME + "*"):
+    store = store_dir(ckpt)
+    for path in store.glob(SNAPSHOT_NAME + "*"):
         path.unlink(missing_ok=True)
         gone.append(f"{path.name} (deleted; rebuilt from the redacted log by the next open)")
+    if gone:
+        fsync_dir(store)
     return gone
+
+
+def _rewrite_backup(path: Path, scrub: Scrub, keys: tuple[str, ...]) -> list[str]:
+    """ARI's backup (gzip JSON Lines) without the chosen events' records (one line dropped per
+    chosen record: :func:`ledger.redact.backup_key`), every other line through the rule,
+    replaced atomically when it changed; lines that are not JSON lose the rule's matches. A file
+    that is not there or not a regular file is left alone; one that cannot be inflated is
+    deleted when it holds what the redaction removed (it cannot be scrubbed, and would bring
+    it back on import-ari)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return []
+    if not stat.S_ISREG(info.st_mode):
+        return []
+    limit = max_inflated_bytes()
+    raw = read_file(path, limit)
+    try:
+        data = bytes(inflate(raw, limit))
+    except (zlib.error, EOFError, TooLarge):
+        if scrub.deletes(raw):
+            path.unlink()
+            fsync_dir(path.parent)
+            return [f"{path.name} (deleted: it held a removed body and cannot be read to scrub it)"]
+        return []
+    todo = Counter(keys)
+    lines, changed = [], False
+    for line in data.split(b"\n"):
+        if not line.strip():
+            lines.append(line)
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            text = line.decode("utf-8", "replace")
+            new = scrub.pattern.sub(MARK, text) if scrub.pattern is not None else text
+            changed = changed or new != text
+            lines.append(new.encode() if new != text else line)
+            continue
+        key = _backup_key_of(value)
+        if key is not None and todo[key] > 0:
+            todo[key] -= 1
+            changed = True
+            continue
+        value, hit = scrub(value)
+        changed = changed or hit
+        lines.append(json.dumps(value, ensure_ascii=False).encode("utf-8") if hit else line)
+    if not changed:
+        return []
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename=path.name, mode="wb", fileobj=buf) as out:
+        out.write(b"\n".join(lines))
+    replace_file(path, buf.getvalue())  # synced, renamed, the directory synced; the mode kept
+    return [path.name]
+
+
+def _backup_key_of(value: Any) -> str | None:
+    from ledger.redact import backup_key
+
+    if not isinstance(value, dict):
+        return None
+    kind = value.get("kind")
+    if kind == "node_scope":
+        return backup_key(kind, value.get("node_id"), value.get("text"))
+    if kind == "react_step":
+        return backup_key(kind, value.get("text"))
+    if kind == "core_seed":
+        return backup_key(kind, value.get("persona"), value.get("human"))
+    return None
 
 
 def _rewrite_json(path: Path, scrub: Scrub) -> list[str]:
     """``path`` through the rule, replaced atomically (``ledger.output.replace_file``) when it
     changed; a file that is not there, not a regular file (a FIFO never blocks) or not JSON is
     left alone."""
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():
         return []
     try:
-        value = msgspec.json.decode(path.read_bytes())
+        value = msgspec.json.decode(read_file(path))
     except (OSError, msgspec.DecodeError):
         return []
     value, changed = scrub(value)

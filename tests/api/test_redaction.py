@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
+from ledger.ari_import import BACKUP_NAME, read_ari_file
 from ledger.layout import SNAPSHOT_NAME, store_dir
 from ledger.log import LOG_NAME, compress_member
-from ledger.redact import Selector
+from ledger.redact import Selector, intent_path, pending, redact
 from projections.api.ari_export import write_ari_backup
 from projections.api.backend import MemoryBackend
 from projections.api.lineage import lineage_data
@@ -300,3 +301,33 @@ def test_a_removed_body_holding_64_zeros_leaves_the_access_logs_genesis_prev_alo
     assert chain.ok, chain.problems
     assert ari_ledger("verify", ckpt).returncode == 0
     assert done.check is not None and done.check.ok, done.lines()
+
+
+def test_the_backup_and_set_aside_copies_forget_the_text_and_an_interrupted_redaction_is_resumed(
+    leaky: Path,
+) -> None:
+    """ARI's backup in the checkpoint loses the chosen records (import-ari cannot bring them back),
+    a rolled-back verified_context.json quoting the secret goes, and an intent left by a killed
+    redaction is finished by the next ``redact`` (any selector), which says so."""
+    backend = MemoryBackend(leaky)
+    try:
+        write_ari_backup(backend)
+    finally:
+        backend.close()
+    aside = leaky / "verified_context.json.rolled-back-20261201T000000Z"
+    aside.write_bytes((leaky / "verified_context.json").read_bytes())
+    assert SECRET.encode() in every_file_bytes(leaky)
+    # killed after the log's rename: the log is redacted, nothing else is, the intent says so
+    first = redact(leaky, Selector(text=SECRET), reason="leak", by="tester", keep_intent=True)
+    assert first.event is not None and intent_path(leaky).exists()
+    assert oct(intent_path(leaky).stat().st_mode & 0o777) == "0o600"
+    Ledger.open(leaky).close()  # a writable open leaves the intent for the next redaction
+    assert pending(leaky) is not None
+    done = redact_checkpoint(leaky, Selector(text="no such text anywhere"), reason="again", by="tester")
+    assert done.resumed is not None and done.lines()[0].startswith("resumed: ")
+    assert not done.log.chosen and not intent_path(leaky).exists()
+    assert SECRET.encode() not in every_file_bytes(leaky)
+    assert not aside.exists()
+    kept = read_ari_file(leaky / BACKUP_NAME)
+    texts = [e["text"] for e in kept.entries.get("node_scope", [])]
+    assert len(texts) == 27 and all(SECRET not in t for t in texts)

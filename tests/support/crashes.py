@@ -744,6 +744,7 @@ class Workload:
     prepare: Callable[[Path], Any]  # the state before the crash; returns what run/check need
     run: Callable[[Path, Recorder, Any], Any]
     check: Callable[[Path, list[tuple[Any, ...]], Any], list[str]]
+    max_states: int | None = None  # a lower cap for a workload whose check is slow
 
 
 def _texts(n: int, size: int, seed: int) -> list[str]:
@@ -970,6 +971,82 @@ def _repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase) -> 
     return problems
 
 
+REDACT_SECRET = "ghp_CRASH0123456789abcdef"
+
+
+def _redact_prepare(ckpt: Path) -> None:
+    """A demo-like small checkpoint where the secret reached every file: entries (one quoting it),
+    the access log (a search for it), ``verified_context.json`` and ARI's backup."""
+    from projections.api.ari_export import write_ari_backup
+    from projections.api.backend import MemoryBackend
+
+    backend = MemoryBackend(ckpt)
+    try:
+        for i in range(4):
+            text = f"entry {i} on halo exchange" + (f" export GITHUB_TOKEN={REDACT_SECRET}" if i == 2 else "")
+            backend.add_memory("root", text, {"i": i}, current_node="root")
+        backend.search_memory(f"where is {REDACT_SECRET}", ["root"], 3)
+        backend.export_verified_context(["root"], ckpt)
+        write_ari_backup(backend)
+    finally:
+        backend.close()
+        backend.session.access.flush_and_close()
+
+
+def _redact_run(ckpt: Path, rec: Recorder, _prep: Any) -> None:
+    from ledger.redact import Selector
+    from projections.api.redaction import redact_checkpoint
+
+    done = redact_checkpoint(ckpt, Selector(text=REDACT_SECRET), reason="leaked token", by="crash", check=False)
+    rec.ack("redacted", done.lines())
+
+
+def _redact_check(ckpt: Path, acks: list[tuple[Any, ...]], _prep: Any) -> list[str]:
+    """No re-run: the log opens (what ARI's next process does). Then the person runs the same
+    ``redact`` again: no file of the checkpoint holds the secret, and the log verifies."""
+    from ledger import Ledger, LedgerError
+    from ledger.redact import Selector
+    from projections.api.redaction import redact_checkpoint
+
+    problems = ledger_problems(ckpt, [])
+    if _acked(acks, "redacted") and REDACT_SECRET.encode() in _every_file(ckpt):
+        problems.append("leaked: the secret is in a file after the redaction returned")
+    try:
+        redact_checkpoint(ckpt, Selector(text=REDACT_SECRET), reason="again", by="crash", check=False)
+    except Exception as exc:
+        return [*problems, f"redact again failed: {type(exc).__name__}: {exc}"]
+    leaked = [str(f.relative_to(ckpt)) for f in sorted(ckpt.rglob("*")) if REDACT_SECRET.encode() in _every_file(f)]
+    if leaked:
+        problems.append(f"leaked: the secret is still in {leaked} after redact again")
+    try:
+        with Ledger.open(ckpt) as ledger:
+            report = ledger.verify()
+    except LedgerError as exc:
+        return [*problems, f"refused after redact again: {exc}"]
+    if not report.ok:
+        problems.append(f"verify after redact again: {report.reason}")
+    return problems
+
+
+def _every_file(root: Path) -> bytes:
+    """The bytes of ``root`` (a file, or every file under it), gzip inflated as far as it goes."""
+    import gzip
+    import zlib
+
+    out = []
+    for path in [root] if root.is_file() else sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        raw = path.read_bytes()
+        out.append(raw)
+        if raw[:2] == b"\x1f\x8b":
+            try:
+                out.append(gzip.decompress(raw))
+            except (OSError, EOFError, zlib.error):
+                out.append(zlib.decompressobj(31).decompress(raw))
+    return b"\n".join(out)
+
+
 WORKLOADS = [
     Workload("30 appends", _nothing, _appends(30, 60), _ledger_check),
     Workload("two batches", _nothing, _batches, _ledger_check),
@@ -979,6 +1056,7 @@ WORKLOADS = [
     Workload("repair", _repair_prepare, _repair, _repair_check),
     Workload("repair, a cut-short last member", lambda c: _repair_prepare(c, cut_short=True), _repair, _repair_check),
     Workload("layout move", _legacy, _appends(3, 40), _ledger_check),
+    Workload("redact", _redact_prepare, _redact_run, _redact_check, max_states=300),
 ]
 
 
@@ -1023,7 +1101,7 @@ def main() -> None:  # python -m support.crashes (from tests/): the table, one l
         for work in WORKLOADS:
             if names and not any(n in work.name for n in names):
                 continue
-            out = run_workload(work, Path(tmp))
+            out = run_workload(work, Path(tmp), max_states=work.max_states or 600)
             print(out.summary(), flush=True)
             for label, problems in out.violations[:3]:
                 print("   ", label, "->", problems[0][:300], flush=True)

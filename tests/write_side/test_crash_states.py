@@ -19,7 +19,7 @@ def test_every_crash_state_opens_and_keeps_what_was_acknowledged(
     work: Workload, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.ERROR)  # recoveries warn on every state; the counts say what happened
-    out = run_workload(work, tmp_path, max_states=MAX_STATES)
+    out = run_workload(work, tmp_path, max_states=min(MAX_STATES, work.max_states or MAX_STATES))
     print(out.summary())
     assert out.states > 0
     shown = [f"{label}: {problems}" for label, problems in out.violations[:5]]
