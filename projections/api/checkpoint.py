@@ -19,6 +19,8 @@ from ledger import Ledger, VerifyReport, layout
 from ledger.anchor import Anchor, AnchorUnreadable
 from ledger.events import CHECKPOINT_NODE, is_stub_body
 from ledger.layout import SNAPSHOT_NAME
+from ledger.redact import INTENT_SUFFIX as REDACT_INTENT
+from ledger.repair import INTENT_SUFFIX as REPAIR_INTENT
 from ledger.repair import RepairReport
 from ledger.repair import repair as repair_log
 from ledger.rollback import accept_rollback as accept_log_rollback
@@ -111,6 +113,7 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
                 snapshot.get("problem"),
                 vc_problem,
                 _duplicates_note(projections.get("letta")),
+                *_unfinished_notes(ledger.path),
             )
             if n
         ]
@@ -127,6 +130,18 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
             "alarms": alarms,
             "notes": notes,
         }
+
+
+def _unfinished_notes(log: Path) -> list[str]:
+    """A repair or a redaction a crash stopped: its intent beside the log, and how to finish it."""
+    unfinished = {
+        REPAIR_INTENT: "a repair is unfinished: run `ari-ledger repair` again to finish it",
+        REDACT_INTENT: "a redaction is unfinished (its derived files may still hold the removed text): "
+        "run `ari-ledger redact` again, with any selector, to finish it",
+    }
+    return [
+        f"{why} ({log.name}{suffix})" for suffix, why in unfinished.items() if log.with_name(log.name + suffix).exists()
+    ]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -331,3 +331,20 @@ def test_the_backup_and_set_aside_copies_forget_the_text_and_an_interrupted_reda
     kept = read_ari_file(leaky / BACKUP_NAME)
     texts = [e["text"] for e in kept.entries.get("node_scope", [])]
     assert len(texts) == 27 and all(SECRET not in t for t in texts)
+
+
+def test_status_names_an_unfinished_repair_or_redaction(tmp_path: Path) -> None:
+    from ledger import Ledger
+    from projections.api.checkpoint import status
+
+    ckpt = tmp_path / "ck"
+    with Ledger.open(ckpt) as ledger:
+        ledger.append("root", "memory_added", {"text": "x"}, current_node="root")
+        log = ledger.path
+    assert not [n for n in status(ckpt)["notes"] if "unfinished" in n]
+    for suffix, command in ((".redact", "ari-ledger redact"), (".repair", "ari-ledger repair")):
+        intent = log.with_name(log.name + suffix)
+        intent.write_text("{}")
+        notes = [n for n in status(ckpt)["notes"] if "unfinished" in n]
+        assert len(notes) == 1 and command in notes[0] and suffix in notes[0]
+        intent.unlink()
