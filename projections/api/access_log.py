@@ -28,6 +28,7 @@ import msgspec
 from ledger import config, layout
 from ledger.anchor import HeadFile
 from ledger.events import utc_now
+from ledger.log import fsync_dir
 from ledger.safe_io import create_temp, open_file, write_all
 from projections import settings
 from projections.api.access_writer import HEAD_ID, LineWriter
@@ -262,6 +263,7 @@ def _replace(path: Path, fd: int, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)  # the rename is what a redaction's promise rests on
 
 
 def _encode(line: dict[str, Any]) -> bytes:
