@@ -27,7 +27,14 @@ from ledger.rollback import accept_rollback as accept_log_rollback
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections import settings
 from projections.api.verified import VERIFIED_CONTEXT_NAME
-from projections.engines.local import SnapshotCheck, check_snapshot, rollback_problem, snapshot_anchor
+from projections.engines.local import (
+    CLOSE_SAVE_SHARE,
+    SNAPSHOT_EVERY,
+    SnapshotCheck,
+    check_snapshot,
+    rollback_problem,
+    snapshot_anchor,
+)
 from projections.engines.snapshot import SnapshotError, read_preamble
 
 
@@ -111,6 +118,7 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
                 _torn_note(ledger),
                 _head_note(ledger),
                 snapshot.get("problem"),
+                _rebuild_note(ledger, projections["snapshot"]),
                 vc_problem,
                 _duplicates_note(projections.get("letta")),
                 *_unfinished_notes(ledger.path),
@@ -130,6 +138,22 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
             "alarms": alarms,
             "notes": notes,
         }
+
+
+def _rebuild_note(ledger: Ledger, snapshot: dict[str, Any] | None) -> str | None:
+    """A snapshot that is missing, or further behind the log than a close leaves it: every
+    reading command folds what it lacks, each time, until ``ari-ledger rebuild`` saves one."""
+    if not ledger.last_seq:
+        return None
+    rebuild = f"`ari-ledger rebuild {ledger.checkpoint_dir}` saves one"
+    if snapshot is None:
+        return f"no projection snapshot: every read folds all {ledger.last_seq} events from scratch; {rebuild}"
+    lag = snapshot.get("lag")
+    if lag is None or snapshot.get("rollback") or snapshot.get("problem"):
+        return None
+    if lag >= max(1, min(SNAPSHOT_EVERY, int(ledger.last_seq * CLOSE_SAVE_SHARE))) and lag > 1:
+        return f"the projection snapshot is {lag} events behind the log: every read folds them; {rebuild}"
+    return None
 
 
 def _unfinished_notes(log: Path) -> list[str]:

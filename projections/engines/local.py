@@ -77,6 +77,10 @@ class Projector:
         self._rebuilt_note: str | None = None  # the last rebuild, kept in every snapshot written
         self._unsaved = 0
         self._next_save = SNAPSHOT_EVERY
+        # The first fold of an open that found no usable snapshot folds the whole log: say so
+        # once (``announce``: False for a caller that folds on purpose, ``ari-ledger rebuild``).
+        self.announce = use_snapshot
+        self.from_scratch: str | None = None  # why this open folded the whole log, once it did
         if not ledger.readonly:  # a killed save's temporary file (a whole snapshot's size) goes now,
             remove_stale_temps(self.snapshot_path)  # not at the next save, which a close may skip
         self.loaded_from_snapshot = use_snapshot and self._load()
@@ -85,8 +89,11 @@ class Projector:
 
     def catch_up(self) -> int:
         """Fold every event after the cursor; return how many were folded."""
-        if self.ledger.refresh() <= self.cursor:
+        target = self.ledger.refresh()
+        if target <= self.cursor:
             return 0
+        if self.cursor == 0 and not self.loaded_from_snapshot and self.from_scratch is None:
+            self._say_from_scratch(target)
         folded = 0
         events = self.ledger.events(after=self.cursor)
         while chunk := list(islice(events, FOLD_CHUNK)):
@@ -95,6 +102,18 @@ class Projector:
         if self._unsaved >= self._next_save:
             self.save()
         return folded
+
+    def _say_from_scratch(self, events: int) -> None:
+        """One line on stderr (through ``logging``): this open folds the whole log, and why."""
+        why = "no snapshot" if self.rebuilt is None else "snapshot not used"
+        self.from_scratch = why
+        if self.announce:
+            log.warning(
+                "folding %s events from scratch (%s); `ari-ledger rebuild %s` saves one",
+                f"{events:,}",
+                why,
+                self.ledger.checkpoint_dir,
+            )
 
     def apply(self, events: list[Event]) -> None:
         """Fold events that directly follow the cursor (in seq order)."""

@@ -37,6 +37,7 @@ WITH_CHECKPOINT: dict[str, list[str]] = {
     "verify": ["verify", "C"],
     "verify --accept-rollback": ["verify", "C", "--accept-rollback"],
     "status": ["status", "C"],
+    "rebuild": ["rebuild", "C"],
     "log": ["log", "C"],
     "repair": ["repair", "C"],
     "redact": ["redact", "C", "--match", "run", "--reason", "leak"],

@@ -10,16 +10,53 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import logging
 import sys
 
 from ledger import LedgerError, layout
-from projections.adapters.cli import checkpoint, files, memory, proof, tools  # noqa: F401 - registered in this order
-from projections.adapters.cli.framework import COMMANDS, EXIT_ERROR, EXIT_OK
+from projections.adapters.cli import checkpoint, files, memory, proof, rebuild, tools  # noqa: F401 - registered in this order
+from projections.adapters.cli.framework import (
+    COMMANDS,
+    ERROR_HELP,
+    EXIT_CHECK_FAILED,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    INTERRUPTED_HELP,
+    HelpFormatter,
+    console,
+    exit_codes_epilog,
+    no_color,
+    shorten,
+)
+
+
+def version() -> str:
+    """``ari-ledger X.Y.Z``: the installed distribution's version."""
+    try:
+        return f"ari-ledger {importlib.metadata.version('ari-memory-ledger')}"
+    except importlib.metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
+        return "ari-ledger (not installed)"
+
+
+TOP_EXIT_CODES = {
+    EXIT_OK: "success",
+    EXIT_CHECK_FAILED: "a check ran and found a problem (verify, status, audit, reads, prove, ...)",
+    EXIT_ERROR: ERROR_HELP,
+    3: "prove: nothing to prove (no verified context, or one without claims)",
+    EXIT_INTERRUPTED: INTERRUPTED_HELP,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ari-ledger", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="ari-ledger",
+        description=__doc__.splitlines()[0],
+        epilog="each command's --help lists its own exit codes\n\n" + exit_codes_epilog(TOP_EXIT_CODES),
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=version(), help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (fn, setup, help) in COMMANDS.items():
         p = sub.add_parser(name, help=help, description=help)
@@ -29,7 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    console.no_color = no_color()  # as the environment says now, not at import
+
+    def error(message: str) -> None:
+        print(f"error: {shorten(message, argv)}", file=sys.stderr)
+
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     try:
         if getattr(args, "checkpoint", None) is not None:  # before anything else: one unmistakable path
@@ -37,17 +80,17 @@ def main(argv: list[str] | None = None) -> int:
         with layout.moves_suspended() if getattr(args, "dry_run", False) else contextlib.nullcontext():
             return int(args.func(args))  # a dry run moves no file, also not an old layout's
     except LedgerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_OK
     except OSError as exc:  # a file that cannot be read or written: say which, no traceback
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"error: {exc.strerror or exc}{where}", file=sys.stderr)
+        error(f"{exc.strerror or exc}{where}")
         return EXIT_ERROR
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED

@@ -10,11 +10,27 @@ import sys
 
 import msgspec
 
-from ledger import InvalidInput, Ledger
-from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, emit
+from ledger import InvalidInput, Ledger, layout
+from ledger.layout import SNAPSHOT_NAME
+from projections.adapters.cli.framework import (
+    ERROR_HELP,
+    EXIT_CHECK_FAILED,
+    EXIT_ERROR,
+    EXIT_OK,
+    check_seq,
+    checkpoint_arg,
+    command,
+    emit,
+)
 from projections.api import checkpoint as state
 
 log = logging.getLogger("ledger")
+
+# after a command deleted or set aside the snapshot (or verified_context.json)
+REBUILD_LINE = (
+    "next: `ari-ledger rebuild {}` saves a new snapshot (until then every read folds the whole log) "
+    "and rewrites verified_context.json"
+)
 
 
 def _verify_args(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +55,10 @@ def _verify_args(parser: argparse.ArgumentParser) -> None:
     "verify",
     "check the log (members, hashes, links), its anchors and derived files (exit 1 on any problem)",
     _verify_args,
+    exit_codes={
+        EXIT_OK: "the log, its anchors and derived files check out (or --accept-rollback accepted them)",
+        EXIT_CHECK_FAILED: "a problem: damage, a torn tail, a rollback, a bad derived file (each printed)",
+    },
 )
 def cmd_verify(args: argparse.Namespace) -> int:
     if args.accept_rollback:
@@ -72,6 +92,7 @@ def hash_arg(value: str) -> str:
     "status",
     "events, nodes, event types, last seq, projection lag and alarms (read-only; exit 1 on an alarm)",
     checkpoint_arg,
+    exit_codes={EXIT_OK: "no alarm (notes, if any, are printed)", EXIT_CHECK_FAILED: "an alarm: a rollback"},
 )
 def cmd_status(args: argparse.Namespace) -> int:
     data = state.status(args.checkpoint)
@@ -86,11 +107,32 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def _log_args(parser: argparse.ArgumentParser) -> None:
     checkpoint_arg(parser, json_flag=False)
-    parser.add_argument("--as-of", type=int, default=None, metavar="SEQ", help="stop at this seq (time travel)")
-    parser.add_argument("--node", default=None, help="only events of this node")
+    parser.add_argument(
+        "--as-of", type=int, default=None, metavar="SEQ", help="stop at this seq, 0 or more (time travel)"
+    )
+    parser.add_argument("--node", default=None, help="only events of this node (one the checkpoint knows)")
 
 
-@command("log", "print events as JSON lines, optionally as of a seq or for one node", _log_args)
+def _check_log(args: argparse.Namespace) -> None:
+    """A negative seq or a node the checkpoint does not know is one error line, not empty output."""
+    from projections.adapters.cli.memory import known_lineage, open_backend  # not at import: command order
+
+    check_seq(args.as_of)
+    if args.node is not None:
+        backend = open_backend(args.checkpoint)
+        try:
+            known_lineage(backend, args.node)
+        finally:
+            backend.close()
+
+
+@command(
+    "log",
+    "print events as JSON lines, optionally as of a seq or for one node",
+    _log_args,
+    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; a negative --as-of, an unknown --node, damage in the log"},
+    check=_check_log,
+)
 def cmd_log(args: argparse.Namespace) -> int:
     encoder = msgspec.json.Encoder()
     out = sys.stdout.buffer
@@ -112,6 +154,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     "explicitly repair a damaged log: keep the valid prefix, move the rest aside byte for byte, "
     "re-append what can be salvaged from it (marked salvaged); exit 0 when the result verifies",
     checkpoint_arg,
+    exit_codes={EXIT_OK: "the repaired log verifies", EXIT_CHECK_FAILED: "it still does not verify"},
 )
 def cmd_repair(args: argparse.Namespace) -> int:
     from pathlib import Path
@@ -123,7 +166,12 @@ def cmd_repair(args: argparse.Namespace) -> int:
     else:
         print(
             "\n".join(
-                [*report.lines(), *(f"moved aside: {line}" for line in aside), f"verify: {found.report.summary()}"]
+                [
+                    *report.lines(),
+                    *(f"moved aside: {line}" for line in aside),
+                    f"verify: {found.report.summary()}",
+                    *([REBUILD_LINE.format(args.checkpoint)] if aside else []),
+                ]
             )
         )
     return EXIT_OK if found.passed else EXIT_CHECK_FAILED
@@ -147,6 +195,11 @@ def _redact_args(parser: argparse.ArgumentParser) -> None:
     "nothing else; the chain still verifies, the redaction is itself an event (who, when, why, which, "
     "digests), and it checks itself: prove's verdicts on what it did not involve are unchanged (exit 1 if not)",
     _redact_args,
+    exit_codes={
+        EXIT_OK: "redacted (or, with --dry-run, listed); the log verifies and prove's other verdicts are unchanged",
+        EXIT_CHECK_FAILED: "the log does not verify, or prove's verdicts changed on what was not chosen\n"
+        "(the log stays rewritten)",
+    },
 )
 def cmd_redact(args: argparse.Namespace) -> int:
     import getpass
@@ -165,7 +218,17 @@ def cmd_redact(args: argparse.Namespace) -> int:
     if args.json:
         emit({"redact": done.as_dict(), "verify": found.as_dict()})
     else:
-        print("\n".join([*done.lines(), f"verify: {found.report.summary()}"]))
+        snapshot = layout.log_path(args.checkpoint).with_name(SNAPSHOT_NAME)
+        dropped = any(line.startswith(SNAPSHOT_NAME) for line in done.scrubbed) and not snapshot.exists()
+        print(
+            "\n".join(
+                [
+                    *done.lines(),
+                    f"verify: {found.report.summary()}",
+                    *([REBUILD_LINE.format(args.checkpoint)] if dropped else []),
+                ]
+            )
+        )
     if not done.ok:
         log.error("prove's verdicts changed on what the redaction did not choose (see above); the log stays rewritten")
     return EXIT_OK if found.passed and done.ok else EXIT_CHECK_FAILED

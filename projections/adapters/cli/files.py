@@ -6,9 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ledger import InvalidInput
+from ledger import InvalidInput, layout
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, FORMATS, REACT_NAME, STORE_NAME, ari_files_in, read_ari_file
 from ledger.bundle import export_bundle, import_bundle
+from ledger.layout import SNAPSHOT_NAME
 from projections.adapters.cli.framework import CHECKPOINT_HELP, EXIT_OK, command, emit
 from projections.adapters.cli.memory import open_backend
 from projections.api.backend import MemoryBackend
@@ -27,7 +28,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def _import_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("bundle")
+    p.add_argument("bundle", help="bundle file written by `ari-ledger export`")
     p.add_argument("checkpoint", help=f"{CHECKPOINT_HELP}, without a ledger yet (created when missing)")
 
 
@@ -35,6 +36,10 @@ def _import_args(p: argparse.ArgumentParser) -> None:
 def cmd_import(args: argparse.Namespace) -> int:
     manifest = import_bundle(Path(args.bundle), Path(args.checkpoint))
     print(f"imported {manifest['events']} events into {args.checkpoint}")
+    if manifest["events"] and not _snapshot(Path(args.checkpoint)).exists():
+        print(
+            f"next: `ari-ledger rebuild {args.checkpoint}` saves its snapshot (until then every read folds the whole log)"
+        )
     return EXIT_OK
 
 
@@ -90,7 +95,13 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
             for kind, r in item["kinds"].items()
         )
         print(f"{item['path']} ({FORMATS[item['format']]}): {done or 'no entries'}")
+    if not _snapshot(ckpt).exists():
+        print(f"next: `ari-ledger rebuild {ckpt}` saves its snapshot (until then every read folds the whole log)")
     return EXIT_OK
+
+
+def _snapshot(ckpt: Path) -> Path:
+    return layout.log_path(ckpt).with_name(SNAPSHOT_NAME)
 
 
 def _export_ari_args(p: argparse.ArgumentParser) -> None:

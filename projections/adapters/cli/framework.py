@@ -9,27 +9,130 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+import os
+import textwrap
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rich.console import Console
 
+from ledger import InvalidInput
+
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130
 
 Command = Callable[[argparse.Namespace], int]
 Setup = Callable[[argparse.ArgumentParser], None]
+Check = Callable[[argparse.Namespace], None]
 COMMANDS: dict[str, tuple[Command, Setup, str]] = {}
 
-console = Console(highlight=False, soft_wrap=True, markup=False)  # ids and claims contain [brackets]
+# What every command may end with; a command adds (or words more precisely) its own.
+OK_HELP = "success"
+ERROR_HELP = (
+    "the command could not run: bad arguments or input, not a checkpoint, a file that cannot be read (one error: line)"
+)
+INTERRUPTED_HELP = "interrupted (Ctrl-C)"
 
 
-def command(name: str, help: str, setup: Setup = lambda parser: None) -> Callable[[Command], Command]:
-    """Register ``fn`` as the sub-command ``name``; ``setup`` adds its arguments."""
+def no_color() -> bool:
+    """https://no-color.org: any non-empty ``NO_COLOR`` turns colour off."""
+    return os.environ.get("NO_COLOR", "") != ""
+
+
+def make_console(**kwargs: Any) -> Console:
+    """Every console the command line makes: ``NO_COLOR`` honoured, markup and highlighting
+    off (ids and claims contain [brackets])."""
+    options: dict[str, Any] = {"highlight": False, "soft_wrap": True, "markup": False, "no_color": no_color()}
+    return Console(**(options | kwargs))
+
+
+console = make_console()  # main() re-reads NO_COLOR before a command runs
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The epilog as written (the exit-code table), and each option's default after its help
+    unless the help already says it or there is nothing to say (None, False, [])."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "default" in text or default in (None, False, [], argparse.SUPPRESS):
+            return text
+        if action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            return f"{text} (default: %(default)s)"
+        return text
+
+
+def exit_codes_epilog(codes: Mapping[int, str]) -> str:
+    """``exit codes:`` and one entry per code; long lines wrap, indented under the text."""
+    lines = ["exit codes:"]
+    for code, text in sorted(codes.items()):
+        head, indent = f"  {code}  ", " " * 5
+        for i, line in enumerate(text.strip().splitlines()):
+            first = head if i == 0 else indent
+            lines.extend(textwrap.wrap(line.strip(), width=92, initial_indent=first, subsequent_indent=indent))
+    return "\n".join(lines) + "\n"
+
+
+def command(
+    name: str,
+    help: str,
+    setup: Setup = lambda parser: None,
+    *,
+    exit_codes: Mapping[int, str] | None = None,
+    check: Check | None = None,
+) -> Callable[[Command], Command]:
+    """Register ``fn`` as the sub-command ``name``; ``setup`` adds its arguments.
+
+    ``exit_codes`` (code -> what it means) extends the codes every command has (0, 2, 130) and
+    ends the command's ``--help``; ``check`` validates the parsed arguments before ``fn`` runs
+    (raise :class:`InvalidInput`: one ``error:`` line, exit 2)."""
+    codes = {EXIT_OK: OK_HELP, EXIT_ERROR: ERROR_HELP, EXIT_INTERRUPTED: INTERRUPTED_HELP} | dict(exit_codes or {})
+
+    def full_setup(parser: argparse.ArgumentParser) -> None:
+        setup(parser)
+        parser.formatter_class = HelpFormatter
+        parser.epilog = exit_codes_epilog(codes)
 
     def register(fn: Command) -> Command:
-        COMMANDS[name] = (fn, setup, help)
+        def run(args: argparse.Namespace) -> int:
+            if check is not None:
+                check(args)
+            return fn(args)
+
+        run.__doc__, run.__name__ = fn.__doc__, fn.__name__
+        COMMANDS[name] = (run, full_setup, help)
         return fn
 
     return register
+
+
+def check_seq(value: int | None, field: str = "--as-of") -> None:
+    """A log position: 0 or more (None: not given)."""
+    if value is not None and value < 0:
+        raise InvalidInput(field, f"must be a seq (0 or more), got {value}")
+
+
+def check_dir(value: str | None, field: str) -> None:
+    """A directory the user named must exist (None: not given, found by the command)."""
+    if value is not None and not os.path.isdir(value):
+        raise InvalidInput(field, f"{value!r} is not a directory")
+
+
+# Errors echo arguments; a 120 KB one is cut to this many characters and its length.
+ECHO_LIMIT = 200
+
+
+def shorten(message: str, argv: list[str]) -> str:
+    """``message`` with each argument longer than :data:`ECHO_LIMIT` it echoes cut to its first
+    characters and ``… (N characters)``; a message still longer than a screenful is cut too."""
+    for arg in sorted({a for a in argv if len(a) > ECHO_LIMIT}, key=len, reverse=True):
+        cut = f"{arg[:ECHO_LIMIT]}… ({len(arg)} characters)"
+        for form in (arg, repr(arg)[1:-1]):
+            message = message.replace(form, cut)
+    if len(message) > 10 * ECHO_LIMIT:
+        message = f"{message[: 2 * ECHO_LIMIT]}… ({len(message)} characters)"
+    return message
 
 
 def emit(data: object) -> None:

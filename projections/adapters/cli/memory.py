@@ -16,7 +16,18 @@ from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.bundle import check_output_path
 from ledger.safe_io import read_file
 from ledger.vocabulary import KINDS
-from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
+from projections.adapters.cli.framework import (
+    ERROR_HELP,
+    EXIT_CHECK_FAILED,
+    EXIT_ERROR,
+    EXIT_OK,
+    check_dir,
+    check_seq,
+    checkpoint_arg,
+    command,
+    console,
+    emit,
+)
 from projections.api.audit import check_run
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import experiments_roots
@@ -68,13 +79,31 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     p.add_argument("query", help="natural-language query (ARI uses the node's eval_summary)")
     p.add_argument("--node", required=True, help="search as this node")
-    p.add_argument("--ancestors", default=None, help="comma-separated scope instead of the recorded lineage")
-    p.add_argument("--limit", type=int, default=5)
-    p.add_argument("--as-of", type=int, default=None, metavar="SEQ", help="as the node saw it at this seq")
+    p.add_argument(
+        "--ancestors", default=None, metavar="A,B,…", help="comma-separated scope instead of the recorded lineage"
+    )
+    p.add_argument("--limit", type=int, default=5, help="at most this many results")
+    p.add_argument("--as-of", type=int, default=None, metavar="SEQ", help="as the node saw it at this seq (0 or more)")
     p.add_argument("--kind", action="append", default=None, help="typed search: only this kind (repeatable)")
 
 
-@command("search", "semantic search as a node: only its ancestors' memory", _search_args)
+def _check_search(args: argparse.Namespace) -> None:
+    """A negative seq, or an --ancestors that names no node, is one error line (not an empty scope)."""
+    check_seq(args.as_of)
+    if args.ancestors is not None and not [a for a in args.ancestors.split(",") if a]:
+        raise InvalidInput("--ancestors", "names no node (give A,B,… or leave it out for the recorded lineage)")
+
+
+@command(
+    "search",
+    "semantic search as a node: only its ancestors' memory",
+    _search_args,
+    exit_codes={
+        EXIT_ERROR: f"{ERROR_HELP}; an unknown --node or --ancestors node, an empty --ancestors, "
+        "an unknown --kind, a negative --limit or --as-of"
+    },
+    check=_check_search,
+)
 def cmd_search(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
     scope = scope_for(backend, args.node, args.ancestors)
@@ -100,7 +129,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def _node_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument("--node", required=True)
+    p.add_argument("--node", required=True, help="the node (one the checkpoint knows)")
 
 
 @command("context", "the working context a node starts with (experiment core, ancestor results)", _node_args)
@@ -184,6 +213,10 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     "audit",
     "re-hash every artifact memory cites and check every claim's numbers; exit 1 on a missing file or a mismatch",
     _audit_args,
+    exit_codes={
+        EXIT_OK: "every cited artifact is there with its hash, every claim's numbers match",
+        EXIT_CHECK_FAILED: "a missing or mismatching artifact, a value mismatch, or a broken chain",
+    },
 )
 def cmd_audit(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
@@ -222,10 +255,25 @@ def _experiments_root(ckpt: Path, given: str | None) -> Path:
 
 def _tree_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument("--experiments", default=None, help="experiments root, for metrics and audit status")
+    p.add_argument(
+        "--experiments",
+        default=None,
+        help="experiments root, for metrics and audit status (default: found beside CKPT, else none)",
+    )
 
 
-@command("tree", "the recorded node tree with memory counts per node", _tree_args)
+def _check_experiments(args: argparse.Namespace) -> None:
+    """An --experiments the user names must exist; only one left out is looked for (or done without)."""
+    check_dir(args.experiments, "--experiments")
+
+
+@command(
+    "tree",
+    "the recorded node tree with memory counts per node",
+    _tree_args,
+    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory"},
+    check=_check_experiments,
+)
 def cmd_tree(args: argparse.Namespace) -> int:
     from projections.api.lineage import lineage_data, render_tree
 
@@ -250,11 +298,21 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "checkpoint", help="checkpoint directory (ARI's checkpoints/<run_id>/, the folder that holds memory_ledger/)"
     )
-    p.add_argument("-o", "--output", default="report.html")
-    p.add_argument("--experiments", default=None)
+    p.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the HTML file to write")
+    p.add_argument(
+        "--experiments",
+        default=None,
+        help="experiments root, for metrics and audit status (default: found beside CKPT, else none)",
+    )
 
 
-@command("report", "write the lineage report: one self-contained HTML file", _report_args)
+@command(
+    "report",
+    "write the lineage report: one self-contained HTML file",
+    _report_args,
+    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory"},
+    check=_check_experiments,
+)
 def cmd_report(args: argparse.Namespace) -> int:
     from projections.adapters.report import render_report
     from projections.api.lineage import lineage_data

@@ -27,37 +27,37 @@ if TYPE_CHECKING:
 
 EXIT_NOTHING_TO_PROVE = 3  # prove: no verified context, or one without claims
 
-READS_EPILOG = f"""exit codes:
-  0  the access log's chain holds (and, with --replay, every replayable read replays the same)
-  {EXIT_CHECK_FAILED}  the chain is broken, or a read replays differently (fields compared: {", ".join(REPLAYED_FIELDS)})
-  {EXIT_ERROR}  the command could not run: not a checkpoint, or --node names a node neither the log nor
-     the access log has (one error: line)
-"""
+READS_EXIT_CODES = {
+    EXIT_OK: "the access log's chain holds (and, with --replay, every replayable read replays the same)",
+    EXIT_CHECK_FAILED: "the chain is broken, or a read replays differently\n"
+    f"(fields compared: {', '.join(REPLAYED_FIELDS)})",
+    EXIT_ERROR: "the command could not run: not a checkpoint, or --node names a node neither the log nor\n"
+    "the access log has (one error: line)",
+}
 
-PROVE_EPILOG = f"""exit codes:
-  {EXIT_OK}  PROVED: every claim holds, the context is what the library builds as of its anchor,
-     the chains hold and every recorded read replays the same
-  {EXIT_CHECK_FAILED}  NOT PROVED: something fails (each failure is printed), or, with --strict, something
-     could not be checked
-  {EXIT_ERROR}  the command could not run: not a checkpoint, a --context file that is missing or not a
-     verified context, a bad --head (one error: line)
-  {EXIT_NOTHING_TO_PROVE}  NOTHING TO PROVE: no verified context, or one that lists no claims (the rest is
-     still checked; a failure there makes it {EXIT_CHECK_FAILED})
-"""
+PROVE_EXIT_CODES = {
+    EXIT_OK: "PROVED: every claim holds, the context is what the library builds as of its anchor,\n"
+    "the chains hold and every recorded read replays the same",
+    EXIT_CHECK_FAILED: "NOT PROVED: something fails (each failure is printed), or, with --strict, something\n"
+    "could not be checked",
+    EXIT_ERROR: "the command could not run: not a checkpoint, a --context file that is missing or not a\n"
+    "verified context, a bad --head (one error: line)",
+    EXIT_NOTHING_TO_PROVE: "NOTHING TO PROVE: no verified context, or one that lists no claims (the rest is\n"
+    f"still checked; a failure there makes it {EXIT_CHECK_FAILED})",
+}
 
 
 def _reads_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     p.add_argument("--node", default=None, help="only this node's reads")
     p.add_argument("--replay", action="store_true", help="run every read again as of its log position and compare")
-    p.epilog = READS_EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 @command(
     "reads",
     "what each node read (position, ids) from the chained access log; --replay re-runs them (exit 1 on a problem)",
     _reads_args,
+    exit_codes=READS_EXIT_CODES,
 )
 def cmd_reads(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)  # a checkpoint, or exit 2 saying so
@@ -115,8 +115,6 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--html", default=None, metavar="FILE", help="write the lineage report with failing claims marked")
     p.add_argument("--strict", action="store_true", help="what could not be checked fails too")
-    p.epilog = PROVE_EPILOG
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 @command(
@@ -124,6 +122,7 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     "for a reviewer: chain, anchors, every claim traced to its event, report, artifacts and values, "
     "every read replayed (exit 0 only when all holds)",
     _prove_args,
+    exit_codes=PROVE_EXIT_CODES,
 )
 def cmd_prove(args: argparse.Namespace) -> int:
     from projections.api.prove import prove

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from ledger import InvalidInput, layout
 from projections import settings
-from projections.adapters.cli.framework import EXIT_OK, checkpoint_arg, command, console, emit
+from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
 from projections.adapters.cli.memory import open_backend
 from projections.api.backend import MemoryBackend
 from projections.api.verified import render_grounded_block
@@ -29,7 +29,12 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-@command("demo", "replay the fixture BFTS run into a fresh checkpoint, as ARI's hooks would", _demo_args)
+@command(
+    "demo",
+    "replay the fixture BFTS run into a fresh checkpoint, as ARI's hooks would",
+    _demo_args,
+    exit_codes={EXIT_OK: "the demo was written (also when its audit finds the planted problem)"},
+)
 def cmd_demo(args: argparse.Namespace) -> int:
     from projections.adapters.demo import FIXTURE_RUN, copy_run, demo_output, replay_run, shown
     from projections.adapters.report import render_report
@@ -132,11 +137,17 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
         choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "all"],
         nargs="?",
         default="all",
+        help="which benchmark",
     )
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
 
 
-@command("bench", "run the benchmarks (each figure beside its limit, measured in the same run)", _bench_args)
+@command(
+    "bench",
+    "run the benchmarks (each figure beside its limit, measured in the same run)",
+    _bench_args,
+    exit_codes={EXIT_OK: "every figure meets its target", EXIT_CHECK_FAILED: "a figure missed its target"},
+)
 def cmd_bench(args: argparse.Namespace) -> int:
     import importlib
 
@@ -182,7 +193,12 @@ def _letta_args(p: argparse.ArgumentParser) -> None:
     add_arguments(p)
 
 
-@command("letta", "bring a local Letta 0.16.7 server up or down (own venv, Postgres, embeddings)", _letta_args)
+@command(
+    "letta",
+    "bring a local Letta 0.16.7 server up or down (own venv, Postgres, embeddings)",
+    _letta_args,
+    exit_codes={EXIT_OK: "done; for status: all three are healthy", EXIT_CHECK_FAILED: "status: not all healthy"},
+)
 def cmd_letta(args: argparse.Namespace) -> int:
     from projections.letta_server import run
 

@@ -1,0 +1,32 @@
+"""``rebuild``: fold the log once, save the snapshot, rewrite ``verified_context.json``."""
+
+from __future__ import annotations
+
+import argparse
+
+from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, emit
+
+
+def _rebuild_args(p: argparse.ArgumentParser) -> None:
+    checkpoint_arg(p)
+    p.add_argument(
+        "--experiments", default=None, help="experiments root, for node reports and artifacts (default: beside CKPT)"
+    )
+
+
+@command(
+    "rebuild",
+    "fold the log, save the projection snapshot and rewrite verified_context.json as the paper stage would "
+    "(after import, redact, repair, --accept-rollback or a damaged snapshot); exit 1 when a part could not be",
+    _rebuild_args,
+    exit_codes={1: "partial: the snapshot could not be saved, or no verified context was written (why is printed)"},
+)
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from projections.api.rebuild import rebuild
+
+    done = rebuild(args.checkpoint, args.experiments)
+    if args.json:
+        emit(done.as_dict())
+    else:
+        print("\n".join(done.lines()))
+    return EXIT_OK if done.complete else EXIT_CHECK_FAILED
