@@ -169,8 +169,8 @@ def cmd_repair(args: argparse.Namespace) -> int:
                 [
                     *report.lines(),
                     *(f"moved aside: {line}" for line in aside),
-                    f"verify: {found.report.summary()}",
                     *([REBUILD_LINE.format(args.checkpoint)] if aside else []),
+                    f"verify: {found.report.summary()}",  # the verdict stays the last line
                 ]
             )
         )
@@ -224,8 +224,8 @@ def cmd_redact(args: argparse.Namespace) -> int:
             "\n".join(
                 [
                     *done.lines(),
-                    f"verify: {found.report.summary()}",
                     *([REBUILD_LINE.format(args.checkpoint)] if dropped else []),
+                    f"verify: {found.report.summary()}",  # the verdict stays the last line
                 ]
             )
         )
