@@ -23,11 +23,11 @@ from typing import Any
 import msgspec
 
 from .errors import InvalidInput
-from .events import NODE_LABELS, check_node_id
+from .events import check_node_id
 from .node_report import report_findings, report_hash
 from .provenance import artifact_refs
 from .typed import typed_metadata
-from .vocabulary import Finding
+from .vocabulary import NODE_LABELS, Finding
 
 SUCCESS = frozenset({"success", "succeeded", "ok"})
 METRIC_HINTS = ("gflop", "gb_per_s", "gb/s", "throughput", "speedup", "score")  # ARI's headline hints

@@ -31,6 +31,12 @@ def act_on_missing_log(expected: Path, misplaced: Path | None = None) -> str:
     return f"the log looks missing or moved: it is expected at {expected}{where}"
 
 
+def refusal(error: str) -> dict[str, bool | str]:
+    """ARI's refusal shape, ``{"ok": False, "error": ...}``: what a call that refuses answers
+    (a copy-on-write violation, an MCP server's refusals), nothing read or written."""
+    return {"ok": False, "error": error}
+
+
 class LedgerError(Exception):
     """Base class of every error raised on purpose by ari-memory-ledger."""
 
@@ -52,8 +58,8 @@ class CopyOnWriteViolation(LedgerError):
         super().__init__(message)
 
     def as_dict(self) -> dict[str, bool | str]:
-        """ARI's refusal shape: ``{"ok": False, "error": ...}``."""
-        return {"ok": False, "error": self.message}
+        """ARI's refusal shape (:func:`refusal`): ``{"ok": False, "error": ...}``."""
+        return refusal(self.message)
 
 
 class UnsupportedVersion(LedgerError):

@@ -27,6 +27,7 @@ import msgspec
 from . import typed
 from .errors import InvalidInput, UnsupportedVersion
 from .vocabulary import (
+    NODE_LABELS,
     Finding,
     is_sha256,
 )
@@ -38,8 +39,6 @@ MAX_TEXT_BYTES = 256 * 1024  # longer text is stored cut, with a finding (never 
 MAX_METADATA_BYTES = 1024 * 1024  # a JSON object beyond this is refused: event bodies stay bounded
 MAX_JSON_DEPTH = 32
 TRUNCATED = "…[truncated]"  # ARI's marker for a cut ReAct step, used for every cut text
-
-NODE_LABELS = ("draft", "improve", "debug", "ablation", "validation", "other")
 
 _FORBIDDEN_IN_ID = re.compile(r"[/\\\x00-\x1f\x7f\ud800-\udfff]")  # no /, \, NUL, control, lone surrogate
 

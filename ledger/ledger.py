@@ -12,13 +12,20 @@ silently continued.
 This module is append, batch and read, with the open, the lock and the anchor checks. Beside
 it, as ZODB's ``fsrecover`` and ``fstest`` are beside ``FileStorage``: the open scan and
 torn-tail recovery (``ledger.recovery``), the whole-log check (``ledger.verify``), and the tools
-a person runs, ``ledger.rollback`` (accept a rollback) and ``ledger.repair``.
+a person runs, ``ledger.rollback`` (accept a rollback), ``ledger.redact`` and ``ledger.repair``.
+
+The tools reach the log through public members only: ``state`` (:class:`~ledger.state.LogState`,
+what the scan has read: head, checkpoint id, side index), ``file`` and ``head_file``,
+``acknowledged()``, ``locked()`` (the lock, the state up to date), and ``replace_log()``:
+replacing the log file is the Ledger's own operation (as ZODB's ``FileStorage.pack``), which a
+tool only feeds with the new file's members, and which the other open ledgers follow.
 """
 
 from __future__ import annotations
 
 import bisect
 import errno
+import fcntl
 import itertools
 import logging
 import os
@@ -27,7 +34,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import events as schema
 from . import layout
@@ -45,11 +52,11 @@ from .errors import (
 )
 from .events import Event, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
 from .guard import check_writer
-from .log import BadMember, LogFile, compress_member, fsync_dir, make_durable
+from .log import BadMember, LogFile, compress_member, fsync_dir, index_due, make_durable
+from .progress import Progress
 from .recovery import (
     IN_FLIGHT,
     INSPECTING,
-    Head,
     RecoveryReport,
     advance,
     damage,
@@ -59,6 +66,8 @@ from .recovery import (
     walk,
     why_not_torn,
 )
+from .safe_io import create_new, kept_mode
+from .state import Head, LogState
 from .verify import VerifyReport
 from .verify import verify as verify_log
 
@@ -85,13 +94,11 @@ class Ledger:
         self.redacted_at = 0  # seq of the newest redaction this ledger has read (ledger.redact)
         self._file = logfile
         self._head_file = HeadFile(logfile.path)
-        self._head = Head()
-        self._ckpt: str | None = None
-        self._index: list[tuple[int, int]] = []
-        self._index_dirty = False  # a seek found the index wrong: rebuild it under the lock
+        # what the scan has read of the file (ledger.state): only the scan and this class move it
+        self.state = LogState()
         self._head_write_failed = False
-        self._last_member = (0, 1)  # (offset, first seq) of the newest member seen: cheap tail reads
         self._thread_lock = threading.RLock()
+        self._held = False  # inside locked(): the lock held, the state up to date
         self._head_file.forked()
         self._in_batch = False
         self._inherited = False  # set in a forked child: reopen before the next locked section
@@ -155,7 +162,7 @@ class Ledger:
                 sync(ledger, recover=False)
                 ledger._check_head(adopt=False)
             else:
-                with ledger._locked():
+                with ledger.locked():
                     # A redaction killed before its rename left its new log (with the removed text):
                     # removed, durably. Its intent (``.redact``) is left for the next redaction, which
                     # finishes it (ledger.redact.pending): it is what the derived files must still lose.
@@ -219,26 +226,38 @@ class Ledger:
     @property
     def ckpt(self) -> str | None:
         """The checkpoint id, minted with the first event; None while the log is empty."""
-        return self._ckpt
+        return self.state.ckpt
 
     @property
     def last_seq(self) -> int:
         """The last seq this process has seen (``refresh()`` looks for other writers)."""
-        return self._head.seq
+        return self.state.head.seq
 
     @property
     def last_hash(self) -> str:
         """The hash of the event at ``last_seq`` ("" while the log is empty)."""
-        return self._head.hash
+        return self.state.head.hash
+
+    @property
+    def file(self) -> LogFile:
+        """The open log file (readers, size, side index); the Ledger alone appends to it, and
+        :meth:`replace_log` alone replaces it. Another object after a reopen (a fork, a
+        replaced log): ask again rather than keep it."""
+        return self._file
+
+    @property
+    def head_file(self) -> HeadFile:
+        """The head file (``memory_ledger.jsonl.gz.head``), the newest acknowledged event."""
+        return self._head_file
 
     def refresh(self) -> int:
         """Catch up with appends made by other processes; return the last seq on disk."""
         with self._thread_lock:
             self._own()
             self._follow_replacement()
-            if self._file.size() != self._head.end:
+            if self._file.size() != self.state.head.end:
                 sync(self, recover=False)
-            return self._head.seq
+            return self.state.head.seq
 
     # -- anchors ---------------------------------------------------------------------
 
@@ -265,17 +284,17 @@ class Ledger:
         An anchor beyond what this ledger has read may just be newer than its last look (other
         processes append, then advance the head file and save snapshots): the log is read
         again first, so only events the log no longer holds are called removed."""
-        if anchor.seq is not None and anchor.seq > self._head.seq and not self.closed:
+        if anchor.seq is not None and anchor.seq > self.state.head.seq and not self.closed:
             self.refresh()
-        return anchor_problem(anchor, self._ckpt, self._head.seq, self._hash_at)
+        return anchor_problem(anchor, self.state.ckpt, self.state.head.seq, self._hash_at)
 
     def event_at(self, seq: int) -> Event | None:
         """The event with this seq, checked, or None past the end."""
         return next(self.events(after=seq - 1, as_of=seq), None) if seq >= 1 else None
 
     def _hash_at(self, seq: int) -> str | None:
-        if seq == self._head.seq:
-            return self._head.hash
+        if seq == self.state.head.seq:
+            return self.state.head.hash
         event = self.event_at(seq)
         return event.hash if event else None
 
@@ -285,28 +304,28 @@ class Ledger:
         try:
             anchor = self._head_file.read()
         except AnchorUnreadable as exc:
-            log.warning("%s; re-anchoring at the log's end (seq %d)", exc, self._head.seq)
+            log.warning("%s; re-anchoring at the log's end (seq %d)", exc, self.state.head.seq)
             anchor = None
         if anchor is not None:
             problem = self.anchor_problem(anchor)
             if problem:
                 act = (  # an empty log is not accepted in place of one that looks missing
                     ACT_ON_ROLLBACK
-                    if self._head.seq
+                    if self.state.head.seq
                     else act_on_missing_log(self.path, layout.misplaced_log(self.checkpoint_dir))
                 )
-                raise RollbackDetected(f"{problem}; {act}", seq=min(anchor.seq or 0, self._head.seq + 1))
+                raise RollbackDetected(f"{problem}; {act}", seq=min(anchor.seq or 0, self.state.head.seq + 1))
         if (
             adopt
-            and self._ckpt is not None
-            and (anchor is None or (anchor.seq or 0) < self._head.seq or self._head_file.damaged_slot)
+            and self.state.ckpt is not None
+            and (anchor is None or (anchor.seq or 0) < self.state.head.seq or self._head_file.damaged_slot)
         ):
-            self._write_head(self._ckpt, both=True)
+            self._write_head(self.state.ckpt, both=True)
 
     def _write_head(self, ckpt: str, *, both: bool = False, seq: int | None = None, hash: str = "") -> None:
         """Anchor ``seq``/``hash`` (default: the head) in the head file."""
         if seq is None:
-            seq, hash = self._head.seq, self._head.hash
+            seq, hash = self.state.head.seq, self.state.head.hash
         try:
             self._head_file.write(ckpt, seq, hash, both=both)
             self._head_write_failed = False
@@ -319,13 +338,13 @@ class Ledger:
                 )
             self._head_write_failed = True
 
-    def _acknowledged(self) -> int:
+    def acknowledged(self) -> int:
         """The newest seq the head file says was acknowledged (0 when unknown or another log's)."""
         try:
             anchor = self._head_file.read()
         except AnchorUnreadable:
             return 0
-        if anchor is None or (self._ckpt is not None and anchor.ckpt != self._ckpt):
+        if anchor is None or (self.state.ckpt is not None and anchor.ckpt != self.state.ckpt):
             return 0
         return anchor.seq or 0
 
@@ -344,13 +363,13 @@ class Ledger:
                 raise RuntimeError("append inside a batch: use the batch's append")
             self._lock()
             try:
-                minted = self._ckpt is None
+                minted = self.state.ckpt is None
                 try:
-                    event, line = self._sign(self._head.seq + 1, self._head.hash, *prepared)
-                    written = self._write_member(self._head.end, line, [event])
+                    event, line = self._sign(self.state.head.seq + 1, self.state.head.hash, *prepared)
+                    written = self._write_member(self.state.head.end, line, [event])
                 except BaseException:
                     if minted:
-                        self._ckpt = None
+                        self.state.ckpt = None
                     raise
             finally:
                 self._file.unlock()
@@ -368,7 +387,7 @@ class Ledger:
             if self._in_batch:
                 raise RuntimeError("batches do not nest")
             written: int | None = None
-            with self._locked():
+            with self.locked():
                 batch = Batch(self)
                 self._in_batch = True
                 try:
@@ -386,10 +405,10 @@ class Ledger:
     ) -> tuple[Event, bytes]:
         """The event at ``seq`` after ``prev``, signed, and its log line (the first event
         mints the checkpoint id)."""
-        if self._ckpt is None:
-            self._ckpt = new_event_id()
+        if self.state.ckpt is None:
+            self.state.ckpt = new_event_id()
         unsigned = UnsignedEvent(
-            schema.SCHEMA_VERSION, seq, new_event_id(), utc_now(), self._ckpt, node_id, type, canonical_body, prev
+            schema.SCHEMA_VERSION, seq, new_event_id(), utc_now(), self.state.ckpt, node_id, type, canonical_body, prev
         )
         return sign(unsigned)
 
@@ -451,23 +470,62 @@ class Ledger:
                 if why is not None and why != IN_FLIGHT:
                     raise damage(self, bad, why) from None
 
-    def verify(self, anchors: Iterable[Anchor] = ()) -> VerifyReport:
+    def verify(self, anchors: Iterable[Anchor] = (), progress: Progress | None = None) -> VerifyReport:
         """Check the whole log, its side index, and that the head file's anchor and ``anchors``
-        are events of this chain (:func:`ledger.verify.verify`). Read-only: no lock, no recovery."""
-        return verify_log(self, anchors)
+        are events of this chain (:func:`ledger.verify.verify`). Read-only: no lock, no recovery.
+        ``progress(events checked, events)`` after each member."""
+        return verify_log(self, anchors, progress)
 
-    # -- internals -------------------------------------------------------------------
+    # -- the tools' seam (ledger.redact, ledger.rollback) --------------------------------
 
     @contextmanager
-    def _locked(self, *, accept: bool = False) -> Iterator[None]:
-        """The lock, and the head up to date, for the block. ``accept`` is for
-        :func:`ledger.rollback.accept_rollback`: a damaged tail is moved aside, not refused."""
+    def locked(self, *, accept: bool = False) -> Iterator[None]:
+        """The log's lock, and the state up to date (a torn tail recovered), for the block: no
+        other writer appends meanwhile. ``accept`` is for :func:`ledger.rollback.accept_rollback`:
+        a damaged tail is moved aside, not refused. Not nested, and not around an append or a
+        batch of this ledger (they take the lock themselves)."""
         with self._thread_lock:
             self._lock(accept=accept)
+            self._held = True
             try:
                 yield
             finally:
+                self._held = False
                 self._file.unlock()
+
+    @contextmanager
+    def replace_log(self) -> Iterator[LogReplacement]:
+        """Replace the log by a new file a tool writes (as ZODB's ``FileStorage.pack`` takes the
+        file its packer wrote), inside :meth:`locked`.
+
+        The block writes the new log into the :class:`LogReplacement` it is given (made
+        exclusively beside the log, under the log's mode, and locked, so whoever opens it once
+        it is renamed waits for its side index and head) and calls its ``commit``: synced,
+        renamed over the log, the directory synced, its side index written, the head file
+        anchored at its last event. This ledger then reads the new file, still holding the
+        lock; other open ledgers follow it at their next lock or refresh (and refuse a new
+        file that does not hold the last event they saw). A block that ends without a commit,
+        or raises before its rename, leaves the log as it was and the new file removed; one
+        the process is killed in leaves it beside the log, and the next writable open
+        removes it."""
+        with self._thread_lock:
+            if not self._held:
+                raise RuntimeError("replace_log runs inside locked()")
+            path = self.path.with_name(self.path.name + layout.REDACT_TMP_SUFFIX)
+            path.unlink(missing_ok=True)  # a leftover, or a planted link: the name itself goes, never its target
+            fd = create_new(path, kept_mode(self.path) or 0o644)  # exclusive, no link followed; the log's mode kept
+            with open(fd, "wb") as out:  # closed at the end of the block: that releases the new file's lock
+                fcntl.flock(fd, fcntl.LOCK_EX)  # whoever opens it once it is renamed waits for its index and head
+                new = LogReplacement(self, path, out)
+                try:
+                    yield new
+                finally:
+                    if not new.replaced:
+                        path.unlink(missing_ok=True)
+            if new.replaced:
+                self._reopen(lock=True)
+
+    # -- internals -------------------------------------------------------------------
 
     def _lock(self, *, accept: bool = False) -> None:
         """Take the log's lock and bring the head up to date; the caller holds the thread lock
@@ -478,8 +536,8 @@ class Ledger:
             while self._follow_replacement():  # a redaction replaced the file while we waited for its lock
                 self._file.lock()
             sync(self, recover=True, accept=accept)
-            if self._index_dirty:
-                self._index_dirty = False
+            if self.state.index_dirty:
+                self.state.index_dirty = False
                 persist_index(self)
         except BaseException:
             self._file.unlock()
@@ -491,6 +549,7 @@ class Ledger:
         self._thread_lock = threading.RLock()
         self._head_file.forked()
         self._in_batch = False
+        self._held = False
         self._inherited = not self.closed
 
     def _own(self) -> None:
@@ -504,22 +563,27 @@ class Ledger:
         self._inherited = False
         self._reopen()
 
-    def _reopen(self) -> None:
+    def _reopen(self, *, lock: bool = False) -> None:
         """Open the log's path afresh and read the head from it (the old description is closed:
         in a fork the parent's stays open in the parent; after a redaction nothing writes the old
-        file, whose lock is released with it)."""
+        file, whose lock is released with it). ``lock``: the new file is locked before the old
+        one's lock is released (:meth:`replace_log`, inside :meth:`locked`), so nothing is
+        appended between."""
         old = self._file
         self._file = LogFile(self.path, writable=old.writable)
+        if lock:
+            self._file.lock()
         old.close()
         self._head_file.close()
         self._head_file = HeadFile(self.path)
-        self._head, self._index, self._last_member, self._index_dirty = Head(), [], (0, 1), False
-        sync(self, recover=False)
+        self.state.restart()
+        sync(self, recover=lock)
 
     def _follow_replacement(self) -> bool:
-        """When the log's path names another file than the one open (``ledger.redact`` renamed
-        a rewritten log over it), reopen it and return True. One ``fstat``; a log whose path is
-        gone (a checkpoint being deleted) is left open as it is.
+        """When the log's path names another file than the one open (another ledger's
+        :meth:`replace_log`: a redaction renamed a rewritten log over it), reopen it and return
+        True. One ``fstat``; a log whose path is gone (a checkpoint being deleted) is left open
+        as it is.
 
         A redaction keeps every event's seq and hash, so the new file must still hold the last
         event this ledger saw; one that does not (an older copy renamed over the log) is a
@@ -534,21 +598,22 @@ class Ledger:
         if (named.st_ino, named.st_dev) == (mine.st_ino, mine.st_dev):
             return False
         log.info("%s was replaced (a redaction); reading the new file", self.path)
-        seen = Anchor(f"this process's last look at {self.path.name}", self._head.hash, self._head.seq, self._ckpt)
+        head = self.state.head
+        seen = Anchor(f"this process's last look at {self.path.name}", head.hash, head.seq, self.state.ckpt)
         self._reopen()
         problem = self.anchor_problem(seen) if seen.seq else None
         if problem:
-            raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(seen.seq or 0, self._head.seq + 1))
+            raise RollbackDetected(f"{problem}; {ACT_ON_ROLLBACK}", seq=min(seen.seq or 0, self.state.head.seq + 1))
         return True
 
     def _seek(self, seq: int) -> tuple[int, int]:
         """(byte offset, first seq) of the last known member whose first seq is <= ``seq``."""
-        if self._last_member[1] <= seq:
-            return self._last_member
-        if not self._index:
+        if self.state.last_member[1] <= seq:
+            return self.state.last_member
+        if not self.state.index:
             return 0, 1
-        i = bisect.bisect_right([rec[1] for rec in self._index], seq) - 1
-        return self._index[i] if i >= 0 else (0, 1)
+        i = bisect.bisect_right([rec[1] for rec in self.state.index], seq) - 1
+        return self.state.index[i] if i >= 0 else (0, 1)
 
 
 _LIVE: weakref.WeakSet[Ledger] = weakref.WeakSet()  # every ledger not yet collected, for the fork hook
@@ -599,8 +664,8 @@ class Batch:
 
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
-        head = ledger._head
-        self._start = Head(head.end, head.seq, head.hash)  # the batch advances ledger._head in place
+        head = ledger.state.head
+        self._start = Head(head.end, head.seq, head.hash)  # the batch advances ledger.state.head in place
         self._lines: list[bytes] = []
         self._events: list[Event] = []
         self._committed = False
@@ -610,7 +675,7 @@ class Batch:
         return self._add(*_prepare(node_id, type, body, current_node))
 
     def _add(self, node_id: str, type: str, canonical_body: dict[str, Any]) -> Event:
-        head = self._ledger._head
+        head = self._ledger.state.head
         event, line = self._ledger._sign(head.seq + 1, head.hash, node_id, type, canonical_body)
         self._lines.append(line)
         self._events.append(event)
@@ -631,6 +696,64 @@ class Batch:
 
     def _rollback(self) -> None:
         ledger = self._ledger
-        ledger._head = self._start
+        ledger.state.head = self._start
         if self._start.seq == 0:
-            ledger._ckpt = None
+            ledger.state.ckpt = None
+
+
+class LogReplacement:
+    """A new log a tool writes beside the log, renamed over it by :meth:`commit` (see
+    :meth:`Ledger.replace_log`). Its members go in whole with :meth:`member` (bytes as they are,
+    or rebuilt) and :meth:`append` (a new event after the last one written); both keep its side
+    index."""
+
+    def __init__(self, ledger: Ledger, path: Path, out: BinaryIO) -> None:
+        self._ledger = ledger
+        self.path = path  # its temporary name, beside the log
+        self.out = out  # the new file, open for writing
+        self.index: list[tuple[int, int]] = []  # its side index, as members go in
+        self.last: Event | None = None  # the last event written
+        self.replaced = False  # the rename happened: the log is this file now
+
+    @property
+    def size(self) -> int:
+        """Bytes written so far."""
+        return self.out.tell()
+
+    def member(self, data: bytes, events: list[Event]) -> None:
+        """Write one whole gzip member, ``data``, holding ``events`` (in order, after the last)."""
+        if events:
+            offset = self.out.tell()
+            if index_due(self.index, offset):
+                self.index.append((offset, events[0].seq))
+            self.last = events[-1]
+        self.out.write(data)
+
+    def append(self, node_id: str, type: str, body: Any) -> Event:
+        """Validate and guard one event (as :meth:`Ledger.append`), sign it after the last event
+        written, and write it as a member of its own; return it."""
+        prepared = _prepare(node_id, type, body, None)
+        last = self.last
+        event, line = self._ledger._sign(last.seq + 1 if last else 1, last.hash if last else "", *prepared)
+        self.member(compress_member(line, single_event=True), [event])
+        return event
+
+    def commit(self) -> None:
+        """Make this file the log: synced, renamed over the log, the directory synced, its side
+        index written (a failure only warns: a stale index is found out and rebuilt), the head
+        file anchored at its last event. When it raises, ``replaced`` says whether the rename
+        happened (before it, the log is as it was)."""
+        last = self.last
+        if last is None:
+            raise RuntimeError("a replacement log holds no event")
+        ledger = self._ledger
+        self.out.flush()
+        os.fsync(self.out.fileno())
+        os.replace(self.path, ledger.path)
+        self.replaced = True
+        fsync_dir(ledger.path.parent)
+        try:
+            ledger.file.write_index(self.index)
+        except OSError as exc:  # derived: a stale index is found out and rebuilt by the next open
+            log.warning("could not rewrite %s after the redaction (%s)", ledger.file.idx_path, exc)
+        ledger.head_file.write(last.ckpt, last.seq, last.hash, both=True)

@@ -400,6 +400,12 @@ def no_flock_reason(exc: OSError) -> str:
     )
 
 
+def index_due(records: list[tuple[int, int]], offset: int) -> bool:
+    """Whether the member at ``offset`` gets a side index record after ``records``: the first
+    member does, and then one every :data:`IDX_STRIDE` bytes or more."""
+    return not records or offset - records[-1][0] >= IDX_STRIDE
+
+
 def index_shape_problem(records: list[tuple[int, int]], size: int) -> str | None:
     """What is wrong with the index as a whole, before any record is followed: the first
     record must be (0, 1), offsets and seqs strictly increase, every offset is inside the log."""

@@ -19,7 +19,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, get_args
 
 import msgspec
 from pydantic import (
@@ -35,9 +35,8 @@ from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
 from ledger.safe_io import UnsafeFile, read_file
-from ledger.vocabulary import Finding, ReportRole, is_sha256
+from ledger.vocabulary import Finding, NodeLabel, ReportRole, is_sha256
 
-Label = Literal["draft", "improve", "debug", "ablation", "validation", "other"]
 ArtifactRole = ReportRole  # one list of roles, defined with the events
 ARTIFACT_ROLES: tuple[str, ...] = get_args(ArtifactRole)
 
@@ -139,7 +138,7 @@ class NodeReport(_Model):
     node_id: str = Field(min_length=1)
     parent_id: str | None = None
     ancestor_ids: list[str] = Field(default_factory=list)
-    label: Label
+    label: NodeLabel
     depth: int = Field(ge=0)
     status: str
     files_changed: FilesChanged

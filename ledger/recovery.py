@@ -7,8 +7,9 @@ appending (in flight: the next look reads it) and from damage (refused, never mo
 Holding the lock, it recovers a torn tail: moved aside to a named ``.torn-*`` file, never
 dropped. Reads and ``verify`` walk the log with the same checks.
 
-The scan works on the pieces of an open log named by :class:`OpenLog` (a ``Ledger`` is one),
-not on the ``Ledger`` class, so the class that calls it is not imported here.
+The scan works on the public members of an open log named by :class:`OpenLog` (a ``Ledger`` is
+one) and folds what it reads into its :class:`~ledger.state.LogState`, not on the ``Ledger``
+class, so the class that calls it is not imported here.
 """
 
 from __future__ import annotations
@@ -25,16 +26,17 @@ from .chain import ChainError, check_link, decode_line, decode_lines
 from .errors import ACT_ON_ROLLBACK, LogCorrupted, RollbackDetected
 from .events import Event, EventsRedacted, upcast, upcast_all
 from .log import (
-    IDX_STRIDE,
     LOG_NAME,
     BadMember,
     LogFile,
     Member,
+    index_due,
     index_shape_problem,
     scan_members,
     valid_member_after,
 )
 from .safe_io import GZIP_MAGIC
+from .state import Head, LogState
 
 log = logging.getLogger("ledger")
 
@@ -59,57 +61,51 @@ class RecoveryReport:
         )
 
 
-@dataclass(slots=True)
-class Head:
-    """What the writer knows of the log's end (a batch advances seq and hash as it queues)."""
-
-    end: int = 0
-    seq: int = 0
-    hash: str = ""
-
-
 class OpenLog(Protocol):
-    """What the scan reads and moves of an open log: its files, its head, the side index as
-    far as it has read it, and what it found (``torn_tail``, ``recovered``)."""
+    """What the scan reads and moves of an open log (a ``Ledger``'s public members): its files,
+    its state (the head, the side index as far as it has read it), and what it found
+    (``torn_tail``, ``recovered``, ``redacted_at``)."""
 
     path: Path
     readonly_reason: str | None
     recovered: list[RecoveryReport]
     torn_tail: BadMember | None
-    _file: LogFile
-    _head_file: HeadFile
-    _head: Head
-    _ckpt: str | None
-    _index: list[tuple[int, int]]
-    _index_dirty: bool
-    _last_member: tuple[int, int]
     redacted_at: int  # seq of the newest events_redacted event read (0: none)
+    state: LogState
 
-    def _acknowledged(self) -> int:
+    @property
+    def file(self) -> LogFile: ...
+
+    @property
+    def head_file(self) -> HeadFile: ...
+
+    def acknowledged(self) -> int:
         """The newest seq the head file says was acknowledged (0 when unknown or another log's)."""
         ...
 
 
 def sync(ledger: OpenLog, *, recover: bool, accept: bool = False) -> None:
     """Bring the head up to the end of the file; recover a torn tail when holding the lock."""
-    if ledger._head.end == 0:
+    if ledger.state.head.end == 0:
         _load_start(ledger, persist=recover)
     else:
-        size = ledger._file.size()
-        if size == ledger._head.end:
+        size = ledger.file.size()
+        if size == ledger.state.head.end:
             return  # nobody appended since we last looked
-        if size < ledger._head.end:
+        if size < ledger.state.head.end:
             raise RollbackDetected(
-                f"{LOG_NAME} shrank from {ledger._head.end} to {size} bytes while open (last seq seen "
-                f"{ledger._head.seq}): acknowledged events were removed; {ACT_ON_ROLLBACK}",
-                seq=ledger._head.seq,
+                f"{LOG_NAME} shrank from {ledger.state.head.end} to {size} bytes while open (last seq seen "
+                f"{ledger.state.head.seq}): acknowledged events were removed; {ACT_ON_ROLLBACK}",
+                seq=ledger.state.head.seq,
             )
-    f = ledger._file.tail_reader()  # sync runs under the ledger's thread lock
+    f = ledger.file.tail_reader()  # sync runs under the ledger's thread lock
     try:
-        for member, events in walk(ledger, f, ledger._head.end, seq=ledger._head.seq + 1, prev=ledger._head.hash):
+        for member, events in walk(
+            ledger, f, ledger.state.head.end, seq=ledger.state.head.seq + 1, prev=ledger.state.head.hash
+        ):
             advance(ledger, member.offset, member.end, events, persist=recover)
     except BadMember as bad:
-        why = why_not_torn(ledger, f, bad, ledger._head.seq, locked=recover)
+        why = why_not_torn(ledger, f, bad, ledger.state.head.seq, locked=recover)
         if why == IN_FLIGHT:
             return  # a writer is finishing that member: the next refresh reads it
         not_a_log = refused_as_not_a_log(ledger, f, bad)
@@ -133,16 +129,16 @@ def sync(ledger: OpenLog, *, recover: bool, accept: bool = False) -> None:
 
 def _load_start(ledger: OpenLog, *, persist: bool) -> None:
     """First sync: read the checkpoint id and start the head at the last indexed member."""
-    size = ledger._file.size()
-    with ledger._file.reader() as f:
+    size = ledger.file.size()
+    with ledger.file.reader() as f:
         try:
             first = next(walk(ledger, f, 0, seq=1, prev=""), None)
         except BadMember:
             first = None  # a torn first member: the scan from 0 recovers it
         if first is None or not first[1]:
             return
-        ledger._ckpt = first[1][0].ckpt
-        index = ledger._file.read_index()
+        ledger.state.ckpt = first[1][0].ckpt
+        index = ledger.file.read_index()
         problem = index_shape_problem(index, size)
         if not problem and len(index) > 1:
             offset, first_seq = index[-1]
@@ -152,19 +148,17 @@ def _load_start(ledger: OpenLog, *, persist: bool) -> None:
                 found = None
             if found is not None and found[1] and found[1][0].seq == first_seq:
                 member, events = found
-                ledger._index = index
-                ledger._head = Head(member.end, events[-1].seq, events[-1].hash)
-                ledger._last_member = (offset, first_seq)
+                ledger.state.index = index
+                ledger.state.head = Head(member.end, events[-1].seq, events[-1].hash)
+                ledger.state.last_member = (offset, first_seq)
                 return
             problem = f"its last record ({offset}, seq {first_seq}) is not the start of a member with that seq"
         if problem:
-            _warn(
-                ledger, "side index %s is wrong (%s); rebuilding it from the log", ledger._file.idx_path.name, problem
-            )
-        ledger._index = [(0, 1)]
+            _warn(ledger, "side index %s is wrong (%s); rebuilding it from the log", ledger.file.idx_path.name, problem)
+        ledger.state.index = [(0, 1)]
         if persist and (problem or len(index) != 1):
             persist_index(ledger)
-        ledger._head = Head(first[0].end, first[1][-1].seq, first[1][-1].hash)
+        ledger.state.head = Head(first[0].end, first[1][-1].seq, first[1][-1].hash)
 
 
 def walk(
@@ -176,7 +170,7 @@ def walk(
     says (a scan starting mid-log). Raises LogCorrupted for damage inside a complete
     member, and lets BadMember through for the caller to classify.
     """
-    ckpt = ledger._ckpt
+    ckpt = ledger.state.ckpt
     for member in scan_members(f, start):
         events = decode_lines(member.data, seq, prev, ckpt)
         events = _check_line_by_line(member, seq, prev, ckpt) if events is None else upcast_all(events)
@@ -190,15 +184,15 @@ def advance(ledger: OpenLog, offset: int, end: int, events: list[Event], *, pers
     """Move the head past the member at ``offset``..``end`` holding ``events``."""
     if not events:
         return
-    if ledger._ckpt is None:
-        ledger._ckpt = events[0].ckpt
+    if ledger.state.ckpt is None:
+        ledger.state.ckpt = events[0].ckpt
     first_seq = events[0].seq
-    if not ledger._index or offset - ledger._index[-1][0] >= IDX_STRIDE:
-        ledger._index.append((offset, first_seq))
+    if index_due(ledger.state.index, offset):
+        ledger.state.index.append((offset, first_seq))
         if persist:
             persist_index(ledger, offset, first_seq)
-    ledger._head = Head(end, events[-1].seq, events[-1].hash)
-    ledger._last_member = (offset, first_seq)
+    ledger.state.head = Head(end, events[-1].seq, events[-1].hash)
+    ledger.state.last_member = (offset, first_seq)
     redactions = [e.seq for e in events if e.type == EventsRedacted.type_name]
     if redactions:
         ledger.redacted_at = redactions[-1]
@@ -217,12 +211,12 @@ def persist_index(ledger: OpenLog, *record: int) -> None:
     failure (disk full) costs a slower open later, never the append that caused it."""
     try:
         if record:
-            ledger._file.add_index(*record)
+            ledger.file.add_index(*record)
         else:
-            ledger._file.write_index(ledger._index)
+            ledger.file.write_index(ledger.state.index)
     except OSError as exc:
         log.warning(
-            "could not write the side index %s (%s); it is rebuilt when found wrong", ledger._file.idx_path.name, exc
+            "could not write the side index %s (%s); it is rebuilt when found wrong", ledger.file.idx_path.name, exc
         )
 
 
@@ -232,21 +226,21 @@ def distrust_index(ledger: OpenLog, offset: int, first_seq: int, exc: Exception)
     _warn(
         ledger,
         "side index %s: (%d, seq %d) is not the start of a member with that seq (%s); rebuilding it from the log",
-        ledger._file.idx_path.name,
+        ledger.file.idx_path.name,
         offset,
         first_seq,
         exc,
     )
-    ledger._index, ledger._last_member = [], (0, 1)
-    with ledger._file.reader() as f:
+    ledger.state.index, ledger.state.last_member = [], (0, 1)
+    with ledger.file.reader() as f:
         for member, events in walk(ledger, f, 0, seq=1, prev=""):
-            if events and (not ledger._index or member.offset - ledger._index[-1][0] >= IDX_STRIDE):
-                ledger._index.append((member.offset, events[0].seq))
+            if events and index_due(ledger.state.index, member.offset):
+                ledger.state.index.append((member.offset, events[0].seq))
             if events:
-                ledger._last_member = (member.offset, events[0].seq)
-            if member.end >= ledger._head.end:
+                ledger.state.last_member = (member.offset, events[0].seq)
+            if member.end >= ledger.state.head.end:
                 break
-    ledger._index_dirty = ledger.readonly_reason is None
+    ledger.state.index_dirty = ledger.readonly_reason is None
 
 
 def why_not_torn(ledger: OpenLog, f: BinaryIO, bad: BadMember, last_good_seq: int, *, locked: bool) -> str | None:
@@ -263,13 +257,13 @@ def why_not_torn(ledger: OpenLog, f: BinaryIO, bad: BadMember, last_good_seq: in
     not_a_log = refused_as_not_a_log(ledger, f, bad)
     if not_a_log is not None:
         return not_a_log
-    acknowledged = ledger._acknowledged()
+    acknowledged = ledger.acknowledged()
     if acknowledged > last_good_seq:
         # The head is written after the member is complete: without the lock, a member we
         # read half-written may have been finished (and acknowledged) since.
         if not locked and _complete_now(ledger, bad.offset):
             return IN_FLIGHT
-        return f"{ledger._head_file.source} records seq {acknowledged} as acknowledged, so these bytes held acknowledged events: damaged, not torn"
+        return f"{ledger.head_file.source} records seq {acknowledged} as acknowledged, so these bytes held acknowledged events: damaged, not torn"
     if not locked and _in_flight(ledger, bad.offset):
         return IN_FLIGHT
     if not bad.incomplete and valid_member_after(f, bad.offset) is not None:
@@ -299,12 +293,12 @@ def refused_as_not_a_log(ledger: OpenLog, f: BinaryIO, bad: BadMember) -> str | 
 def _in_flight(ledger: OpenLog, offset: int) -> bool:
     """An unfinished member met without the lock is being appended (a writer holds the
     lock), or was finished before the shared lock was had; otherwise it is torn."""
-    with ledger._file.quiet() as quiet:
+    with ledger.file.quiet() as quiet:
         return quiet is False or (quiet is True and _complete_now(ledger, offset))
 
 
 def _complete_now(ledger: OpenLog, offset: int) -> bool:
-    with ledger._file.reader() as f:
+    with ledger.file.reader() as f:
         try:
             return next(scan_members(f, offset), None) is not None
         except BadMember:
@@ -319,7 +313,7 @@ def damage(ledger: OpenLog, bad: BadMember, why: str) -> LogCorrupted:
 def _seq_at(ledger: OpenLog, offset: int) -> int:
     """The seq of the first event at or after ``offset`` (for error messages)."""
     seq = 1
-    with ledger._file.reader() as f:
+    with ledger.file.reader() as f:
         try:
             for member, events in walk(ledger, f, 0):
                 if member.offset >= offset:
@@ -333,10 +327,10 @@ def _seq_at(ledger: OpenLog, offset: int) -> int:
 def _recover(ledger: OpenLog, bad: BadMember) -> None:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     saved = ledger.path.with_name(f"{ledger.path.name}.torn-{stamp}")
-    size = ledger._file.cut(bad.offset, saved)
-    ledger._index = [rec for rec in ledger._index if rec[0] < bad.offset]
+    size = ledger.file.cut(bad.offset, saved)
+    ledger.state.index = [rec for rec in ledger.state.index if rec[0] < bad.offset]
     persist_index(ledger)
-    report = RecoveryReport(bad.offset, size, saved, ledger._head.seq, bad.reason)
+    report = RecoveryReport(bad.offset, size, saved, ledger.state.head.seq, bad.reason)
     ledger.recovered.append(report)
     log.warning("%s", report)
 

@@ -12,7 +12,8 @@ The log is rewritten under its lock, in one checked pass, into a temporary file 
 holding no chosen event copied byte for byte, the others rebuilt, then the redaction event), synced,
 and renamed over the log: a SIGKILL at any point leaves either the old log (and a temporary file
 the next writable open removes) or the new one. Processes holding the log open notice the rename
-at their next lock or refresh (``Ledger._follow_replacement``) and continue on the new file; a
+at their next lock or refresh and continue on the new file (replacing the log is the ledger's own
+operation, :meth:`Ledger.replace_log`: this module only writes the new file's members); a
 writer waiting for the old file's lock appends to the new one. The side index is rewritten and
 the head file anchored at the redaction event.
 
@@ -54,10 +55,8 @@ chosen event's id, a removed text or a match.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import logging
-import os
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Set
@@ -68,16 +67,15 @@ from typing import Any, BinaryIO
 
 import msgspec
 
-from . import layout, safe_io
+from . import layout
 from .chain import body_digest, canonical, decode_line, stub_line, unhashed_bytes
 from .errors import InvalidInput, LedgerError
-from .events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast, validate_body
-from .layout import REDACT_TMP_SUFFIX
-from .ledger import Ledger
-from .log import IDX_STRIDE, compress_member, fsync_dir
+from .events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast
+from .ledger import Ledger, LogReplacement
+from .log import compress_member, fsync_dir
 from .output import replace_file
 from .recovery import walk
-from .safe_io import SET_ASIDE_MODE, SIDE_FILE_LIMIT, kept_mode, read_file
+from .safe_io import SET_ASIDE_MODE, SIDE_FILE_LIMIT, read_file
 from .typed import TYPED_KEYS
 
 log = logging.getLogger("ledger")
@@ -328,14 +326,16 @@ def redact(
     if dry_run:  # a read-only open: a dry run moves and writes nothing, an old layout included
         with layout.moves_suspended(), Ledger.open_readonly(checkpoint_dir) as ledger:
             return RedactionReport(
-                [e for e in ledger.events() if selector.matches(e)], selector.describe(), bytes_before=ledger._head.end
+                [e for e in ledger.events() if selector.matches(e)],
+                selector.describe(),
+                bytes_before=ledger.state.head.end,
             )
     resumed = None if keep_intent else pending(checkpoint_dir)
     if resumed is not None:
         resumed.scrubbed = [f"{n} (deleted)" for n in scrub_aside(layout.log_path(Path(checkpoint_dir)), resumed.rule)]
         finish(checkpoint_dir, resumed.seq)
-    with Ledger.open(checkpoint_dir, create=False) as ledger, ledger._locked():
-        report = RedactionReport([], selector.describe(), bytes_before=ledger._head.end, resumed=resumed)
+    with Ledger.open(checkpoint_dir, create=False) as ledger, ledger.locked():
+        report = RedactionReport([], selector.describe(), bytes_before=ledger.state.head.end, resumed=resumed)
         held: set[int] = set()
         report.event, report.bytes_after, report.rule, report.backup = _rewrite(
             ledger, selector, reason, by, report.chosen, held
@@ -396,7 +396,7 @@ def pending(checkpoint_dir: str | Path) -> Pending | None:
     path = intent_path(checkpoint_dir)
     if not path.exists() and not path.is_symlink():
         return None
-    with Ledger.open(checkpoint_dir, create=False) as ledger, ledger._locked():
+    with Ledger.open(checkpoint_dir, create=False) as ledger, ledger.locked():
         try:
             raw = read_file(path, SIDE_FILE_LIMIT)
         except FileNotFoundError:
@@ -409,7 +409,7 @@ def pending(checkpoint_dir: str | Path) -> Pending | None:
                 f"the log may still hold what it removed: remove {path.name}, then run `ari-ledger redact` again "
                 "with the same selector"
             ) from None
-        event = ledger.event_at(intent.seq) if intent.seq <= ledger._head.seq else None
+        event = ledger.event_at(intent.seq) if intent.seq <= ledger.last_seq else None
         if event is None or event.hash != intent.hash or event.type != EventsRedacted.type_name:
             path.unlink(missing_ok=True)  # the rename never happened: nothing to finish
             fsync_dir(path.parent)
@@ -475,69 +475,49 @@ def _rewrite(
     ledger: Ledger, selector: Selector, reason: str, by: str, chosen: list[Event], held: set[int]
 ) -> tuple[Event | None, int, Scrub, tuple[str, ...]]:
     """Under the lock, in one pass over the log: write the redacted log beside the old one
-    (``chosen`` and ``held`` filled as it goes), record the intent, and rename the new log over
-    the old; (None, 0, …) when nothing matched."""
-    path = ledger.path
-    tmp = path.with_name(path.name + REDACT_TMP_SUFFIX)
-    tmp.unlink(missing_ok=True)  # a leftover, or a planted link: the name itself goes, never its target
-    fd = safe_io.create_new(tmp, kept_mode(path) or 0o644)  # exclusive, no link followed; the log's mode kept
-    fcntl.flock(fd, fcntl.LOCK_EX)  # whoever opens the new log once it is renamed waits for the index and head
-    try:
-        with ledger._file.reader() as f, open(fd, "wb", closefd=False) as out:
-            records: list[dict[str, Any]] = []
-            index = _write_redacted(ledger, f, out, selector, chosen, records, held)
-            if not chosen:
-                tmp.unlink()
-                return None, 0, Scrub(), ()
-            event = _append_redaction(ledger, out, index, records, reason, by, selector.describe())
-            size = out.tell()
-        os.fsync(fd)
+    (``chosen`` and ``held`` filled as it goes), record the intent, and have the ledger replace
+    the old log by it (:meth:`Ledger.replace_log`); (None, 0, …) when nothing matched."""
+    with ledger.replace_log() as new:
+        records: list[dict[str, Any]] = []
+        with ledger.file.reader() as f:
+            _write_redacted(ledger, f, new, selector, chosen, records, held)
+        if not chosen:
+            return None, 0, Scrub(), ()  # no commit: the new file is removed
+        body = {"reason": reason, "by": by, "selector": selector.describe(), "redacted": records}
+        event = new.append(CHECKPOINT_NODE, EventsRedacted.type_name, body)  # the new log's last member
+        size = new.size
         rule = Scrub.of(chosen, selector, removed_texts(chosen, held))
         backup = _backup_keys(chosen)
         intent = _write_intent(ledger, event, selector, rule, backup)  # durable before the rename
         try:
-            os.replace(tmp, path)
+            new.commit()
         except BaseException:
-            intent.unlink(missing_ok=True)
+            if not new.replaced:
+                intent.unlink(missing_ok=True)
             raise
-        fsync_dir(path.parent)
-        try:
-            ledger._file.write_index(index)
-        except OSError as exc:  # derived: a stale index is found out and rebuilt by the next open
-            log.warning("could not rewrite %s after the redaction (%s)", ledger._file.idx_path, exc)
-        ledger._head_file.write(event.ckpt, event.seq, event.hash, both=True)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    finally:
-        os.close(fd)  # releases the new file's lock
     return event, size, rule, backup
 
 
 def _write_redacted(
     ledger: Ledger,
     f: BinaryIO,
-    out: BinaryIO,
+    new: LogReplacement,
     selector: Selector,
     chosen: list[Event],
     records: list[dict[str, Any]],
     held: set[int],
-) -> list[tuple[int, int]]:
-    """Every member of the log into ``out``: byte for byte, or rebuilt with the chosen events'
-    stubs (``chosen`` and their ``records`` filled as it goes, and ``held`` with the hashes of
-    what the events it keeps say: rule 3); returns the new side index."""
-    index: list[tuple[int, int]] = []
+) -> None:
+    """Every member of the log into the ``new`` one: byte for byte, or rebuilt with the chosen
+    events' stubs (``chosen`` and their ``records`` filled as it goes, and ``held`` with the hashes
+    of what the events it keeps say: rule 3)."""
     for member, events in walk(ledger, f, 0, seq=1, prev=""):
-        offset = out.tell()
-        if events and (not index or offset - index[-1][0] >= IDX_STRIDE):
-            index.append((offset, events[0].seq))
         mine = [selector.matches(e) for e in events]
         for event, redacted in zip(events, mine, strict=True):
             if not redacted:
                 held.add(hash(event.node))
                 _held_into(event.body, held)
         if not any(mine):
-            out.write(_raw(f, member.offset, member.end))  # untouched members stay byte for byte
+            new.member(_raw(f, member.offset, member.end), events)  # untouched members stay byte for byte
             continue
         lines = []
         for event, line, redacted in zip(events, member.data.split(b"\n")[:-1], mine, strict=True):
@@ -548,30 +528,7 @@ def _write_redacted(
                 records.append(_record(event, line, stub))
                 line = stub
             lines.append(line)
-        out.write(compress_member(b"".join(lines), single_event=len(lines) == 1))
-    return index
-
-
-def _append_redaction(
-    ledger: Ledger,
-    out: BinaryIO,
-    index: list[tuple[int, int]],
-    redacted: list[dict[str, Any]],
-    reason: str,
-    by: str,
-    selector: str,
-) -> Event:
-    """The events_redacted event, signed after the log's last event, as the new log's last member."""
-    body = validate_body(
-        EventsRedacted.type_name, {"reason": reason, "by": by, "selector": selector, "redacted": redacted}
-    )
-    event, line = ledger._sign(ledger._head.seq + 1, ledger._head.hash, CHECKPOINT_NODE, EventsRedacted.type_name, body)
-    offset = out.tell()
-    if not index or offset - index[-1][0] >= IDX_STRIDE:
-        index.append((offset, event.seq))
-    out.write(compress_member(line, single_event=True))
-    out.flush()
-    return event
+        new.member(compress_member(b"".join(lines), single_event=len(lines) == 1), events)
 
 
 def _record(event: Event, line: bytes, stub: bytes) -> dict[str, Any]:

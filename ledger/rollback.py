@@ -17,8 +17,8 @@ from .errors import LedgerNotFound, act_on_missing_log
 from .events import utc_now
 from .ledger import Ledger
 from .log import LOG_NAME, LogFile, fsync_dir
-from .recovery import Head
 from .safe_io import open_file, restrict
+from .state import Head
 
 ROLLBACKS_SUFFIX = ".rollbacks"  # what people accepted with `verify --accept-rollback`, one JSON line each
 
@@ -51,7 +51,7 @@ def accept_rollback(checkpoint_dir: str | Path, anchored_files: Iterable[tuple[P
         return accepted
     ledger = Ledger(directory, LogFile(path))
     try:
-        with ledger._locked(accept=True):
+        with ledger.locked(accept=True):
             accepted = [str(r) for r in ledger.recovered]
             problem = ledger.head_problem()
             if problem:
@@ -61,13 +61,13 @@ def accept_rollback(checkpoint_dir: str | Path, anchored_files: Iterable[tuple[P
                 if problem:
                     accepted.append(f"{problem}; {file.name} moved to {_set_aside(file).name}")
             if accepted:
-                if ledger._ckpt is None:  # nothing left to anchor
-                    ledger._head_file.close()
+                if ledger.ckpt is None:  # nothing left to anchor
+                    ledger.head_file.close()
                     if head.path.exists():
                         accepted.append(f"{head.source} moved to {_set_aside(head.path).name}")
                 else:
-                    ledger._head_file.write(ledger._ckpt, ledger._head.seq, ledger._head.hash, both=True, durable=True)
-                _record_rollback(path, accepted, ledger._head if ledger._ckpt else None)
+                    ledger.head_file.write(ledger.ckpt, ledger.last_seq, ledger.last_hash, both=True, durable=True)
+                _record_rollback(path, accepted, ledger.state.head if ledger.ckpt else None)
     finally:
         ledger.close()
     return accepted

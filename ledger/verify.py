@@ -16,6 +16,7 @@ from .chain import canonical
 from .errors import LogCorrupted
 from .events import Event, EventsRedacted, is_stub_body
 from .log import BadMember, IndexCheck, index_shape_problem
+from .progress import Progress
 from .recovery import IN_FLIGHT, OpenLog, walk, why_not_torn
 
 
@@ -50,34 +51,35 @@ class VerifyReport:
         return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
 
 
-def verify(ledger: OpenLog, anchors: Iterable[Anchor] = ()) -> VerifyReport:
+def verify(ledger: OpenLog, anchors: Iterable[Anchor] = (), progress: Progress | None = None) -> VerifyReport:
     """Check the whole log from byte 0 (gzip members, lines, hashes, links, ckpt), the side
     index against the members, and that the head file's anchor and ``anchors`` are events
-    of this chain. Read-only: no lock, no recovery."""
+    of this chain. Read-only: no lock, no recovery. ``progress(events checked, events the
+    open found)`` after each member."""
     anchors = list(anchors)
     problems: list[str] = []
     try:
-        head = ledger._head_file.read()
+        head = ledger.head_file.read()
     except AnchorUnreadable as exc:
         head = None
         problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
     if head is not None:
         anchors.insert(0, head)
-    if head is not None and ledger._head_file.damaged_slot:
+    if head is not None and ledger.head_file.damaged_slot:
         problems.append(
-            f"{ledger._head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
+            f"{ledger.head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
         )
     want_seq = {a.seq for a in anchors if a.seq is not None}
     heads = [a.hash for a in anchors if a.seq is None]
     at_seq: dict[int, str] = {}
     found: dict[str, int] = {}
-    index = ledger._file.read_index()
-    size = ledger._file.size()
+    index = ledger.file.read_index()
+    size = ledger.file.size()
     shape = index_shape_problem(index, size)
     check = IndexCheck([] if shape else index)
     events, ckpt, end = 0, None, 0
     redactions = Redactions()
-    with ledger._file.reader() as f:
+    with ledger.file.reader() as f:
         try:
             for member, batch in walk(ledger, f, 0, seq=1, prev=""):
                 redactions.see(batch)
@@ -90,6 +92,8 @@ def verify(ledger: OpenLog, anchors: Iterable[Anchor] = ()) -> VerifyReport:
                     found.update((h, event.seq) for event in batch if event.hash.startswith(h))
                 events += len(batch)
                 end = member.end
+                if progress is not None:
+                    progress(events, max(events, ledger.state.head.seq))
         except LogCorrupted as exc:
             return VerifyReport(False, events, events, size, exc.seq, exc.offset, str(exc))
         except BadMember as bad:
@@ -104,7 +108,7 @@ def verify(ledger: OpenLog, anchors: Iterable[Anchor] = ()) -> VerifyReport:
     index_problem = shape or check.finish(end)
     if index_problem:
         problems.append(
-            f"side index {ledger._file.idx_path.name}: {index_problem} (derived data: reads that reach a wrong "
+            f"side index {ledger.file.idx_path.name}: {index_problem} (derived data: reads that reach a wrong "
             "record fall back to the log; delete the file and the next writable open rebuilds it)"
         )
     rollback = [p for a in anchors if a.seq is not None and (p := anchor_problem(a, ckpt, events, at_seq.get))]

@@ -25,6 +25,8 @@ REPRO_STATUSES = ("unverified", "rerun_passed", "rerun_failed", "paper_only_repr
 ReportRole = Literal["data_output", "log", "binary", "figure", "unknown"]  # node_report.json's roles
 REPORT_ROLES: tuple[str, ...] = get_args(ReportRole)
 ARTIFACT_ROLES = (*REPORT_ROLES, "source")  # plus the files a node added or modified
+NodeLabel = Literal["draft", "improve", "debug", "ablation", "validation", "other"]  # ARI's node labels
+NODE_LABELS: tuple[str, ...] = get_args(NodeLabel)
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 

@@ -35,6 +35,7 @@ except ModuleNotFoundError:  # mcp 1.x, ARI's environment: the same high-level s
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]  # 1.x only
 
 from ledger import InvalidInput, LedgerError, config, layout
+from ledger.errors import refusal
 from ledger.events import check_node_id
 from projections import settings
 from projections.api.backend import MemoryBackend, get_backend
@@ -127,11 +128,6 @@ def build_server(names: Iterable[str]) -> Any:
     return built
 
 
-def _refused(error: str) -> dict[str, Any]:
-    """A refusal in ARI's shape (nothing read or written)."""
-    return {"ok": False, "error": error}
-
-
 def _outside_lineage(field: str, ids: Iterable[str]) -> dict[str, Any] | None:
     """A per-node server's refusal of ids outside its node's recorded lineage (the ancestors and
     itself, as the checkpoint recorded them: only the node itself when it recorded nothing);
@@ -143,7 +139,7 @@ def _outside_lineage(field: str, ids: Iterable[str]) -> dict[str, Any] | None:
     outside = [i for i in dict.fromkeys(ids) if i not in lineage]
     if not outside:
         return None
-    return _refused(
+    return refusal(
         f"{field}: {', '.join(map(repr, outside))} not in the recorded lineage of node {node!r} "
         f"({', '.join(lineage)}); this server was spawned for that node and reads only its lineage"
     )
@@ -160,7 +156,7 @@ def _outside_roots(field: str, path: str) -> dict[str, Any] | None:
         inside = False
     if inside:
         return None
-    return _refused(f"{field}: {path} is outside the checkpoint's experiments roots ({', '.join(map(str, roots))})")
+    return refusal(f"{field}: {path} is outside the checkpoint's experiments roots ({', '.join(map(str, roots))})")
 
 
 @tool
@@ -174,9 +170,9 @@ def _set_current_node(node_id: str) -> dict[str, Any]:
     try:
         check_node_id(node_id)
     except InvalidInput as exc:
-        return _refused(str(exc))
+        return refusal(str(exc))
     if Spawn.node is not None and node_id != Spawn.node:
-        return _refused(
+        return refusal(
             f"node_id: this server was spawned for node {Spawn.node!r} (ARI_CURRENT_NODE_ID); "
             f"its guard does not move to {node_id!r}"
         )

@@ -51,8 +51,7 @@ class Nodes:
         try:
             event = self.session.append(node_id, "node_started", body, current_node)
         except CopyOnWriteViolation as exc:
-            self.session.refused("start_node", exc, current_node)
-            return {"ok": False, "error": exc.message}
+            return self.session.refused("start_node", exc, current_node)
         self.session.access.record("start", "start_node", node=current_node, entry_id=event.id, seq=event.seq)
         return {"ok": True, "id": event.id, "seq": event.seq}
 
@@ -61,8 +60,7 @@ class Nodes:
         try:
             event = self.session.append(node_id, "memory_added", body, current_node)
         except CopyOnWriteViolation as exc:
-            self.session.refused(tool, exc, current_node)
-            return {"ok": False, "error": exc.message}
+            return self.session.refused(tool, exc, current_node)
         stored = event.body
         result: AddResult = {"ok": True, "id": event.id, "seq": event.seq}
         extra = {"findings": stored["findings"]} if stored.get("findings") else {}
@@ -116,7 +114,7 @@ class Nodes:
                 event = self.session.append(node_id, "node_cleared", {}, current_node)
             except CopyOnWriteViolation as exc:
                 self.session.refused("clear_node_memory", exc, current_node)
-                return {"removed": 0, "error": exc.message}
+                return {"removed": 0, "error": exc.message}  # ARI's refusal of a clear
         self.session.access.record(
             "clear", "clear_node_memory", node=current_node, entry_id=event.id, seq=event.seq, removed=visible
         )

@@ -164,12 +164,8 @@ class Research:
                     done = _already(catalog, node_id, consolidation.report_hash)
                     events = [] if done else self._consolidated(batch, catalog, node_id, consolidation, current_node)
             except CopyOnWriteViolation as exc:
-                self.session.refused("consolidate_node_memory", exc, current_node)
-                return {
-                    "ok": False,
-                    "error": exc.message,
-                    "written": [{"kind": s.kind, "ok": False, "id": None} for s in consolidation.specs],
-                }
+                none = [{"kind": s.kind, "ok": False, "id": None} for s in consolidation.specs]
+                return self.session.refused("consolidate_node_memory", exc, current_node, written=none)
         if done:
             return {"ok": True, "written": [], "already": done}
         for event in events:

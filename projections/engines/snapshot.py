@@ -51,6 +51,7 @@ import msgspec
 import numpy as np
 
 from ledger.layout import SNAPSHOT_NAME
+from ledger.processes import pid_alive
 from ledger.safe_io import UnsafeFile, kept_mode, open_file
 from projections.models.catalog import Catalog, CatalogTables
 from projections.models.frozen import NEVER, REACT, DamagedCache, Rows, effective_cleared
@@ -588,23 +589,13 @@ def remove_stale_temps(path: Path) -> list[Path]:
     for tmp in path.parent.glob(f"{path.name}.*.tmp"):
         pid = tmp.name[len(path.name) + 1 : -len(".tmp")].split(".")[0]  # <name>.<pid>[.<random>].tmp
         try:
-            alive = pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid))
+            alive = pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid))
             if not alive or time.time() - tmp.stat().st_mtime > STALE_TEMP_SECONDS:
                 tmp.unlink()
                 removed.append(tmp)
         except OSError:
             continue
     return removed
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 __all__ = [

@@ -157,14 +157,14 @@ def test_a_member_a_writer_finishes_while_a_reader_reads_it_is_not_damage(ckpt: 
             third = list(scan_members(f))[-1]
     full, head = (store_dir(ckpt) / LOG_NAME).read_bytes(), (store_dir(ckpt) / (LOG_NAME + HEAD_SUFFIX)).read_bytes()
     (store_dir(ckpt) / LOG_NAME).write_bytes(full[: third.offset + 10])  # the writer is inside its write()
-    real = Ledger._acknowledged
+    real = Ledger.acknowledged
 
     def writer_finishes(self: Ledger) -> int:
         (store_dir(ckpt) / LOG_NAME).write_bytes(full)
         (store_dir(ckpt) / (LOG_NAME + HEAD_SUFFIX)).write_bytes(head)
         return real(self)
 
-    monkeypatch.setattr(Ledger, "_acknowledged", writer_finishes)
+    monkeypatch.setattr(Ledger, "acknowledged", writer_finishes)
     with Ledger.open_readonly(ckpt) as reader:
         assert reader.damage is None and reader.torn_tail is None and reader.last_seq == 2
         assert reader.refresh() == 3 and [e.body["text"] for e in reader.events()] == ["entry 0", "entry 1", "entry 2"]

@@ -232,7 +232,7 @@ def test_reads_seek_with_the_side_index(ledger: Ledger) -> None:
         with ledger.batch() as batch:
             for i in range(50):
                 batch.append("root", "memory_added", {"text": f"{b}-{i}-{os.urandom(640).hex()}"})
-    assert len(ledger._file.read_index()) > 2
+    assert len(ledger.file.read_index()) > 2
     assert [ev.seq for ev in ledger.events(after=1990)] == list(range(1991, 2001))
     ledger.close()
     with Ledger.open(ledger.checkpoint_dir) as reopened:
@@ -245,7 +245,7 @@ def test_missing_or_wrong_side_index_is_rebuilt(ledger: Ledger) -> None:
     for i in range(5):
         ledger.append("root", "memory_added", {"text": f"t{i}"})
     ledger.close()
-    idx = ledger._file.idx_path
+    idx = ledger.file.idx_path
     idx.write_bytes(b"\x07" * 33)  # garbage
     with Ledger.open(ledger.checkpoint_dir) as reopened:
         assert reopened.last_seq == 5

@@ -241,7 +241,7 @@ def test_temporary_files_are_never_prepared_by_someone_else(ckpt: Path, victim: 
     replace_file(context, b"{}\n")
     write_output(context, lambda raw: raw.write(b"{}\n"))
     with Ledger.open(ckpt) as ledger:
-        ledger._file.write_index([(0, 1)])
+        ledger.file.write_index([(0, 1)])
     from projections.api.backend import MemoryBackend
 
     backend = MemoryBackend(ckpt)
