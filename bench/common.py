@@ -30,7 +30,11 @@ class Figure:
         return f"{verdict}  {self.name}: {self.value:,.2f} {self.unit}{base}  (target {self.target})"
 
 
+RESULTS: list[Figure] = []  # every figure report() printed in this process (``ari-ledger bench --json``)
+
+
 def report(figures: list[Figure]) -> int:
+    RESULTS.extend(figures)
     for fig in figures:
         print(fig.line(), flush=True)
     return 0 if all(f.ok for f in figures) else 1

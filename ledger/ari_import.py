@@ -46,6 +46,7 @@ import msgspec
 
 from .errors import InvalidInput
 from .events import CHECKPOINT_NODE, MAX_JSON_DEPTH, check_node_id, validate_body
+from .progress import Progress
 from .safe_io import INFLATE_ENV, TooLarge, UnsafeFile, inflate, max_inflated_bytes, read_file
 from .vocabulary import Finding
 
@@ -308,7 +309,7 @@ def ari_files_in(checkpoint: str | Path) -> list[Path]:
     return [path for _, _, path in sorted(migrated)] + current
 
 
-def read_ari_file(path: str | Path) -> AriFile:
+def read_ari_file(path: str | Path, progress: Progress | None = None) -> AriFile:
     """Read ``memory_backup.jsonl.gz`` (v0.6), ``memory_store.jsonl`` or ``memory.json`` (v0.5),
     also under ARI's ``.migrated-<ts>`` names; the format is told by the content.
 
@@ -317,6 +318,7 @@ def read_ari_file(path: str | Path) -> AriFile:
     before anything is written. The file is read only when it is a regular file (never through
     a link, a FIFO never blocks) of at most :func:`ledger.safe_io.max_inflated_bytes`, and a gzip
     file is inflated to at most that many bytes (a gzip bomb is one error, never a MemoryError).
+    ``progress(entries checked, entries)`` as they are checked, every :data:`CHECKED_EVERY`.
     """
     path = Path(path)
     limit = max_inflated_bytes()
@@ -336,7 +338,7 @@ def read_ari_file(path: str | Path) -> AriFile:
             line = raw.count(b"\n", 0, exc.start) + 1
             raise InvalidInput(f"{path.name}:{line}", f"is not UTF-8 (byte 0x{raw[exc.start]:02x})") from None
         del raw
-        return _parse(path, text, compressed)
+        return _parse(path, text, compressed, progress)
     except MemoryError:  # the limit is more than this machine can hold: one line, never a traceback
         raise InvalidInput(
             path.name,
@@ -344,20 +346,22 @@ def read_ari_file(path: str | Path) -> AriFile:
         ) from None
 
 
-def _parse(path: Path, text: str, compressed: bool) -> AriFile:
+def _parse(path: Path, text: str, compressed: bool, progress: Progress | None = None) -> AriFile:
     """The entries of a file's text (see :func:`read_ari_file`)."""
     if text.lstrip().startswith("["):
-        return _entries(path, "v0.5-react", [(n, "react_step", obj) for n, obj in _json_array(text, path.name)])
+        steps = [(n, "react_step", obj) for n, obj in _json_array(text, path.name)]
+        return _entries(path, "v0.5-react", steps, progress)
+
     lines = _json_lines(text, path.name)
     if not lines:  # a backup of an empty checkpoint, or a v0.5 store whose nodes were all cleared
         return AriFile(str(path), "v0.6-backup" if compressed else "v0.5-store", {})
     if not any("kind" in obj for _, obj in lines):
-        return _entries(path, "v0.5-store", [(n, "node_scope", obj) for n, obj in lines])
+        return _entries(path, "v0.5-store", [(n, "node_scope", obj) for n, obj in lines], progress)
     for n, obj in lines:
         if "kind" not in obj:
             raise InvalidInput(f"{path.name}:{n}.kind", "is missing; every line of a v0.6 backup has one")
         _check_kind(obj["kind"], f"{path.name}:{n}.kind")
-    return _entries(path, "v0.6-backup", [(n, obj["kind"], obj) for n, obj in lines])
+    return _entries(path, "v0.6-backup", [(n, obj["kind"], obj) for n, obj in lines], progress)
 
 
 def _read_bytes(path: Path, limit: int) -> bytes:
@@ -372,11 +376,18 @@ def _read_bytes(path: Path, limit: int) -> bytes:
     return raw
 
 
-def _entries(path: Path, format: str, lines: list[tuple[int, str, dict[str, Any]]]) -> AriFile:
+CHECKED_EVERY = 1024  # entries checked between two progress calls
+
+
+def _entries(
+    path: Path, format: str, lines: list[tuple[int, str, dict[str, Any]]], progress: Progress | None = None
+) -> AriFile:
     grouped: dict[str, list[dict[str, Any]]] = {}
-    for n, kind, obj in lines:
+    for i, (n, kind, obj) in enumerate(lines, 1):
         plan_entry(obj, kind, f"{path.name}:{n}", path.name)
         grouped.setdefault(kind, []).append(obj)
+        if progress is not None and (i % CHECKED_EVERY == 0 or i == len(lines)):
+            progress(i, len(lines))
     return AriFile(str(path), format, grouped)
 
 

@@ -31,6 +31,7 @@ from .events import Event
 from .ledger import Ledger
 from .log import LOG_NAME
 from .output import write_output
+from .progress import Progress
 from .provenance import sha256_file
 from .safe_io import INFLATE_ENV, SIDE_FILE_LIMIT, UnsafeFile, max_inflated_bytes, open_file
 from .verify import VerifyReport
@@ -77,8 +78,12 @@ def export_bundle(checkpoint_dir: Path, out: Path) -> dict[str, Any]:
     return manifest
 
 
-def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
-    """Place a bundle's log into an empty checkpoint after checking it against its manifest."""
+def import_bundle(bundle: Path, checkpoint_dir: Path, progress: Progress | None = None) -> dict[str, Any]:
+    """Place a bundle's log into an empty checkpoint after checking it against its manifest.
+
+    ``progress(events checked, events the manifest names)`` as the staged log is verified; the
+    log is moved into place only once all of it verified, so an interrupt before leaves the
+    checkpoint without a ledger, and one after leaves the whole log."""
     if checkpoint_dir.exists():
         layout.move_legacy_files(checkpoint_dir)
     target = layout.log_path(checkpoint_dir)
@@ -111,7 +116,7 @@ def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
             if sha256_file(staged) != manifest["log_sha256"]:
                 raise InvalidInput("bundle", "the log's sha256 does not match the manifest's log_sha256")
             with Ledger.open_readonly(staging) as ledger:
-                report = ledger.verify()
+                report = ledger.verify(progress=_of_total(progress, manifest["events"]))
                 last = ledger.event_at(report.last_seq) if report.ok else None
             _check_against_manifest(report, last, manifest)
             os.replace(staged, target)
@@ -123,6 +128,18 @@ def import_bundle(bundle: Path, checkpoint_dir: Path) -> dict[str, Any]:
         head.write(last.ckpt, last.seq, last.hash, both=True, durable=True)
         head.close()
     return manifest
+
+
+def _of_total(progress: Progress | None, total: int) -> Progress | None:
+    """``progress`` with ``total`` as its total (never less than what is done)."""
+    if progress is None:
+        return None
+    report = progress
+
+    def counted(done: int, _total: int) -> None:
+        report(done, max(done, total))
+
+    return counted
 
 
 # tarfile's compressions (``tarfile.open(path)`` reads each), by their first bytes

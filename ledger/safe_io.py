@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import logging
 import os
 import secrets
 import stat
 import zlib
 from pathlib import Path
+from typing import Any
 
-from .errors import LedgerError
+from .errors import InvalidInput, LedgerError
 
 log = logging.getLogger("ledger")
 
@@ -139,6 +141,20 @@ def read_file(path: str | os.PathLike[str], limit: int | None = SIDE_FILE_LIMIT)
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def read_json(path: str | os.PathLike[str], limit: int | None = SIDE_FILE_LIMIT) -> Any:
+    """A side file's JSON, read as :func:`read_file` reads it; a file that is not UTF-8 JSON is
+    one :class:`InvalidInput` naming the file, where and why (never a bare decoder message)."""
+    raw = read_file(path, limit)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(os.fspath(path), f"not valid JSON (not UTF-8 at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            os.fspath(path), f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
 
 
 def _megabytes(name: str, default: int) -> int:

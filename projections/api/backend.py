@@ -59,6 +59,7 @@ from projections.api.shapes import (
 from projections.api.verified import VerifiedContext
 from projections.api.working import WorkingContextBuilder
 from projections.engines.local import snapshot_anchor
+from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotError, read_preamble
 
 log = logging.getLogger("projections")
@@ -79,9 +80,18 @@ class MemoryBackend:
     raise ``LedgerReadOnly`` saying why.
     """
 
-    def __init__(self, checkpoint_dir: str | Path, *, embedder: Any = None, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        checkpoint_dir: str | Path,
+        *,
+        embedder: Any = None,
+        readonly: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        """``progress(events folded, events to fold)``, when given, is told how far each fold of
+        the log into the local projection is (the first one of a large log takes seconds)."""
         _refuse_a_missing_log(Path(checkpoint_dir))
-        self.session = session = Session(checkpoint_dir, embedder=embedder, readonly=readonly)
+        self.session = session = Session(checkpoint_dir, embedder=embedder, readonly=readonly, progress=progress)
         self._nodes = Nodes(session)
         self._react = ReactTrace(session)
         self._context = ExperimentContext(session)
@@ -151,11 +161,17 @@ class MemoryBackend:
         return self._nodes.purge()
 
     def bulk_import(
-        self, entries: Sequence[Mapping[str, Any]], kind: str, *, source: str = "bulk_import"
+        self,
+        entries: Sequence[Mapping[str, Any]],
+        kind: str,
+        *,
+        source: str = "bulk_import",
+        progress: Progress | None = None,
     ) -> ImportResult:
         """Import ARI entries of one kind (``node_scope``, ``react_step``, ``core_seed``), once:
-        an entry already visible is skipped. ``source`` is recorded in each event's ``origin``."""
-        return self._imports.bulk_import(entries, kind, source)
+        an entry already visible is skipped. ``source`` is recorded in each event's ``origin``;
+        ``progress(entries done, entries)`` after each batch written (each one group commit)."""
+        return self._imports.bulk_import(entries, kind, source, progress)
 
     # -- ARI's ReAct trace ---------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from projections.engines.local import (
     rollback_problem,
     snapshot_anchor,
 )
+from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotError, read_preamble
 
 
@@ -190,13 +191,24 @@ class Verification:
         }
 
 
-def verify(checkpoint_dir: str | Path, heads: Iterable[str] = (), context: Path | None = None) -> Verification:
+def verify(
+    checkpoint_dir: str | Path,
+    heads: Iterable[str] = (),
+    context: Path | None = None,
+    progress: Progress | None = None,
+) -> Verification:
     """Every member, hash and link of the log, its anchors (``heads``, verified_context.json or
-    the ``context`` file given, the head file, the snapshot) and the snapshot against the log."""
+    the ``context`` file given, the head file, the snapshot) and the snapshot against the log.
+    ``progress(events checked, events to check)``: the log's events, then the snapshot's
+    compared with the log, as one count."""
     with Ledger.open_readonly(checkpoint_dir) as ledger:
         vc_anchor, vc_problem = context_anchor(context or ledger.checkpoint_dir / VERIFIED_CONTEXT_NAME)
-        report = ledger.verify([Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else []))
-        snapshot = check_snapshot(ledger) if report.reason is None else None
+        events = ledger.last_seq
+        total = events + _snapshot_cursor(ledger)
+        report = ledger.verify(
+            [Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else []), counted(progress, 0, total)
+        )
+        snapshot = check_snapshot(ledger, progress=counted(progress, events, total)) if report.reason is None else None
     rollback = [*report.rollback, *([snapshot.rollback] if snapshot and snapshot.rollback else [])]
     problems = [
         *report.problems,
@@ -204,6 +216,26 @@ def verify(checkpoint_dir: str | Path, heads: Iterable[str] = (), context: Path 
         *([snapshot.problem] if snapshot and snapshot.problem else []),
     ]
     return Verification(report, rollback, problems, snapshot)
+
+
+def counted(progress: Progress | None, base: int, total: int) -> Progress | None:
+    """One part of a longer count: ``progress(base + done, total)`` (None without ``progress``)."""
+    if progress is None:
+        return None
+    report = progress
+
+    def part(done: int, _total: int) -> None:
+        report(base + done, max(total, base + done))
+
+    return part
+
+
+def _snapshot_cursor(ledger: Ledger) -> int:
+    """The snapshot's cursor from its header (0 when there is none, or it cannot be read)."""
+    try:
+        return read_preamble(ledger.path.with_name(SNAPSHOT_NAME)).cursor
+    except (OSError, SnapshotError, ValueError):
+        return 0
 
 
 def accept_rollback(checkpoint_dir: Path) -> list[str]:

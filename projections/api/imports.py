@@ -17,6 +17,7 @@ from ledger.ari_import import Planned, ari_files_in, entry_key, plan_entries, re
 from ledger.events import EventsRedacted
 from projections.api.session import Session
 from projections.api.shapes import ImportResult
+from projections.engines.protocol import Progress
 from projections.models.catalog import Catalog, event_time
 
 IMPORT_BATCH = 1000
@@ -55,10 +56,16 @@ class Imports:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def bulk_import(self, entries: Sequence[Mapping[str, Any]], kind: str, source: str) -> ImportReport:
+    def bulk_import(
+        self, entries: Sequence[Mapping[str, Any]], kind: str, source: str, progress: Progress | None = None
+    ) -> ImportReport:
         """Append the planned events not visible yet and not redacted. The look before the lock
         only spares a re-import the lock; what is written is decided under it, chunk by chunk,
-        so two processes importing one backup at once write each entry once."""
+        so two processes importing one backup at once write each entry once. ``progress(entries
+        done, entries)`` after each chunk is durable: an interrupt then keeps every chunk before
+        it, and importing again adds only the rest."""
+        if progress is not None:
+            progress(0, len(entries))  # planning and the first look come first: seconds for 50,000
         planned = plan_entries(entries, kind, source=source)
         with self.session.reading() as catalog:
             fresh, redacted = not_yet_imported(catalog, planned, self._removed(catalog))
@@ -72,6 +79,8 @@ class Imports:
                     batch.append(p.node, p.type, p.body, current_node=p.node)
             imported += len(fresh)
             redacted += gone
+            if progress is not None:
+                progress(min(start + IMPORT_BATCH, len(planned)), len(planned))
         skipped = len(planned) - imported
         self.session.access.record(
             "import", "bulk_import", kind=kind, imported=imported, skipped=skipped, redacted=redacted

@@ -9,7 +9,6 @@ then none of its claims is usable. The headline metric comes from its node_repor
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from ledger import InvalidInput
 from ledger.consolidation import headline_metric
 from ledger.node_report import read_report_file
-from ledger.safe_io import read_file
+from ledger.safe_io import read_json
 from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import Grounding
@@ -115,9 +114,10 @@ def _proved(claim: ClaimProof | None) -> dict[str, Any]:
 def _read_verified(checkpoint: Path) -> dict[str, Any]:
     path = checkpoint / VERIFIED_CONTEXT_NAME
     try:
-        return json.loads(read_file(path))  # a regular file of bounded size, or an error naming it
+        data = read_json(path)  # a regular file of bounded size, JSON, or an error naming it
     except FileNotFoundError:
         return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _report(experiments_root: Path | None, run_id: str | None, node_id: str) -> dict[str, Any] | None:

@@ -62,6 +62,7 @@ from projections.api.checkpoint import verify
 from projections.api.grounding import Grounding, experiments_roots
 from projections.api.reads import VerifiedKey, capturing, check_chain, read_records, replay_all, verified_key
 from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, evidence_level
+from projections.engines.protocol import Progress
 from projections.models.catalog import Entry
 from projections.models.repro import repro_status
 
@@ -145,9 +146,12 @@ def prove(
     heads: Iterable[str] = (),
     *,
     strict: bool = False,
+    progress: Progress | None = None,
 ) -> Proof:
     """Check everything a reviewer would about a checkpoint (see the module docstring).
 
+    ``progress(done, total)`` is told how far the long parts are, each counting events from 0:
+    the log and its snapshot verified, then the log folded when no snapshot holds it.
     Raises ``InvalidInput`` for a ``context`` file that is missing or not a verified context."""
     ckpt = Path(checkpoint_dir)
     context_path = Path(context) if context is not None else ckpt / VERIFIED_CONTEXT_NAME
@@ -155,7 +159,7 @@ def prove(
     heads = list(heads)
     failures: list[str] = []
     unchecked: list[str] = []
-    found = verify(ckpt, heads, context_path if context is not None else None)
+    found = verify(ckpt, heads, context_path if context is not None else None, progress)
     chain = found.as_dict()
     failures += [f"log: {line}" for line in found.rollback + found.problems]
     if found.report.reason is not None:
@@ -178,7 +182,7 @@ def prove(
     roots = [Path(experiments_root)] if experiments_root is not None else experiments_roots(ckpt)
     if not any(r.is_dir() for r in roots):
         unchecked.append(f"no experiments directory ({', '.join(map(str, roots))}): artifacts and values not checked")
-    backend = MemoryBackend(ckpt, readonly=True)
+    backend = MemoryBackend(ckpt, readonly=True, progress=progress)
     checked = ContextCheck()
     try:
         if ctx is not None and found.report.reason is None:

@@ -19,12 +19,14 @@ from typing import Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.node_report import read_report_file
+from ledger.progress import Interrupted
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections import settings
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import experiments_roots
 from projections.api.verified import VERIFIED_CONTEXT_NAME, node_verdict
 from projections.api.working import is_result_summary
+from projections.engines.protocol import Progress
 from projections.models.catalog import Catalog
 
 SET_ASIDE = (".rolled-back-", ".repaired-")
@@ -79,30 +81,67 @@ class Rebuilt:
         return {**asdict(self), "complete": self.complete}
 
 
-def rebuild(checkpoint_dir: str | Path, experiments_root: str | Path | None = None) -> Rebuilt:
-    """Fold the log, save the snapshot, rewrite ``verified_context.json`` (see the module)."""
+def rebuild(
+    checkpoint_dir: str | Path, experiments_root: str | Path | None = None, progress: Progress | None = None
+) -> Rebuilt:
+    """Fold the log, save the snapshot, rewrite ``verified_context.json`` (see the module).
+
+    ``progress(events folded, events to fold)`` after each chunk. Interrupted (Ctrl-C) while
+    folding, it saves what it folded as the snapshot (a fold of the log up to a seq: the next
+    ``rebuild`` or read folds only the rest) and raises :class:`~ledger.progress.Interrupted`
+    saying so; later, it says what was written. The log is never touched."""
     ckpt = Path(checkpoint_dir)
     if not layout.has_ledger(ckpt):
         raise LedgerNotFound(f"no ledger at {layout.log_path(ckpt)} (is {ckpt} a checkpoint directory?)")
     root = Path(experiments_root) if experiments_root is not None else None
     if root is not None and not root.is_dir():
         raise InvalidInput("--experiments", f"{root} is not a directory")
-    backend = MemoryBackend(ckpt)
+    backend = MemoryBackend(ckpt, progress=progress)
     try:
         if backend.session.ledger.readonly:
             raise InvalidInput("checkpoint", f"{ckpt} is read-only here: {backend.session.ledger.readonly_reason}")
         projector = backend.session.projector
         projector.announce = False  # folding from scratch is what was asked for
         before = projector.cursor  # the snapshot's cursor, or 0
-        with backend.session.reading():
-            folded = projector.cursor - before
+        try:
+            with backend.session.reading():
+                folded = projector.cursor - before
+        except KeyboardInterrupt:
+            raise _interrupted_fold(backend, before) from None
         saved = projector.save()
         why = projector.from_scratch and (projector.rebuilt or projector.from_scratch)
         done = Rebuilt(str(ckpt), backend.session.ledger.last_seq, folded, why, str(saved) if saved else None)
-        _write_context(backend, ckpt, root, done)
+        try:
+            _write_context(backend, ckpt, root, done)
+        except KeyboardInterrupt:
+            snapshot = f"the snapshot was saved at seq {projector.cursor:,}" if saved else "the snapshot was not saved"
+            raise Interrupted(
+                f"{snapshot}; {VERIFIED_CONTEXT_NAME} was not rewritten (the log is unchanged); "
+                "run the same command again to write it"
+            ) from None
     finally:
         backend.close()
     return done
+
+
+def _interrupted_fold(backend: MemoryBackend, before: int) -> Interrupted:
+    """Ctrl-C while folding: what was folded is kept as the snapshot (when the fold stopped
+    between two chunks, as ``ari-ledger`` stops it), nothing is folded at close, and the
+    message says how far it got."""
+    projector, last = backend.session.projector, backend.session.ledger.last_seq
+    folded = projector.cursor
+    saved = backend.session.close_interrupted(keep=True)  # never the rest of the fold
+    if saved is not None:
+        kept = f"{folded:,} of {last:,} events folded and saved as the snapshot"
+    elif folded > before:
+        kept = f"{folded:,} of {last:,} events folded but not saved"
+    else:
+        kept = f"nothing folded beyond the snapshot's seq {before:,}" if before else "nothing saved"
+    rest = "fold the rest" if saved is not None or before else "fold the log"
+    return Interrupted(
+        f"{kept}; the log is unchanged (it is the truth) and {VERIFIED_CONTEXT_NAME} was not rewritten; "
+        f"run the same command again to {rest}"
+    )
 
 
 def _write_context(backend: MemoryBackend, ckpt: Path, root: Path | None, done: Rebuilt) -> None:

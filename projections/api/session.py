@@ -27,7 +27,7 @@ from projections import settings
 from projections.api.access_log import AccessLog
 from projections.engines.embedded import EmbeddedEngine
 from projections.engines.local import Projector
-from projections.engines.protocol import Projection, SearchEngine, SharedProjection
+from projections.engines.protocol import Progress, Projection, SearchEngine, SharedProjection
 from projections.engines.runner import ProjectionRunner
 from projections.models.catalog import Catalog
 
@@ -39,11 +39,20 @@ MAX_PROBLEMS = 20
 class Session:
     """The open state of one checkpoint, shared by the API's services."""
 
-    def __init__(self, checkpoint_dir: str | Path, *, embedder: Any = None, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        checkpoint_dir: str | Path,
+        *,
+        embedder: Any = None,
+        readonly: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
         """Open a checkpoint (created when missing). ``readonly=True`` opens an existing one only
         to read it (a person's ``search``): nothing in the directory changes — no recovery, no
         snapshot, no access log. On a read-only filesystem the session falls back to that by
-        itself; writes then raise ``LedgerReadOnly`` saying why."""
+        itself; writes then raise ``LedgerReadOnly`` saying why. ``progress(events folded,
+        events to fold)`` is told how far each fold of the local projection is (a first fold
+        of a large log takes seconds)."""
         from projections.models.embedder import get_embedder
 
         self.checkpoint_dir = Path(checkpoint_dir)
@@ -53,6 +62,7 @@ class Session:
         else:
             self.ledger = Ledger.open(self.checkpoint_dir, readonly_fallback=True)
         self.projector = Projector(self.ledger, embedder or get_embedder())
+        self.projector.progress = progress
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
         self.runners: list[ProjectionRunner] = []  # one per shared projection
         if settings.letta_base_url():
@@ -107,18 +117,37 @@ class Session:
     def closed(self) -> bool:
         return self.ledger.closed
 
-    def close(self) -> None:
+    def close(self, *, save: bool = True) -> None:
         """Save the projection snapshot when the unsaved tail is worth it (``worth_saving``: a
-        one-entry hook process writes none) and close the log (a failed save is only a problem)."""
+        one-entry hook process writes none) and close the log (a failed save is only a problem).
+        ``save=False`` (after an interrupt) folds and saves nothing: only closes."""
         with self.lock:
             if self.ledger.closed:
                 return
             for runner in self.runners:
                 runner.close()
-            if self.projector.worth_saving(max(0, self.ledger.last_seq - self.projector.cursor)):
+            if save and self.projector.worth_saving(max(0, self.ledger.last_seq - self.projector.cursor)):
                 self.after_durable("saving the projection snapshot", self._fold_and_save)
             self.access.flush_and_close()
             self.ledger.close()
+
+    def close_interrupted(self, *, keep: bool = False) -> Path | None:
+        """Close after Ctrl-C: fold nothing more (a close would fold the rest of the log), but
+        save what was folded when it is worth it (``worth_saving``), or whenever it is more than
+        the snapshot holds (``keep``): a fold up to the cursor, from which the next open folds on.
+        Returns the snapshot written, or None. A fold that stopped inside a chunk is not saved."""
+        with self.lock:
+            if self.ledger.closed:
+                return None
+            projector, saved = self.projector, None
+            try:
+                wanted = projector.worth_saving() or (keep and projector.unsaved > 0)
+
+                if wanted and self.ledger.redacted_at <= projector.cursor:  # (else a save folds on)
+                    saved = projector.save()
+            finally:
+                self.close(save=False)
+            return saved
 
     # -- after a fork --------------------------------------------------------------------
 
@@ -222,9 +251,12 @@ class Session:
             self.problems = [*self.problems[-(MAX_PROBLEMS - 1) :], problem]
             log.warning("%s (the log holds the event; the next read retries)", problem)
 
-    def refused(self, tool: str, exc: CopyOnWriteViolation, current_node: str | None) -> None:
-        """A refused write leaves a line in the access log (nothing in the ledger)."""
+    def refused(self, tool: str, exc: CopyOnWriteViolation, current_node: str | None, **more: Any) -> Any:
+        """A write the copy-on-write guard refused: a line in the access log (nothing in the
+        ledger), and ARI's refusal for the call to return, ``{"ok": False, "error"}``
+        (:meth:`~ledger.errors.CopyOnWriteViolation.as_dict`), then the call's own keys ``more``."""
         self.access.record("refused", tool, node=current_node, error=exc.message)
+        return {**exc.as_dict(), **more}
 
 
 _LIVE: weakref.WeakSet[Session] = weakref.WeakSet()  # open sessions, for the fork hook

@@ -25,6 +25,7 @@ from ledger import Ledger
 from ledger.anchor import Anchor
 from ledger.errors import ACT_ON_ROLLBACK, RollbackDetected
 from ledger.events import Event, EventsRedacted, utc_now
+from projections.engines.protocol import Progress
 from projections.engines.snapshot import (
     SNAPSHOT_FORMAT,
     SNAPSHOT_NAME,
@@ -81,6 +82,12 @@ class Projector:
         # once (``announce``: False for a caller that folds on purpose, ``ari-ledger rebuild``).
         self.announce = use_snapshot
         self.from_scratch: str | None = None  # why this open folded the whole log, once it did
+        self._looked = False  # a first look at an empty log: what it folds later is written here, not a rebuild
+        self.settled = (
+            True  # False while a chunk is folded: one that stopped inside (Ctrl-C) is neither saved nor built on
+        )
+        # Told how far each fold is (events folded, events this fold folds), e.g. a command's bar.
+        self.progress: Progress | None = None
         if not ledger.readonly:  # a killed save's temporary file (a whole snapshot's size) goes now,
             remove_stale_temps(self.snapshot_path)  # not at the next save, which a close may skip
         self.loaded_from_snapshot = use_snapshot and self._load()
@@ -89,16 +96,23 @@ class Projector:
 
     def catch_up(self) -> int:
         """Fold every event after the cursor; return how many were folded."""
+        if not self.settled:  # a fold stopped inside a chunk: start again from the snapshot
+            self.reset()
         target = self.ledger.refresh()
+        first_look, self._looked = not self._looked, True
         if target <= self.cursor:
             return 0
-        if self.cursor == 0 and not self.loaded_from_snapshot and self.from_scratch is None:
+        if first_look and self.cursor == 0 and not self.loaded_from_snapshot and self.from_scratch is None:
             self._say_from_scratch(target)
-        folded = 0
+        folded, start, progress = 0, self.cursor, self.progress
         events = self.ledger.events(after=self.cursor)
+        if progress:
+            progress(0, target - start)
         while chunk := list(islice(events, FOLD_CHUNK)):
             self.apply(chunk)
             folded += len(chunk)
+            if progress:
+                progress(folded, max(folded, target - start))
         if self._unsaved >= self._next_save:
             self.save()
         return folded
@@ -121,10 +135,12 @@ class Projector:
             return
         if events[0].seq != self.cursor + 1:
             raise ValueError(f"projection at seq {self.cursor} cannot fold seq {events[0].seq}")
+        self.settled = False
         for event in events:
             self.catalog.apply(event)
         self.index.apply_batch(events)
         self.cursor, self.cursor_hash = events[-1].seq, events[-1].hash
+        self.settled = True
         self._unsaved += len(events)
         removed = [r["id"] for e in events if e.type == EventsRedacted.type_name for r in e.body["redacted"]]
         if removed and self.catalog.holds_any(removed):
@@ -141,8 +157,14 @@ class Projector:
         threshold = min(SNAPSHOT_EVERY, int((self.cursor + unfolded) * CLOSE_SAVE_SHARE))
         return self._unsaved + unfolded >= max(1, threshold)
 
+    @property
+    def unsaved(self) -> int:
+        """Events folded since the snapshot was last saved (or loaded)."""
+        return self._unsaved
+
     def lag(self) -> int:
         """Events in the log not yet folded."""
+
         return max(0, self.ledger.refresh() - self.cursor)
 
     def health(self) -> dict[str, object]:
@@ -160,10 +182,13 @@ class Projector:
         for a process that cannot trust its in-memory fold, e.g. forked mid-fold."""
         self._install(None)
         self.cursor, self.cursor_hash, self._unsaved, self._next_save = 0, "", 0, SNAPSHOT_EVERY
+        self.settled = True
         self.loaded_from_snapshot = self._load()
 
     def _fold_from_scratch(self, target: int, progress=None) -> None:
-        """Empty the state and fold events 1..target into it."""
+        """Empty the state and fold events 1..target into it (``progress``, else the projector's,
+        told after each chunk)."""
+        progress = progress or self.progress
         self._install(None)
         self.cursor, self.cursor_hash, self._unsaved = 0, "", 0
         events = self.ledger.events(as_of=target)
@@ -185,11 +210,11 @@ class Projector:
         """Write the snapshot atomically and read the state from it from now on; return its
         path, or None when it was not written.
 
-        A snapshot is a cache, so this never raises: on a read-only ledger it is skipped, and
-        when the disk is full or the directory not writable it logs a warning, leaves no
+        A snapshot is a cache, so this never raises: on a read-only ledger, or after a fold
+        that stopped inside a chunk (``settled`` False), it is skipped, and when the disk is full or the directory not writable it logs a warning, leaves no
         temporary file, and the next open folds from the last snapshot that was written.
         """
-        if self.ledger.readonly:
+        if self.ledger.readonly or not self.settled:  # (unsettled: not the fold of 1..cursor)
             return None
         if self.ledger.redacted_at > self.cursor:  # never write bodies a redaction removed
             self.catch_up()
@@ -318,12 +343,15 @@ class SnapshotCheck:
     problem: str | None = None  # unreadable, or its content disagrees with the log
 
 
-def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bool = True) -> SnapshotCheck:
+def check_snapshot(
+    ledger: Ledger, embedder: Embedder | None = None, *, deep: bool = True, progress: Progress | None = None
+) -> SnapshotCheck:
     """Check the checkpoint's snapshot against the log, read-only.
 
     ``deep`` (``verify``): every checksum and collection of the file, the catalog against a
     fresh fold of the log and a sample of vectors against a fresh embedding. Otherwise
-    (``status``): the header's own checksum and its anchor only.
+    (``status``): the header's own checksum and its anchor only. ``progress(events compared,
+    the snapshot's cursor)`` as the catalog is compared.
     """
     path = ledger.path.with_name(SNAPSHOT_NAME)
     try:
@@ -337,7 +365,7 @@ def check_snapshot(ledger: Ledger, embedder: Embedder | None = None, *, deep: bo
         return _problem(damage.reason)
     except SnapshotError as exc:
         return _problem(f"unreadable ({exc})")
-    return _deep_check(ledger, view, embedder)
+    return _deep_check(ledger, view, embedder, progress)
 
 
 def _problem(reason: str, preamble: SnapshotPreamble | None = None) -> SnapshotCheck:
@@ -347,7 +375,9 @@ def _problem(reason: str, preamble: SnapshotPreamble | None = None) -> SnapshotC
     )
 
 
-def _deep_check(ledger: Ledger, view: SnapshotView, embedder: Embedder | None) -> SnapshotCheck:
+def _deep_check(
+    ledger: Ledger, view: SnapshotView, embedder: Embedder | None, progress: Progress | None = None
+) -> SnapshotCheck:
     preamble = view.preamble
     found = SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
     if found.rollback or (preamble.cursor and preamble.ckpt != ledger.ckpt):
@@ -361,7 +391,7 @@ def _deep_check(ledger: Ledger, view: SnapshotView, embedder: Embedder | None) -
     catalog, index = Catalog(view, view.tables), SemanticIndex(embedder, view)
     try:
         view.check_all()
-        problem = catalog_problem(ledger, catalog, preamble.cursor) or vectors_problem(
+        problem = catalog_problem(ledger, catalog, preamble.cursor, progress) or vectors_problem(
             index, embedder, random_items(view, catalog)
         )
         reason = f"its content disagrees with the log: {problem}" if problem else None

@@ -23,6 +23,7 @@ import numpy as np
 
 from ledger import Ledger
 from ledger.events import Event, handlers, is_stub_body
+from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotView
 from projections.models.catalog import NEVER, REACT, Catalog, Entry, Step
 from projections.models.semantic import Embedder, SemanticIndex
@@ -150,12 +151,18 @@ _CHECKS = handlers(
 )
 
 
-def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int) -> str | None:
+PROGRESS_EVERY = 1024  # events compared between two progress calls
+
+
+def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int, progress: Progress | None = None) -> str | None:
     """Why the catalog is not the fold of the log's events 1..cursor, or None. Rows are
-    compared in seq order as both are streamed; only the small tables are folded whole."""
+    compared in seq order as both are streamed; only the small tables are folded whole.
+    ``progress(events compared, cursor)`` every :data:`PROGRESS_EVERY` events and at the end."""
     tables = Catalog()
     stored = {"memory_added": catalog.scan(False), "react_step": catalog.scan(True)}
     for event in ledger.events(as_of=cursor):
+        if progress is not None and event.seq % PROGRESS_EVERY == 0:
+            progress(event.seq, max(event.seq, cursor))
         if event.type not in stored or is_stub_body(event.body):
             tables.apply(event)
             continue
@@ -168,6 +175,8 @@ def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int) -> str | None
             return f"it holds a {_what(kind)} of seq {extra.seq}, the log's fold up to seq {cursor} does not"
     if tables.tables() != catalog.tables():
         return f"its nodes, seeds or tombstones differ from the log's fold up to seq {cursor}"
+    if progress is not None:
+        progress(cursor, cursor)
     return None
 
 

@@ -113,13 +113,13 @@ COMMANDS = [
     ["status", "{ckpt}"],
     ["verify", "{ckpt}"],
     ["log", "{ckpt}"],
-    ["search", "{ckpt}", "--node", "root", "q"],
-    ["context", "{ckpt}", "--node", "root"],
-    ["verified", "{ckpt}", "--node", "root"],
+    ["search", "{ckpt}", "--as", "root", "q"],
+    ["context", "{ckpt}", "--as", "root"],
+    ["verified", "{ckpt}", "--as", "root"],
     ["audit", "{ckpt}", "--experiments", "{tmp}"],
     ["tree", "{ckpt}"],
     ["report", "{ckpt}", "-o", "{tmp}/r.html"],
-    ["export", "{ckpt}", "{tmp}/b.tar"],
+    ["export", "{ckpt}", "-o", "{tmp}/b.tar"],
 ]
 
 
@@ -139,14 +139,14 @@ def test_bad_checkpoint_is_one_line_error(args: list[str], case: str, demo: Path
 @pytest.mark.parametrize(
     "args",
     [
-        ["search", "{ckpt}", "--node", "ghost", "q"],
-        ["context", "{ckpt}", "--node", "ghost"],
-        ["verified", "{ckpt}", "--node", "ghost"],
+        ["search", "{ckpt}", "--as", "ghost", "q"],
+        ["context", "{ckpt}", "--as", "ghost"],
+        ["verified", "{ckpt}", "--as", "ghost"],
     ],
 )
 def test_unknown_node_is_one_line_error(args: list[str], demo: Path) -> None:
     run = cli(*[a.format(ckpt=demo / "checkpoint") for a in args])
-    assert run.returncode == 2 and run.stderr.startswith("error: --node: unknown node 'ghost'")
+    assert run.returncode == 2 and run.stderr.startswith("error: --as: unknown node 'ghost'")
     assert len(run.stderr.strip().splitlines()) == 1
 
 

@@ -157,9 +157,9 @@ def test_no_color_output_has_no_colour_codes(demo: Path) -> None:
 
 def test_a_huge_argument_is_cut_in_the_error_line(capsys, demo: Path) -> None:
     huge = "x" * 120_000
-    code, out, err = run(capsys, "search", str(demo), "q", "--node", huge)
+    code, out, err = run(capsys, "search", str(demo), "q", "--as", huge)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error: --node: unknown node 'x")
+    assert err.count("\n") == 1 and err.startswith("error: --as: unknown node 'x")
     assert "… (120000 characters)" in err
     assert len(err) < 400, len(err)
 
@@ -173,8 +173,8 @@ def test_a_huge_experiments_path_is_cut_too(capsys, demo: Path) -> None:
 
 
 def test_short_arguments_are_not_cut(capsys, demo: Path) -> None:
-    code, _, err = run(capsys, "search", str(demo), "q", "--node", "ghost")
-    assert code == 2 and err == "error: --node: unknown node 'ghost' in this checkpoint (see `ari-ledger tree`)\n"
+    code, _, err = run(capsys, "search", str(demo), "q", "--as", "ghost")
+    assert code == 2 and err == "error: --as: unknown node 'ghost' in this checkpoint (see `ari-ledger tree`)\n"
 
 
 # --- (f) bad selectors are exit 2, one line --------------------------------------------------
@@ -182,7 +182,7 @@ def test_short_arguments_are_not_cut(capsys, demo: Path) -> None:
 BAD = {
     "log --as-of -1": (["log", "{ckpt}", "--as-of", "-1"], "error: --as-of: must be a seq (0 or more), got -1\n"),
     "search --as-of -1": (
-        ["search", "{ckpt}", "q", "--node", "root", "--as-of", "-1"],
+        ["search", "{ckpt}", "q", "--as", "root", "--as-of", "-1"],
         "error: --as-of: must be a seq (0 or more), got -1\n",
     ),
     "log --node ghost": (
@@ -191,11 +191,11 @@ BAD = {
     ),
     "reads --node ghost": (["reads", "{ckpt}", "--node", "ghost"], "error: --node: unknown node 'ghost'"),
     "search --ancestors ''": (
-        ["search", "{ckpt}", "q", "--node", "root", "--ancestors", ""],
+        ["search", "{ckpt}", "q", "--as", "root", "--ancestors", ""],
         "error: --ancestors: names no node (give A,B,… or leave it out for the recorded lineage)\n",
     ),
     "search --ancestors ,": (
-        ["search", "{ckpt}", "q", "--node", "root", "--ancestors", ","],
+        ["search", "{ckpt}", "q", "--as", "root", "--ancestors", ","],
         "error: --ancestors: names no node (give A,B,… or leave it out for the recorded lineage)\n",
     ),
     "tree --experiments missing/": (
@@ -206,6 +206,72 @@ BAD = {
         ["report", "{ckpt}", "-o", "{ckpt}/../r.html", "--experiments", "missing/"],
         "error: --experiments: 'missing/' is not a directory\n",
     ),
+    # the rest of issue 28's list, and --experiments / --as-of wherever they exist
+    "search --kind nonsense": (
+        ["search", "{ckpt}", "q", "--as", "root", "--kind", "nonsense"],
+        "error: --kind: unknown kind 'nonsense': not one of observation, experiment_result,",
+    ),
+    "verified --as ghost": (
+        ["verified", "{ckpt}", "--as", "ghost"],
+        "error: --as: unknown node 'ghost' in this checkpoint (see `ari-ledger tree`)\n",
+    ),
+    "context --as ghost": (
+        ["context", "{ckpt}", "--as", "ghost"],
+        "error: --as: unknown node 'ghost' in this checkpoint (see `ari-ledger tree`)\n",
+    ),
+    "context without --as": (
+        ["context", "{ckpt}"],
+        "error: --as: missing: name the node to read as (see `ari-ledger tree`)\n",
+    ),
+    "search without --as or --ancestors": (
+        ["search", "{ckpt}", "q"],
+        "error: --as: missing: name the node to read as (see `ari-ledger tree`), or give --ancestors A,B,…\n",
+    ),
+    "redact --node ghost": (
+        ["redact", "{ckpt}", "--node", "ghost", "--reason", "typo"],
+        "error: --node: unknown node 'ghost' in this checkpoint (see `ari-ledger tree`)\n",
+    ),
+    "redact --node ghost --dry-run": (
+        ["redact", "{ckpt}", "--node", "ghost", "--reason", "typo", "--dry-run"],
+        "error: --node: unknown node 'ghost' in this checkpoint (see `ari-ledger tree`)\n",
+    ),
+    "audit --run-id typo": (
+        ["audit", "{ckpt}", "--run-id", "typo"],
+        "error: --run-id: no run 'typo': no directory ",
+    ),
+    "audit --experiments missing/": (
+        ["audit", "{ckpt}", "--experiments", "missing/"],
+        "error: --experiments: 'missing/' is not a directory\n",
+    ),
+    "prove --experiments missing/": (
+        ["prove", "{ckpt}", "--experiments", "missing/"],
+        "error: --experiments: 'missing/' is not a directory\n",
+    ),
+    "rebuild --experiments missing/": (
+        ["rebuild", "{ckpt}", "--experiments", "missing/"],
+        "error: --experiments: 'missing/' is not a directory\n",
+    ),
+    "log --as-of past the end": (
+        ["log", "{ckpt}", "--as-of", "99999"],
+        "error: --as-of: seq 99999 is beyond the log's last seq ",
+    ),
+    "search --as-of past the end": (
+        ["search", "{ckpt}", "q", "--as", "root", "--as-of", "99999"],
+        "error: --as-of: seq 99999 is beyond the log's last seq ",
+    ),
+    "context --as-of past the end": (
+        ["context", "{ckpt}", "--as", "root", "--as-of", "99999"],
+        "error: --as-of: seq 99999 is beyond the log's last seq ",
+    ),
+    "verified --as-of past the end": (
+        ["verified", "{ckpt}", "--as-of", "99999"],
+        "error: --as-of: seq 99999 is beyond the log's last seq ",
+    ),
+    "verified --as-of -1": (
+        ["verified", "{ckpt}", "--as-of", "-1"],
+        "error: --as-of: must be a seq (0 or more), got -1\n",
+    ),
+    "export without -o": (["export", "{ckpt}"], "error: --output: missing: name the bundle file to write (-o FILE)\n"),
 }
 
 
@@ -226,5 +292,5 @@ def test_good_selectors_still_work(capsys, demo: Path) -> None:
     assert code == 0 and '"node_A"' in out
     code, out, _ = run(capsys, "tree", str(demo), "--experiments", str(demo.parent / "experiments"))
     assert code == 0 and "node_A" in out
-    code, _, _ = run(capsys, "search", str(demo), "q", "--node", "node_A", "--ancestors", "root,node_A")
+    code, _, _ = run(capsys, "search", str(demo), "q", "--as", "node_A", "--ancestors", "root,node_A")
     assert code == 0

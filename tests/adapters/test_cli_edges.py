@@ -88,7 +88,7 @@ def test_not_a_bundle_is_one_error_line(capsys, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["report", "{ckpt}", "-o", "{tmp}/missing/r.html"], ["export", "{ckpt}", "{tmp}/missing/b.tar"]]
+    "args", [["report", "{ckpt}", "-o", "{tmp}/missing/r.html"], ["export", "{ckpt}", "-o", "{tmp}/missing/b.tar"]]
 )
 def test_output_into_a_missing_folder_is_one_error_line(
     capsys, args: list[str], bundle: Path, ckpt: Path, tmp_path: Path

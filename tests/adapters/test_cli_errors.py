@@ -42,13 +42,13 @@ WITH_CHECKPOINT: dict[str, list[str]] = {
     "repair": ["repair", "C"],
     "redact": ["redact", "C", "--match", "run", "--reason", "leak"],
     "redact --dry-run": ["redact", "C", "--match", "run", "--reason", "leak", "--dry-run"],
-    "search": ["search", "C", "run", "--node", "root"],
-    "context": ["context", "C", "--node", "root"],
-    "verified": ["verified", "C", "--node", "root"],
+    "search": ["search", "C", "run", "--as", "root"],
+    "context": ["context", "C", "--as", "root"],
+    "verified": ["verified", "C", "--as", "root"],
     "audit": ["audit", "C"],
     "tree": ["tree", "C"],
     "report": ["report", "C", "-o", "OUT/report.html"],
-    "export": ["export", "C", "OUT/bundle.tar"],
+    "export": ["export", "C", "-o", "OUT/bundle.tar"],
     "import": ["import", "OUT/bundle.tar", "C"],
     "import-ari": ["import-ari", "C"],
     "export-ari": ["export-ari", "C", "-o", "OUT/backup.jsonl.gz"],
@@ -58,7 +58,7 @@ WITH_CHECKPOINT: dict[str, list[str]] = {
 }
 # The commands that take no checkpoint argument: the demo's is a directory of its own (below),
 # the MCP server's is ARI_CHECKPOINT_DIR (below); the others touch no checkpoint.
-WITHOUT_CHECKPOINT = {"demo", "mcp", "bench", "embed-server", "letta", "ari-skill"}
+WITHOUT_CHECKPOINT = {"demo", "mcp", "bench", "embed-server", "letta", "ari-skill", "completion"}
 
 
 def files_of(root: Path) -> dict[str, str]:
@@ -93,7 +93,7 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     checkpoint(tmp_path / "CKPT")
     (tmp_path / "OUT").mkdir()
-    assert main(["export", "CKPT", "OUT/bundle.tar"]) == 0
+    assert main(["export", "CKPT", "-o", "OUT/bundle.tar"]) == 0
     return tmp_path
 
 

@@ -99,10 +99,10 @@ def test_audit_of_a_run_directory_no_entry_names_is_exit_2(demo: Path, tmp_path:
 @pytest.mark.parametrize(
     "args,starts",
     [
-        (["verified", "{ckpt}", "--node", "ghost"], "error: --node: unknown node 'ghost'"),
+        (["verified", "{ckpt}", "--as", "ghost"], "error: --as: unknown node 'ghost'"),
         (["verified", "{ckpt}", "--min-evidence", "nonsense"], "error: --min-evidence: unknown evidence level"),
-        (["search", "{ckpt}", "q", "--node", "root", "--kind", "nonsense"], "error: --kind: unknown kind 'nonsense'"),
-        (["search", "{ckpt}", "q", "--node", "root", "--ancestors", "root,ghost"], "error: --ancestors: unknown node"),
+        (["search", "{ckpt}", "q", "--as", "root", "--kind", "nonsense"], "error: --kind: unknown kind 'nonsense'"),
+        (["search", "{ckpt}", "q", "--as", "root", "--ancestors", "root,ghost"], "error: --ancestors: unknown node"),
     ],
     ids=["verified-node", "min-evidence", "search-kind", "search-ancestors"],
 )

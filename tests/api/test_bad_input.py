@@ -138,12 +138,12 @@ def filled(ckpt: Path) -> Path:
 
 
 CLI = [
-    (["search", "{ckpt}", "q", "--node", "nobody"], "--node: unknown node"),
-    (["search", "{ckpt}", "q", "--node", "root", "--limit", "-1"], "limit: must be a non-negative integer"),
-    (["search", "{ckpt}-missing", "q", "--node", "root"], "no ledger at"),
-    (["context", "{ckpt}", "--node", "nobody"], "--node: unknown node"),
-    (["verified", "{ckpt}"], "--node: no verified_context.json yet"),
-    (["audit", "{ckpt}", "--experiments", "{ckpt}/nowhere"], "experiments_root"),
+    (["search", "{ckpt}", "q", "--as", "nobody"], "--as: unknown node"),
+    (["search", "{ckpt}", "q", "--as", "root", "--limit", "-1"], "limit: must be a non-negative integer"),
+    (["search", "{ckpt}-missing", "q", "--as", "root"], "no ledger at"),
+    (["context", "{ckpt}", "--as", "nobody"], "--as: unknown node"),
+    (["verified", "{ckpt}"], "--as: no verified_context.json yet"),
+    (["audit", "{ckpt}", "--experiments", "{ckpt}/nowhere"], "--experiments: "),
     (["audit", "{ckpt}", "--experiments", "{ckpt}", "--run-id", "/etc"], "run_id"),
     (["log", "{ckpt}-missing"], "no ledger at"),
     (["import-ari", "{ckpt}", "--source", "{ckpt}/none.jsonl"], "cannot read"),

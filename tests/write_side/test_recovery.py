@@ -240,7 +240,7 @@ def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
     assert "rolled back: the log ends at seq 4, but memory_projection.snapshot records seq 6" in result.stdout
     snapshot = (store_dir(ckpt) / SNAPSHOT_NAME).read_bytes()
     for attempt in ("with the head file", "without it"):
-        search = _cli("search", str(ckpt), "--node", "root", "entry")
+        search = _cli("search", str(ckpt), "--as", "root", "entry")
         assert search.returncode == 2 and search.stderr.startswith("error: the log ends at seq 4"), (
             attempt,
             search.stderr,

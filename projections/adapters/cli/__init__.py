@@ -16,6 +16,9 @@ import sys
 
 from ledger import LedgerError, layout
 from projections.adapters.cli import checkpoint, files, memory, proof, rebuild, tools  # noqa: F401 - registered in this order
+
+# isort: split
+from projections.adapters.cli import completion  # noqa: F401 - registered last: it lists the others
 from projections.adapters.cli.framework import (
     COMMANDS,
     ERROR_HELP,
@@ -30,6 +33,7 @@ from projections.adapters.cli.framework import (
     no_color,
     shorten,
 )
+from projections.adapters.cli.progress import interrupted, running
 
 
 def version() -> str:
@@ -77,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "checkpoint", None) is not None:  # before anything else: one unmistakable path
             layout.check_checkpoint_dir(args.checkpoint)
-        with layout.moves_suspended() if getattr(args, "dry_run", False) else contextlib.nullcontext():
+        with (
+            layout.moves_suspended() if getattr(args, "dry_run", False) else contextlib.nullcontext(),
+            running(args),  # bars on a terminal, all gone before an error or Ctrl-C's line
+        ):
             return int(args.func(args))  # a dry run moves no file, also not an old layout's
     except LedgerError as exc:
         error(str(exc))
@@ -91,6 +98,6 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         error(str(exc))
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # one line: what the interrupted work kept, when it is known
+        print(shorten(interrupted(exc), argv), file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import sys
+from typing import Any
 
 import msgspec
 
@@ -17,11 +19,15 @@ from projections.adapters.cli.framework import (
     EXIT_CHECK_FAILED,
     EXIT_ERROR,
     EXIT_OK,
+    as_of_arg,
     check_seq,
     checkpoint_arg,
     command,
+    counts,
     emit,
+    node_arg,
 )
+from projections.adapters.cli.progress import only_reading
 from projections.api import checkpoint as state
 
 log = logging.getLogger("ledger")
@@ -68,7 +74,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         for line in accepted or ["nothing to accept: the log holds every anchor"]:
             print(f"accepted: {line}" if accepted else line)
         return EXIT_OK
-    found = state.verify(args.checkpoint, [hash_arg(h) for h in args.head])
+    bar = only_reading("verifying", "verify")
+
+    found = state.verify(args.checkpoint, [hash_arg(h) for h in args.head], progress=bar)
     report = found.report
     if args.json:
         emit(found.as_dict())
@@ -99,38 +107,79 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         emit(data)
     else:
-        for key, value in data.items():
-            if key not in ("alarms", "notes") or value:
-                print(f"{key:>11}: {value}")
+        print("\n".join(status_lines(data)))
     return EXIT_CHECK_FAILED if data["alarms"] else EXIT_OK
+
+
+def status_lines(data: dict[str, Any]) -> list[str]:
+    """``status`` for people: one labelled line per fact, counts in words, no Python reprs."""
+    projections = data["projections"]
+    rows = [
+        ("checkpoint", data["checkpoint"]),
+        ("ckpt", data["ckpt"]),
+        ("events", f"{data['events']} ({counts(data['types'])}); {data['redacted']} redacted"),
+        ("last seq", str(data["last_seq"])),
+        ("nodes", str(data["nodes"])),
+        ("log size", f"{data['file_size']:,} bytes"),
+        ("snapshot", _projection_line(projections.get("snapshot"), "none")),
+        ("search", f"{projections.get('search_engine')} engine"),
+    ]
+    if "letta" in projections:
+        letta = projections["letta"]
+        rows.append(("letta", f"agent {letta.get('agent')}: " + _projection_line(letta, "unknown")))
+    shown = {"checkpoint", "ckpt", "events", "types", "redacted", "last_seq", "nodes", "file_size", "projections"}
+    rows += [  # a fact added later is still shown, as JSON rather than a Python repr
+        (key.replace("_", " "), value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        for key, value in data.items()
+        if key not in shown | {"alarms", "notes"}
+    ]
+    rows += [("alarm", a) for a in data["alarms"]] + [("note", n) for n in data["notes"]]
+    return [f"{key:>10}: {value}" for key, value in rows]
+
+
+def _projection_line(state: dict[str, Any] | None, absent: str) -> str:
+    """Where a projection stands: its seq and how far behind the log, and any problem it has."""
+    if not state:
+        return absent
+    cursor, lag = state.get("cursor"), state.get("lag")
+    line = "seq unknown" if cursor is None else f"at seq {cursor}"
+    if lag is not None:
+        line += ", up to date" if lag == 0 else f", {lag} behind" if lag > 0 else f", {-lag} ahead of the log"
+    extra = [f"{key}: {state[key]}" for key in ("rebuilt", "rollback", "problem", "error") if state.get(key)]
+    if state.get("duplicates"):
+        extra.append(f"{len(state['duplicates'])} duplicate agent(s)")
+    return "; ".join([line, *extra])
 
 
 def _log_args(parser: argparse.ArgumentParser) -> None:
     checkpoint_arg(parser, json_flag=False)
-    parser.add_argument(
-        "--as-of", type=int, default=None, metavar="SEQ", help="stop at this seq, 0 or more (time travel)"
-    )
-    parser.add_argument("--node", default=None, help="only events of this node (one the checkpoint knows)")
+    as_of_arg(parser)
+    node_arg(parser)
 
 
 def _check_log(args: argparse.Namespace) -> None:
     """A negative seq or a node the checkpoint does not know is one error line, not empty output."""
-    from projections.adapters.cli.memory import known_lineage, open_backend  # not at import: command order
-
     check_seq(args.as_of)
     if args.node is not None:
-        backend = open_backend(args.checkpoint)
-        try:
-            known_lineage(backend, args.node)
-        finally:
-            backend.close()
+        check_node(args.checkpoint, args.node)
+
+
+def check_node(checkpoint: str, node: str) -> None:
+    """``--node``: a node some event of the log belongs to; any other is one error line (a
+    selector that names nothing would print, or redact, nothing and look like success)."""
+    with Ledger.open_readonly(checkpoint) as ledger:
+        if ledger.damage is not None:
+            raise ledger.damage
+        if any(event.node == node for event in ledger.events()):
+            return
+    raise InvalidInput("--node", f"unknown node {node!r} in this checkpoint (see `ari-ledger tree`)")
 
 
 @command(
     "log",
     "print events as JSON lines, optionally as of a seq or for one node",
     _log_args,
-    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; a negative --as-of, an unknown --node, damage in the log"},
+    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an --as-of outside the log, an unknown --node, damage in the log"},
     check=_check_log,
 )
 def cmd_log(args: argparse.Namespace) -> int:
@@ -139,6 +188,7 @@ def cmd_log(args: argparse.Namespace) -> int:
     with Ledger.open_readonly(args.checkpoint) as ledger:
         if ledger.damage is not None:
             raise ledger.damage
+        check_seq(args.as_of, "--as-of", ledger.last_seq)
         alarm = ledger.head_problem()
         if alarm:
             log.warning("alarm: %s", alarm)
@@ -181,7 +231,7 @@ def _redact_args(parser: argparse.ArgumentParser) -> None:
     checkpoint_arg(parser)
     what = parser.add_argument_group("what to redact (at least one; together they must all hold)")
     what.add_argument("--id", action="append", default=[], metavar="EVENT_ID", help="an event id (repeatable)")
-    what.add_argument("--node", help="every entry of this node")
+    node_arg(what)
     what.add_argument("--match", metavar="TEXT", help="entries, ReAct steps or core seeds holding this literal text")
     what.add_argument("--regex", metavar="PATTERN", help="... or matching this regular expression")
     parser.add_argument("--reason", required=True, help="why (kept in the log with the redaction)")
@@ -199,6 +249,7 @@ def _redact_args(parser: argparse.ArgumentParser) -> None:
         EXIT_OK: "redacted (or, with --dry-run, listed); the log verifies and prove's other verdicts are unchanged",
         EXIT_CHECK_FAILED: "the log does not verify, or prove's verdicts changed on what was not chosen\n"
         "(the log stays rewritten)",
+        EXIT_ERROR: f"{ERROR_HELP}; an unknown --node, --match with --regex",
     },
 )
 def cmd_redact(args: argparse.Namespace) -> int:
@@ -210,6 +261,8 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
     if args.match is not None and args.regex is not None:
         raise InvalidInput("--match", "give --match or --regex, not both")
+    if args.node is not None:
+        check_node(args.checkpoint, args.node)
     text = args.regex if args.regex is not None else args.match
     selector = Selector(tuple(args.id), args.node, text, regex=args.regex is not None)
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"

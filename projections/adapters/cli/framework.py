@@ -8,8 +8,10 @@ input) — always as one ``error:`` line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import sys
 import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -107,10 +109,88 @@ def command(
     return register
 
 
-def check_seq(value: int | None, field: str = "--as-of") -> None:
-    """A log position: 0 or more (None: not given)."""
+def check_seq(value: int | None, field: str = "--as-of", last: int | None = None) -> None:
+    """A log position: 0 or more and, given the log's ``last`` seq, not beyond it (None: not
+    given). A seq past the end names no state of the log: one error line, not the head's."""
     if value is not None and value < 0:
         raise InvalidInput(field, f"must be a seq (0 or more), got {value}")
+    if value is not None and last is not None and value > last:
+        raise InvalidInput(field, f"seq {value} is beyond the log's last seq {last}")
+
+
+AS_OF_HELP = "as of this seq: the log up to and including it (0 or more, at most the last seq)"
+
+
+def as_of_arg(parser: argparse.ArgumentParser) -> None:
+    """``--as-of SEQ``, the one spelling of a log position (checked by :func:`check_seq`)."""
+    parser.add_argument("--as-of", type=int, default=None, metavar="SEQ", help=AS_OF_HELP)
+
+
+# The two ideas a node id selects, each with its one name and help text:
+# ``--as NODE`` reads memory the way NODE does (its lineage); ``--node NODE`` keeps NODE's own records.
+AS_HELP = "read as this node: its recorded lineage, root → NODE, is what the command sees (see `ari-ledger tree`)"
+NODE_HELP = "only this node's own records (what it wrote or read), not its ancestors' (see `ari-ledger tree`)"
+
+
+def as_arg(parser: argparse.ArgumentParser, *, required: bool, more: str = "") -> None:
+    """``--as NODE`` (``--node`` before, kept working, hidden, with a note). Not required by
+    argparse (the old spelling would fail it): ``required`` commands check it themselves."""
+    text = AS_HELP + (more or ("; required" if required else ""))
+    parser.add_argument("--as", dest="as_node", default=None, metavar="NODE", help=text)
+    parser.add_argument("--node", dest="as_node", action=Deprecated, new="--as")
+
+
+def node_arg(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--node NODE``: only that node's own records."""
+    parser.add_argument("--node", default=None, metavar="NODE", help=NODE_HELP)
+
+
+def need_as(args: argparse.Namespace, otherwise: str = "") -> str:
+    """The ``--as`` node of a command that cannot run without one (``otherwise``: what else would do)."""
+    if args.as_node is None:
+        raise InvalidInput("--as", f"missing: name the node to read as (see `ari-ledger tree`){otherwise}")
+    return str(args.as_node)
+
+
+EXPERIMENTS_HELP = (
+    "experiments root, <run_id>/<node_id>/ with each node's node_report.json and artifacts "
+    "(default: the first of CKPT/experiments, CKPT/../experiments, ARI's CKPT/../../experiments that exists)"
+)
+
+
+def experiments_arg(parser: argparse.ArgumentParser) -> None:
+    """``--experiments DIR``: one help text everywhere; one the user names must exist (:func:`check_dir`)."""
+    parser.add_argument("--experiments", default=None, metavar="DIR", help=EXPERIMENTS_HELP)
+
+
+def output_arg(parser: argparse.ArgumentParser, what: str, *, default: str | None = None) -> None:
+    """``-o/--output FILE``: the one spelling of the file a command writes."""
+    parser.add_argument("-o", "--output", default=default, metavar="FILE", help=what)
+
+
+def deprecated(old: str, new: str) -> None:
+    """One line on stderr: ``old`` still works (scripts keep running), ``new`` is its name now."""
+    print(f"note: {old} is deprecated; use {new} (it means the same)", file=sys.stderr)
+
+
+class Deprecated(argparse.Action):
+    """An old spelling of an option: hidden from ``--help``, stores into the new option's
+    ``dest`` and says so on stderr (``new``: the spelling to use)."""
+
+    def __init__(self, option_strings: list[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        self.new = new
+        kwargs.setdefault("default", None)
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        deprecated(option_string or self.option_strings[0], self.new)
+        setattr(namespace, self.dest, values)
 
 
 def check_dir(value: str | None, field: str) -> None:
@@ -133,6 +213,28 @@ def shorten(message: str, argv: list[str]) -> str:
     if len(message) > 10 * ECHO_LIMIT:
         message = f"{message[: 2 * ECHO_LIMIT]}… ({len(message)} characters)"
     return message
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` on one line, at most ``width`` characters, cut after a whole word with ``…``
+    (a first word longer than ``width`` alone is cut inside)."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    if text[width - 1] != " " and " " in head:
+        head = head.rsplit(" ", 1)[0]
+    return head.rstrip(" ,;:") + "…"
+
+
+def counts(data: Mapping[str, object]) -> str:
+    """``{"verified": 49, "missing": 1}`` as people read it: ``49 verified, 1 missing``."""
+    return ", ".join(f"{n} {name}" for name, n in data.items()) or "none"
+
+
+def file_facts(path: str | os.PathLike[str], data: bytes) -> dict[str, Any]:
+    """What ``--json`` says of a file a command wrote: its path, size and sha256."""
+    return {"path": os.fspath(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def emit(data: object) -> None:

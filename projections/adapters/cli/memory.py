@@ -6,7 +6,6 @@ Each opens the checkpoint read-only: a command for people changes nothing in it.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,20 +13,28 @@ from rich.table import Table
 
 from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.bundle import check_output_path
-from ledger.safe_io import read_file
+from ledger.safe_io import read_json
 from ledger.vocabulary import KINDS
 from projections.adapters.cli.framework import (
     ERROR_HELP,
     EXIT_CHECK_FAILED,
     EXIT_ERROR,
     EXIT_OK,
+    as_arg,
+    as_of_arg,
     check_dir,
     check_seq,
     checkpoint_arg,
     command,
     console,
+    counts,
     emit,
+    experiments_arg,
+    file_facts,
+    need_as,
+    output_arg,
 )
+from projections.adapters.cli.progress import folding
 from projections.api.audit import check_run
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import experiments_roots
@@ -36,10 +43,11 @@ from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, check_evid
 
 def open_backend(path: str) -> MemoryBackend:
     """An existing checkpoint, opened only to read it: a command for people changes nothing
-    in the directory (no recovery, no snapshot, no access-log line)."""
+    in the directory (no recovery, no snapshot, no access-log line). A first fold of a large
+    log shows its progress on a terminal (``progress.folding``)."""
     if not layout.has_ledger(path):
         raise LedgerNotFound(f"no ledger at {layout.log_path(path)} (is {path} a checkpoint directory?)")
-    return MemoryBackend(path, readonly=True)
+    return MemoryBackend(path, readonly=True, progress=folding(path))
 
 
 def known_lineage(backend: MemoryBackend, node: str, field: str = "--node") -> list[str]:
@@ -51,15 +59,27 @@ def known_lineage(backend: MemoryBackend, node: str, field: str = "--node") -> l
     return lineage
 
 
-def scope_for(backend: MemoryBackend, node: str, ancestors: str | None) -> list[str]:
-    """``--ancestors a,b`` as given (each a node the checkpoint knows; ``--node`` then only
-    labels the output), else the node's lineage from the recorded tree."""
+def scope_for(backend: MemoryBackend, node: str | None, ancestors: str | None) -> list[str]:
+    """``--ancestors a,b`` as given (each a node the checkpoint knows; ``--as``, if given, must
+    be one too), else the ``--as`` node's lineage from the recorded tree."""
+    if node is not None:
+        lineage = known_lineage(backend, node, "--as")
+        if ancestors is None:
+            return lineage
     if ancestors is None:
-        return known_lineage(backend, node)
+        raise InvalidInput("--as", "missing: name the node to read as (see `ari-ledger tree`)")
     scope = [a for a in ancestors.split(",") if a]
     for a in scope:
         known_lineage(backend, a, "--ancestors")
     return scope
+
+
+def check_as_of(backend: MemoryBackend, as_of: int | None) -> None:
+    """``--as-of``: a seq of this log (0 to its last seq); past the end is one error line."""
+    if as_of is not None:
+        with backend.session.reading():
+            last = backend.session.ledger.last_seq
+        check_seq(as_of, "--as-of", last)
 
 
 def check_kinds(backend: MemoryBackend, kinds: list[str]) -> None:
@@ -78,12 +98,15 @@ def check_kinds(backend: MemoryBackend, kinds: list[str]) -> None:
 def _search_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     p.add_argument("query", help="natural-language query (ARI uses the node's eval_summary)")
-    p.add_argument("--node", required=True, help="search as this node")
+    as_arg(p, required=True, more="; required unless --ancestors is given")
     p.add_argument(
-        "--ancestors", default=None, metavar="A,B,…", help="comma-separated scope instead of the recorded lineage"
+        "--ancestors",
+        default=None,
+        metavar="A,B,…",
+        help="read exactly these nodes' memory (comma-separated) instead of the --as node's lineage",
     )
-    p.add_argument("--limit", type=int, default=5, help="at most this many results")
-    p.add_argument("--as-of", type=int, default=None, metavar="SEQ", help="as the node saw it at this seq (0 or more)")
+    p.add_argument("--limit", type=int, default=5, metavar="N", help="at most this many results")
+    as_of_arg(p)
     p.add_argument("--kind", action="append", default=None, help="typed search: only this kind (repeatable)")
 
 
@@ -92,6 +115,8 @@ def _check_search(args: argparse.Namespace) -> None:
     check_seq(args.as_of)
     if args.ancestors is not None and not [a for a in args.ancestors.split(",") if a]:
         raise InvalidInput("--ancestors", "names no node (give A,B,… or leave it out for the recorded lineage)")
+    if args.ancestors is None:
+        need_as(args, ", or give --ancestors A,B,…")
 
 
 @command(
@@ -99,14 +124,15 @@ def _check_search(args: argparse.Namespace) -> None:
     "semantic search as a node: only its ancestors' memory",
     _search_args,
     exit_codes={
-        EXIT_ERROR: f"{ERROR_HELP}; an unknown --node or --ancestors node, an empty --ancestors, "
-        "an unknown --kind, a negative --limit or --as-of"
+        EXIT_ERROR: f"{ERROR_HELP}; an unknown --as or --ancestors node, an empty --ancestors, "
+        "an unknown --kind, a negative --limit, an --as-of outside the log"
     },
     check=_check_search,
 )
 def cmd_search(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
-    scope = scope_for(backend, args.node, args.ancestors)
+    scope = scope_for(backend, args.as_node, args.ancestors)
+    check_as_of(backend, args.as_of)
     results: list[Any]
     if args.kind:
         check_kinds(backend, args.kind)
@@ -118,7 +144,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.json:
         emit({"scope": scope, "results": results})
         return EXIT_OK
-    table = Table(title=f"{args.node} may read: {' → '.join(scope)}")
+    title = f"{args.as_node} may read: {' → '.join(scope)}" if args.ancestors is None else f"read: {', '.join(scope)}"
+    table = Table(title=title)
     for col in ("score", "node", "kind", "text"):
         table.add_column(col)
     for r in results:
@@ -127,17 +154,33 @@ def cmd_search(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _node_args(p: argparse.ArgumentParser) -> None:
+def _context_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument("--node", required=True, help="the node (one the checkpoint knows)")
+    as_arg(p, required=True)
+    as_of_arg(p)
 
 
-@command("context", "the working context a node starts with (experiment core, ancestor results)", _node_args)
+def _check_as_node(args: argparse.Namespace) -> None:
+    """``--as`` given (a command that reads as a node needs one), ``--as-of`` a seq."""
+    need_as(args)
+    check_seq(args.as_of)
+
+
+@command(
+    "context",
+    "the working context a node starts with (experiment core, ancestor results)",
+    _context_args,
+    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an unknown --as node, an --as-of outside the log"},
+    check=_check_as_node,
+)
 def cmd_context(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
-    scope = scope_for(backend, args.node, None)
-    info = backend.node(args.node)
-    ctx = backend.build_working_context(args.node, scope[:-1], info["eval_summary"] if info else None)
+    scope = scope_for(backend, args.as_node, None)
+    check_as_of(backend, args.as_of)
+    info = backend.node(args.as_node)
+    ctx = backend.build_working_context(
+        args.as_node, scope[:-1], info["eval_summary"] if info else None, as_of=args.as_of
+    )
     if args.json:
         emit(ctx)
     else:
@@ -148,9 +191,8 @@ def cmd_context(args: argparse.Namespace) -> int:
 
 def _verified_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument(
-        "--node", default=None, help="lineage of this node (default: the best node of verified_context.json)"
-    )
+    as_arg(p, required=False, more=f" (default: the best node of {VERIFIED_CONTEXT_NAME})")
+    as_of_arg(p)
     p.add_argument("--block", action="store_true", help="print the grounded block for the paper prompt")
     p.add_argument(
         "--min-evidence",
@@ -160,19 +202,30 @@ def _verified_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-@command("verified", "the verified context: claims ranked by how well artifacts back them", _verified_args)
-def cmd_verified(args: argparse.Namespace) -> int:
+def _check_verified(args: argparse.Namespace) -> None:
+    check_seq(args.as_of)
     if args.min_evidence is not None:
         check_evidence(args.min_evidence, "--min-evidence")
+
+
+@command(
+    "verified",
+    "the verified context: claims ranked by how well artifacts back them",
+    _verified_args,
+    exit_codes={
+        EXIT_ERROR: f"{ERROR_HELP}; an unknown --as node, no --as and no {VERIFIED_CONTEXT_NAME} (or a damaged "
+        "one), an unknown --min-evidence, an --as-of outside the log"
+    },
+    check=_check_verified,
+)
+def cmd_verified(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
-    if args.node:
-        lineage = known_lineage(backend, args.node)
+    if args.as_node:
+        lineage = known_lineage(backend, args.as_node, "--as")
     else:
-        saved = Path(args.checkpoint) / VERIFIED_CONTEXT_NAME
-        if not saved.is_file():
-            raise InvalidInput("--node", f"no {VERIFIED_CONTEXT_NAME} yet; name the node whose lineage to use")
-        lineage = json.loads(read_file(saved))["lineage"]
-    ctx = backend.get_verified_context(lineage, min_evidence=args.min_evidence)
+        lineage = _saved_lineage(backend, Path(args.checkpoint) / VERIFIED_CONTEXT_NAME)
+    check_as_of(backend, args.as_of)
+    ctx = backend.get_verified_context(lineage, min_evidence=args.min_evidence, as_of=args.as_of)
     if args.block:
         print(render_grounded_block(ctx), end="")
     elif args.json:
@@ -199,14 +252,27 @@ def cmd_verified(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _saved_lineage(backend: MemoryBackend, saved: Path) -> list[str]:
+    """The lineage ``verified_context.json`` records; a missing file asks for ``--as``, a damaged
+    one, or one whose lineage names a node this checkpoint does not know, is an error naming it."""
+    if not saved.is_file():
+        raise InvalidInput("--as", f"no {VERIFIED_CONTEXT_NAME} yet; name the node to read as")
+    data = read_json(saved)
+    lineage = data.get("lineage") if isinstance(data, dict) else None
+    if not isinstance(lineage, list) or not lineage or not all(isinstance(n, str) for n in lineage):
+        raise InvalidInput(str(saved), f"records no lineage (a list of node ids), got {lineage!r}; pass --as NODE")
+    for node in lineage:
+        if backend.lineage(node) is None:
+            raise InvalidInput(str(saved), f"its lineage names node {node!r}, which this checkpoint does not know")
+    return lineage
+
+
 def _audit_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
+    experiments_arg(p)
     p.add_argument(
-        "--experiments",
-        default=None,
-        help="experiments root (default: CKPT/experiments, CKPT/../experiments, or ARI's CKPT/../../experiments)",
+        "--run-id", default=None, help="audit one run only (a directory under the experiments root the log names)"
     )
-    p.add_argument("--run-id", default=None, help="audit one run only (a directory under the experiments root)")
 
 
 @command(
@@ -216,7 +282,9 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     exit_codes={
         EXIT_OK: "every cited artifact is there with its hash, every claim's numbers match",
         EXIT_CHECK_FAILED: "a missing or mismatching artifact, a value mismatch, or a broken chain",
+        EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory (or none found), an unknown --run-id",
     },
+    check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_audit(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
@@ -236,7 +304,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
                     f"   values  {v['node_id']} {v['entry_id']}: {miss['value']}: {miss['reason']}", markup=False
                 )
         console.print(
-            f"summary: {audit['summary']}; values: {audit['value_summary']}; "
+            f"artifacts: {counts(audit['summary'])}; values: {counts(audit['value_summary'])}; "
             f"chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}"
         )
     return EXIT_OK if audit["ok"] else EXIT_CHECK_FAILED
@@ -255,11 +323,7 @@ def _experiments_root(ckpt: Path, given: str | None) -> Path:
 
 def _tree_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument(
-        "--experiments",
-        default=None,
-        help="experiments root, for metrics and audit status (default: found beside CKPT, else none)",
-    )
+    experiments_arg(p)
 
 
 def _check_experiments(args: argparse.Namespace) -> None:
@@ -295,15 +359,9 @@ def _optional_experiments(ckpt: Path, given: str | None) -> Path | None:
 
 
 def _report_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "checkpoint", help="checkpoint directory (ARI's checkpoints/<run_id>/, the folder that holds memory_ledger/)"
-    )
-    p.add_argument("-o", "--output", default="report.html", metavar="FILE", help="the HTML file to write")
-    p.add_argument(
-        "--experiments",
-        default=None,
-        help="experiments root, for metrics and audit status (default: found beside CKPT, else none)",
-    )
+    checkpoint_arg(p)
+    output_arg(p, "the HTML file to write", default="report.html")
+    experiments_arg(p)
 
 
 @command(
@@ -319,7 +377,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     check_output_path(Path(args.output), "--output")
     backend = open_backend(args.checkpoint)
-    data = lineage_data(backend, _optional_experiments(Path(args.checkpoint), args.experiments))
-    Path(args.output).write_text(render_report(data), encoding="utf-8")
-    print(f"wrote {args.output} ({len(data['nodes'])} nodes)")
+    root = _optional_experiments(Path(args.checkpoint), args.experiments)
+    data = lineage_data(backend, root)
+    html = render_report(data).encode("utf-8")
+    Path(args.output).write_bytes(html)
+    if args.json:
+        emit(
+            file_facts(args.output, html)
+            | {"nodes": len(data["nodes"]), "as_of_seq": data["as_of_seq"], "experiments": root and str(root)}
+        )
+    else:
+        print(f"wrote {args.output} ({len(data['nodes'])} nodes)")
     return EXIT_OK

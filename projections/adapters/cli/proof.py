@@ -13,12 +13,18 @@ from projections.adapters.cli.framework import (
     EXIT_CHECK_FAILED,
     EXIT_ERROR,
     EXIT_OK,
+    Deprecated,
+    check_dir,
     checkpoint_arg,
     command,
     console,
     emit,
+    experiments_arg,
+    node_arg,
+    output_arg,
 )
 from projections.adapters.cli.memory import open_backend
+from projections.adapters.cli.progress import only_reading
 from projections.api.grounding import experiments_roots
 from projections.api.reads import REPLAYED_FIELDS, check_chain, read_records, replay_all
 
@@ -41,7 +47,7 @@ PROVE_EXIT_CODES = {
     EXIT_CHECK_FAILED: "NOT PROVED: something fails (each failure is printed), or, with --strict, something\n"
     "could not be checked",
     EXIT_ERROR: "the command could not run: not a checkpoint, a --context file that is missing or not a\n"
-    "verified context, a bad --head (one error: line)",
+    "verified context, a bad --head, an --experiments that is not a directory (one error: line)",
     EXIT_NOTHING_TO_PROVE: "NOTHING TO PROVE: no verified context, or one that lists no claims (the rest is\n"
     f"still checked; a failure there makes it {EXIT_CHECK_FAILED})",
 }
@@ -49,7 +55,7 @@ PROVE_EXIT_CODES = {
 
 def _reads_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument("--node", default=None, help="only this node's reads")
+    node_arg(p)
     p.add_argument("--replay", action="store_true", help="run every read again as of its log position and compare")
 
 
@@ -104,8 +110,10 @@ def cmd_reads(args: argparse.Namespace) -> int:
 
 def _prove_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument("--context", default=None, help="a verified_context.json (default: the checkpoint's own)")
-    p.add_argument("--experiments", default=None, help="experiments root (default: beside the checkpoint)")
+    p.add_argument(
+        "--context", default=None, metavar="FILE", help="a verified_context.json (default: the checkpoint's own)"
+    )
+    experiments_arg(p)
     p.add_argument(
         "--head",
         action="append",
@@ -113,7 +121,8 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
         metavar="HASH",
         help="an event hash kept outside the checkpoint (repeatable)",
     )
-    p.add_argument("--html", default=None, metavar="FILE", help="write the lineage report with failing claims marked")
+    output_arg(p, "also write the lineage report, an HTML file, with failing claims marked")
+    p.add_argument("--html", dest="output", action=Deprecated, new="-o/--output")
     p.add_argument("--strict", action="store_true", help="what could not be checked fails too")
 
 
@@ -123,14 +132,18 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     "every read replayed (exit 0 only when all holds)",
     _prove_args,
     exit_codes=PROVE_EXIT_CODES,
+    check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_prove(args: argparse.Namespace) -> int:
     from projections.api.prove import prove
 
-    if args.html:
-        check_output_path(Path(args.html), "--html")
-    proof = prove(args.checkpoint, args.context, args.experiments, [hash_arg(h) for h in args.head], strict=args.strict)
-    if args.html:
+    if args.output:
+        check_output_path(Path(args.output), "--output")
+    bar = only_reading("proving", "prove")
+
+    heads = [hash_arg(h) for h in args.head]
+    proof = prove(args.checkpoint, args.context, args.experiments, heads, strict=args.strict, progress=bar)
+    if args.output:
         from projections.adapters.report import render_report
         from projections.api.lineage import lineage_data
 
@@ -140,10 +153,10 @@ def cmd_prove(args: argparse.Namespace) -> int:
             data = lineage_data(backend, next((r for r in roots if r.is_dir()), None), proof=proof)
         finally:
             backend.close()
-        Path(args.html).write_text(render_report(data), encoding="utf-8")
+        Path(args.output).write_text(render_report(data), encoding="utf-8")
     code = {"proved": EXIT_OK, "nothing_to_prove": EXIT_NOTHING_TO_PROVE}.get(proof.verdict, EXIT_CHECK_FAILED)
     if args.json:
-        emit(proof.as_dict())
+        emit(proof.as_dict() | ({"output": args.output} if args.output else {}))
         return code
     for claim in proof.claims:
         head = f"{claim.verdict:>5}  {claim.node_id}  [{claim.evidence}; values {claim.values and claim.values['verdict']}]"
@@ -167,7 +180,7 @@ def cmd_prove(args: argparse.Namespace) -> int:
         console.print(f"not checked: {line}")
     for line in proof.notes:
         console.print(f"note: {line}")
-    console.print(_verdict_line(proof) + (f"; report: {args.html}" if args.html else ""))
+    console.print(_verdict_line(proof) + (f"; report: {args.output}" if args.output else ""))
     return code
 
 

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import argparse
 
-from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, emit
+from projections.adapters.cli.framework import (
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    check_dir,
+    checkpoint_arg,
+    command,
+    emit,
+    experiments_arg,
+)
+from projections.adapters.cli.progress import Reporter, safe_points
 
 
 def _rebuild_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
-    p.add_argument(
-        "--experiments", default=None, help="experiments root, for node reports and artifacts (default: beside CKPT)"
-    )
+    experiments_arg(p)
 
 
 @command(
@@ -20,11 +27,13 @@ def _rebuild_args(p: argparse.ArgumentParser) -> None:
     "(after import, redact, repair, --accept-rollback or a damaged snapshot); exit 1 when a part could not be",
     _rebuild_args,
     exit_codes={1: "partial: the snapshot could not be saved, or no verified context was written (why is printed)"},
+    check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_rebuild(args: argparse.Namespace) -> int:
     from projections.api.rebuild import rebuild
 
-    done = rebuild(args.checkpoint, args.experiments)
+    with safe_points():  # Ctrl-C stops between two chunks: what was folded is whole, and saved
+        done = rebuild(args.checkpoint, args.experiments, Reporter("folding the log"))
     if args.json:
         emit(done.as_dict())
     else:

@@ -8,13 +8,23 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
 from ledger import InvalidInput, layout
 from projections import settings
-from projections.adapters.cli.framework import EXIT_CHECK_FAILED, EXIT_OK, checkpoint_arg, command, console, emit
+from projections.adapters.cli.framework import (
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    checkpoint_arg,
+    clip,
+    command,
+    console,
+    counts,
+    emit,
+    file_facts,
+)
 from projections.adapters.cli.memory import open_backend
+from projections.adapters.cli.progress import Reporter
 from projections.api.backend import MemoryBackend
 from projections.api.verified import render_grounded_block
 
@@ -61,7 +71,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     {
                         "node": nid,
                         "may_read": scope,
-                        "top_hits": [(h["node_id"], round(h["score"], 3), h["text"][:48]) for h in hits],
+                        "top_hits": [(h["node_id"], round(h["score"], 3), clip(h["text"], 48)) for h in hits],
                     }
                 )
             planted = _plant(backend, replay, out) if args.planted else None
@@ -88,8 +98,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return EXIT_OK
     table = Table(title=f"What each node may read, and what a search from it returns ({health['backend']} engine)")
     table.add_column("node", style="bold", no_wrap=True)
-    table.add_column("may read (root → self)")
-    table.add_column("top hits for its eval_summary")
+    # lines break between words; a word wider than its column ends in … rather than breaking in two
+    table.add_column("may read (root → self)", overflow="ellipsis")
+    table.add_column("top hits for its eval_summary", overflow="ellipsis")
     for row in rows:
         table.add_row(
             row["node"], " → ".join(row["may_read"]), "\n".join(f"{n} {s:.3f} {t}" for n, s, t in row["top_hits"])
@@ -99,7 +110,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ctx = json.loads(replay.verified_path.read_text()) if replay.verified_path else {}
     console.print(f"\nbest node: {ctx.get('best_node')}; usable claims: {len(ctx.get('usable_for_claims', []))}")
     console.print(render_grounded_block(ctx) if ctx else "(no claims)")
-    console.print(f"audit: {audit['summary']}  chain ok: {audit['chain']['ok']}")
+    console.print(f"audit: {counts(audit['summary'])}; chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}")
     console.print(
         f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}"
     )
@@ -133,6 +144,11 @@ def _print_detection(out: Path, planted: list[Any]) -> None:
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
+        "--json",
+        action="store_true",
+        help="print every figure as JSON on stdout (the benchmarks' progress goes to stderr); also after WHICH",
+    )
+    p.add_argument(
         "which",
         choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "all"],
         nargs="?",
@@ -149,7 +165,10 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     exit_codes={EXIT_OK: "every figure meets its target", EXIT_CHECK_FAILED: "a figure missed its target"},
 )
 def cmd_bench(args: argparse.Namespace) -> int:
+    import contextlib
+    import dataclasses
     import importlib
+    import sys
 
     modules = {
         "ledger": "bench.ledger_bench",
@@ -161,16 +180,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "prove": "bench.prove_bench",
     }
     chosen = list(modules) if args.which == "all" else [args.which]
+    rest = [a for a in args.rest if a != "--json"]  # `bench redact --json`: the benchmarks take no --json
+    as_json = args.json or len(rest) < len(args.rest)
     worst = 0
-    for name in chosen:
-        print(f"== {name}", flush=True)
-        try:
-            module = importlib.import_module(modules[name])
-        except ModuleNotFoundError:
-            raise InvalidInput(
-                "bench", "the benchmarks are scripts in a checkout (bench/), not installed: run from a clone"
-            ) from None
-        worst = max(worst, module.main(args.rest))
+    done: dict[str, Any] = {}
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        for name in chosen:
+            print(f"== {name}", flush=True)
+            try:
+                module = importlib.import_module(modules[name])
+                figures = importlib.import_module("bench.common").RESULTS  # every figure report() printed
+            except ModuleNotFoundError:
+                raise InvalidInput(
+                    "bench", "the benchmarks are scripts in a checkout (bench/), not installed: run from a clone"
+                ) from None
+            before = len(figures)
+            code = module.main(rest)
+            worst = max(worst, code)
+            done[name] = {"exit": code, "figures": [dataclasses.asdict(f) for f in figures[before:]]}
+    if as_json:
+        emit({"ok": worst == 0, "benchmarks": done})
     return worst
 
 
@@ -201,8 +230,16 @@ def _letta_args(p: argparse.ArgumentParser) -> None:
 )
 def cmd_letta(args: argparse.Namespace) -> int:
     from projections.letta_server import run
+    from projections.letta_server.lifecycle import UP_STEPS
 
-    return run(args)
+    def kept(done: int, total: int) -> str:
+        finished = f"what finished is kept ({', '.join(UP_STEPS[:done])}): " if done else ""
+        return (
+            f"stopped at step {done + 1} of {total} ({UP_STEPS[done]}); {finished}`ari-ledger letta up` again "
+            "goes on from what runs healthy, `ari-ledger letta down` stops what was started"
+        )
+
+    return run(args, progress=Reporter("letta up", "steps", note=kept, steps=UP_STEPS))
 
 
 @command("mcp", "serve ARI's memory tools over MCP stdio (configured by ARI's environment variables)")
@@ -223,31 +260,21 @@ def _restore_args(p: argparse.ArgumentParser) -> None:
 
 @command("restore", "replay the log into the checkpoint's Letta agent (LETTA_BASE_URL), with progress", _restore_args)
 def cmd_restore(args: argparse.Namespace) -> int:
-    import time
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     if not settings.letta_base_url():
         raise InvalidInput("LETTA_BASE_URL", "is not set; start a server with `ari-ledger letta up` and export its URL")
     backend = open_backend(args.checkpoint)
     deleted = backend.dedupe_letta_agents() if args.dedupe else []
     if deleted and not args.json:
         print(f"deleted {len(deleted)} duplicate agent(s): {', '.join(deleted)}")
-    columns = (
-        TextColumn("replaying into {task.fields[agent]}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]:,.0f} events/s"),
-        TimeElapsedColumn(),
-    )
-    started = time.perf_counter()
-    with Progress(*columns, console=Console(stderr=True), transient=args.json) as progress:
-        task = progress.add_task("replay", total=None, agent=f"ari_agent_{backend.namespace}", rate=0.0)
+    agent = f"ari_agent_{backend.namespace}"
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total, rate=done / max(time.perf_counter() - started, 1e-9))
+    def kept(done: int, total: int) -> str:
+        return (
+            f"{done:,} of {total:,} events replayed into {agent} and kept (the agent keeps its cursor); "
+            "run the same command again to replay the rest"
+        )
 
-        result = backend.restore(progress=update)
+    result = backend.restore(progress=Reporter(f"replaying into {agent}", note=kept))
     if args.json:
         emit({**result, "deleted_duplicates": deleted} if args.dedupe else result)
     else:
@@ -259,6 +286,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def _ari_skill_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", help="the skill directory to write (created; template files are overwritten)")
+    p.add_argument("--json", action="store_true", help="print JSON")
 
 
 @command(
@@ -271,6 +299,15 @@ def cmd_ari_skill(args: argparse.Namespace) -> int:
 
     written = write_skill_dir(args.dir)
     root = Path(args.dir).resolve()
+    if args.json:
+        emit(
+            {
+                "dir": str(root),
+                "files": [file_facts(path.relative_to(root), path.read_bytes()) for path in written],
+                "server": str(root / "src" / "server.py"),
+            }
+        )
+        return EXIT_OK
     for path in written:
         print(path.relative_to(root))
     print(
