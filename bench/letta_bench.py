@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     crowds = [int(m) for m in args.crowds.split(",") if m]
     server = letta_server.server() or letta_server.up()
     os.environ["LETTA_BASE_URL"] = server.base_url
+    os.environ["LETTA_API_KEY"] = server.api_key
     os.environ["ARI_MEMORY_EMBED_URL"] = server.embedding_url
     os.environ["ARI_MEMORY_SEARCH_ENGINE"] = "letta"
     from projections.api.backend import MemoryBackend

@@ -3,6 +3,10 @@
 A Letta server only knows how to embed through an HTTP API; pointing it at this
 endpoint lets it rank archival memory semantically on a machine with no internet,
 with exactly the vectors the ledger's own projections use.
+
+With ``ARI_MEMORY_EMBED_KEY`` set, every route but ``/health`` wants ``Authorization: Bearer
+<key>`` (Letta sends its OpenAI key so); ``--user`` drops root to that user once the model is
+loaded and the port bound (``ari-ledger letta up`` run as root uses both).
 """
 
 from __future__ import annotations
@@ -10,7 +14,10 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import hmac
 import json
+import os
+import pwd
 import signal
 import sys
 from http import HTTPStatus
@@ -43,9 +50,12 @@ class EmbeddingServer(ThreadingHTTPServer):
     daemon_threads = True  # keep-alive connections must not block shutdown
     request_queue_size = 128  # the default backlog of 5 drops bursts of clients into 1 s SYN retries
 
-    def __init__(self, address: tuple[str, int], embedder: StaticEmbedder, verbose: bool) -> None:
+    def __init__(
+        self, address: tuple[str, int], embedder: StaticEmbedder, verbose: bool, api_key: str | None = None
+    ) -> None:
         self.embedder = embedder
         self.verbose = verbose
+        self.api_key = api_key
         super().__init__(address, _Handler)
 
 
@@ -98,6 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         embedder = self.server.embedder
         path = urlsplit(self.path).path.rstrip("/")
+        if path != "/health" and not self._authorized():
+            return
         if path == "/health":
             self._send(HTTPStatus.OK, {"ok": True, "model": embedder.name, "dim": embedder.dim})
         elif path == "/v1/models":
@@ -107,6 +119,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(HTTPStatus.NOT_FOUND, f"no route GET {path}")
 
     def do_POST(self) -> None:
+        if not self._authorized():
+            self._drain()
+            return
         path = urlsplit(self.path).path.rstrip("/")
         if path != "/v1/embeddings":
             self._drain()
@@ -125,6 +140,15 @@ class _Handler(BaseHTTPRequestHandler):
         ]
         usage = {"prompt_tokens": tokens, "total_tokens": tokens}
         self._send(HTTPStatus.OK, {"object": "list", "data": data, "model": model, "usage": usage})
+
+    def _authorized(self) -> bool:
+        """True without a key or with its bearer header; otherwise answers 401."""
+        key = self.server.api_key
+        given = self.headers.get("Authorization", "")
+        if not key or hmac.compare_digest(given.encode(), f"Bearer {key}".encode()):
+            return True
+        self._send(HTTPStatus.UNAUTHORIZED, {"error": {"message": "a bearer key is required", "type": "auth_error"}})
+        return False
 
     def _read_body(self) -> bytes:
         length = self.headers.get("Content-Length")
@@ -157,9 +181,29 @@ class _Handler(BaseHTTPRequestHandler):
             super().log_request(code, size)
 
 
-def make_server(host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False) -> ThreadingHTTPServer:
+def make_server(
+    host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False, api_key: str | None = None
+) -> ThreadingHTTPServer:
     """Bind the endpoint (port 0 picks a free one) with the model already loaded."""
-    return EmbeddingServer((host, port), get_embedder(), verbose)
+    return EmbeddingServer((host, port), get_embedder(), verbose, api_key)
+
+
+def _run_as(user: str, embedder: StaticEmbedder) -> None:
+    """Drop root for ``user`` (name or uid) after loading the model: its files may lie where the user cannot go."""
+    try:
+        entry = pwd.getpwuid(int(user)) if user.isdigit() else pwd.getpwnam(user)
+    except (KeyError, ValueError):
+        raise InvalidInput("--user", f"no such user {user!r}") from None
+    if os.geteuid() != 0:
+        raise InvalidInput("--user", "only root can switch users")
+    if entry.pw_uid == 0:
+        raise InvalidInput("--user", "must name an unprivileged user")
+    embedder.embed_with_usage(["warm-up"])  # loads the model while its files are readable
+    import traceback  # noqa: F401 - socketserver imports it on a request error, after the drop
+
+    os.setgroups([])
+    os.setgid(entry.pw_gid)
+    os.setuid(entry.pw_uid)
 
 
 class _Stop(BaseException):
@@ -180,6 +224,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     parser.add_argument("--port", type=int, default=8284, help="0 picks a free port")
     parser.add_argument("--verbose", action="store_true", help="log one line per request on stderr")
+    parser.add_argument("--user", default=None, help="(root) serve as this user once the model is loaded")
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -187,9 +232,15 @@ def serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:  # 0 picks a free one
         raise InvalidInput("--port", f"{args.port} is not a port (1–65535)")
     try:
-        server = make_server(args.host, args.port, verbose=args.verbose)
+        server = make_server(args.host, args.port, verbose=args.verbose, api_key=os.environ.get("ARI_MEMORY_EMBED_KEY"))
     except OSError as exc:
         raise LedgerError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    if args.user:
+        try:
+            _run_as(args.user, get_embedder())
+        except BaseException:
+            server.server_close()
+            raise
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         for sig in previous:

@@ -7,7 +7,13 @@ pgvector (:mod:`.postgres`), its tables (:mod:`.schema`), an offline embedding e
 (:mod:`.embeddings`), and the server with an fd-bug fix (:mod:`.letta_process`). ``launcher.py``
 and ``create_schema.py`` are programs for the Letta venv, not modules: never import them.
 
-CLI: ``ari-ledger letta up|down|status`` (or ``python -m projections.letta_server``).
+Reachable by its owner only: Letta with its password on (clients send it as ARI's
+``LETTA_API_KEY``: :attr:`LettaServer.api_key`, ``client_env``), Postgres on a 0700 Unix socket
+only with a password, the embedding endpoint behind a bearer key Letta sends; the three random
+secrets in ``<home>/secrets`` (:mod:`.credentials`). Run by root, no server runs as root and
+none gets the caller's credentials (:mod:`.service`).
+
+CLI: ``ari-ledger letta up|down|status|env`` (or ``python -m projections.letta_server``).
 """
 
 from __future__ import annotations

@@ -1,30 +1,36 @@
-"""``up|down|status`` on the command line: ``ari-ledger letta …`` and ``python -m projections.letta_server …``."""
+"""``up|down|status|env`` on the command line: ``ari-ledger letta …`` and ``python -m projections.letta_server …``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import LettaHarnessError
 from .install import LETTA_VERSION
+from .layout import resolve_home
 from .lifecycle import (
     DEFAULT_EMBED_PORT,
     DEFAULT_LETTA_PORT,
     DEFAULT_PG_PORT,
     down,
+    server,
     status,
     up,
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``up|down|status`` and their options to ``parser`` (reused by ``ari-ledger letta``)."""
+    """Add ``up|down|status|env`` and their options to ``parser`` (reused by ``ari-ledger letta``)."""
     parser.add_argument(
         "action",
-        choices=("up", "down", "status"),
-        help="up: install once, start and wait for health; down: stop; status: report",
+        choices=("up", "down", "status", "env"),
+        help="up: install once, start and wait for health; down: stop; status: report; "
+        'env: the client\'s exports, LETTA_API_KEY (the password) included: eval "$(ari-ledger letta env)"',
     )
     parser.add_argument(
         "--home",
@@ -46,8 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Carry out parsed arguments (see :func:`add_arguments`); returns the exit code."""
+def run(args: argparse.Namespace, progress: Callable[[int, int], None] | None = None) -> int:
+    """Carry out parsed arguments (see :func:`add_arguments`); returns the exit code.
+    ``progress``: passed to :func:`up` (its steps, ``UP_STEPS``)."""
     try:
         if args.action == "up":
             srv = up(
@@ -56,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
                 embed_port=args.embed_port,
                 pg_port=args.pg_port,
                 timeout=args.timeout,
+                progress=progress,
             )
             if args.json:
                 print(json.dumps(srv.to_dict(), indent=2))
@@ -65,8 +73,21 @@ def run(args: argparse.Namespace) -> int:
                     f"embeddings: {srv.embedding_url} ({srv.embedding_model}, dim {srv.embedding_dim}, "
                     f"pid {srv.embed_pid})"
                 )
-                print(f"postgres:   {srv.pg_uri} (pid {srv.pg_pid})")
+                print(f"postgres:   {srv.pg_uri} (pid {srv.pg_pid}; socket only, with a password)")
+                print(f'password:   LETTA_API_KEY is in {srv.api_key_file}; eval "$(ari-ledger letta env)" exports it')
                 print(f"home:       {srv.home}")
+            return 0
+        if args.action == "env":
+            running = server(args.home)
+            if running is None:
+                raise LettaHarnessError(
+                    f"no healthy owner-only Letta runs for {resolve_home(args.home)}: run `letta up`"
+                )
+            if args.json:
+                print(json.dumps(running.client_env, indent=2))
+            else:
+                for name, value in running.client_env.items():
+                    print(f"export {name}={shlex.quote(value)}")
             return 0
         if args.action == "down":
             stopped = down(args.home)
@@ -81,6 +102,16 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(st, indent=2))
         else:
             print(f"home:       {st['home']} (Letta {'installed' if st['installed'] else 'not installed'})")
+            print(
+                "access:     "
+                + (
+                    f"owner only (LETTA_API_KEY in {st['api_key_file']})"
+                    if st["owner_only"]
+                    else "not owner-only: run `letta up` (it restarts an older harness's open stack)"
+                    if st["letta"]["running"]
+                    else "-"
+                )
+            )
             lt, e, pg = st["letta"], st["embed"], st["postgres"]
             print(
                 f"letta:      {'healthy' if lt['healthy'] else 'running, unhealthy' if lt['running'] else 'down'}"
@@ -92,13 +123,16 @@ def run(args: argparse.Namespace) -> int:
             )
             print(
                 f"postgres:   {'running' if pg['running'] else 'down'}"
-                + (f" on port {pg['port']} (pid {pg['pid']})" if pg["running"] else "")
+                + (f" on socket {pg['socket_dir']} port {pg['port']} (pid {pg['pid']})" if pg["running"] else "")
             )
         return 0 if st["healthy"] else 1
-    except LettaHarnessError as exc:
+    except (LettaHarnessError, OSError, subprocess.SubprocessError) as exc:
+        # OSError and the like: a file or program of the stack the harness could not use; one line
+        # naming it (e.g. "[Errno 13] Permission denied: '/path'"), never a traceback.
+        message = str(exc) if isinstance(exc, LettaHarnessError) else f"{type(exc).__name__}: {exc}"
         if args.json:
-            print(json.dumps({"ok": False, "error": str(exc)}))
-        print(f"error: {exc}", file=sys.stderr)
+            print(json.dumps({"ok": False, "error": message}))
+        print(f"error: {message}", file=sys.stderr)
         return 2
 
 

@@ -6,20 +6,29 @@ interpreter: that path in the command line is the marker that tells this home's 
 other process (also one started by an older harness), and the server never runs code from a
 checkout that may change under it. (Not called ``letta.py``: that would shadow ``letta`` for a
 launcher run in place.)
+
+Owner only: the server runs as the service user (``nobody`` when root runs the harness: its
+``/v1/tools/run`` executes Python as that user) with Letta's own password check on
+(``LETTA_SERVER_SECURE``/``LETTA_SERVER_PASSWORD``; every route but health wants
+``Authorization: Bearer <password>``, which letta-client sends from ``LETTA_API_KEY``). The
+embedding endpoint's key reaches the launcher as ``ARI_LETTA_EMBED_KEY`` (see launcher.py).
 """
 
 from __future__ import annotations
 
+import os
 import time
 import urllib.error
 from pathlib import Path
 from typing import Any
 
+from .credentials import Credentials
 from .errors import LettaHarnessError
 from .install import LETTA_VERSION, letta_env
 from .layout import Layout, log_tail
-from .postgres import pg_uri
-from .processes import HOST, http_json, port_open, spawn_detached, terminate
+from .postgres import letta_pg_uri, socket_dir
+from .processes import HOST, http_json, http_status, port_open, spawn_detached, terminate
+from .service import as_service_user, own_dir
 
 PROGRAM = Path(__file__).with_name("launcher.py")
 
@@ -39,18 +48,33 @@ def letta_health(port: int) -> dict[str, Any] | None:
     return None
 
 
-def start_letta(layout: Layout, port: int, pg_port: int, timeout: float) -> tuple[int, float]:
+def letta_auth(port: int, api_key: str) -> bool:
+    """The server wants its password: an API call without it is refused (401), with it answered."""
+    url = f"http://{HOST}:{port}/v1/agents/?limit=1"
+    return http_status(url) == 401 and http_status(url, bearer=api_key, timeout=30) == 200
+
+
+def start_letta(layout: Layout, port: int, pg_port: int, creds: Credentials, timeout: float) -> tuple[int, float]:
     """Start the server and wait for ``GET /v1/health/``; returns (pid, seconds)."""
     t0 = time.monotonic()
     if port_open(port):
         raise LettaHarnessError(f"port {port} (Letta) is already taken by another program: pass --letta-port")
     layout.launcher.write_bytes(PROGRAM.read_bytes())
+    os.chmod(layout.launcher, 0o644)  # the service user runs it; only we write it
+    own_dir(layout.run_dir)
     log = layout.logs / "letta.log"
+    env = letta_env(
+        layout,
+        letta_pg_uri(pg_port, socket_dir(layout), creds.postgres_password),
+        LETTA_SERVER_SECURE="true",
+        LETTA_SERVER_PASSWORD=creds.letta_api_key,
+        ARI_LETTA_EMBED_KEY=creds.embed_key,
+    )
     proc = spawn_detached(
-        [str(layout.python), str(layout.launcher), "--host", HOST, "--port", str(port)],
+        as_service_user([str(layout.python), str(layout.launcher), "--host", HOST, "--port", str(port)]),
         log=log,
         cwd=layout.run_dir,
-        env=letta_env(layout, pg_uri(pg_port)),
+        env=env,
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

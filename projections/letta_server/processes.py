@@ -10,30 +10,14 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from ledger.processes import pid_alive
+
 HOST = "127.0.0.1"
-
-
-def pid_alive(pid: int | None) -> bool:
-    if not pid or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (our own exited child, not yet reaped) is not alive.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                return False
-    except (OSError, IndexError):
-        pass
-    return True
 
 
 def cmdline(pid: int) -> str:
@@ -64,6 +48,27 @@ def http_json(url: str, timeout: float = 3.0) -> Any:
         return json.loads(resp.read().decode())
 
 
+def http_status(url: str, *, bearer: str | None = None, body: Any = None, timeout: float = 5.0) -> int | None:
+    """The HTTP status of a GET (or a JSON POST when ``body`` is given), or None when nothing answers."""
+    headers = {"Accept": "application/json"}
+    if bearer is not None:
+        headers["Authorization"] = f"Bearer {bearer}"
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=data, headers=headers, method="POST" if data is not None else "GET")
+    try:
+        with _DIRECT.open(req, timeout=timeout) as resp:
+            resp.read()
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        exc.read()
+        return int(exc.code)
+    except (OSError, ValueError):
+        return None
+
+
 def no_proxy_env(env: dict[str, str]) -> dict[str, str]:
     """Keep loopback traffic (Letta -> embeddings, Letta -> Postgres) off any configured proxy."""
     for key in ("NO_PROXY", "no_proxy"):
@@ -83,9 +88,11 @@ def _rotate(log: Path) -> None:
 
 
 def spawn_detached(cmd: list[str], *, log: Path, cwd: Path, env: dict[str, str]) -> subprocess.Popen:
-    log.parent.mkdir(parents=True, exist_ok=True)
+    log.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     _rotate(log)
-    with open(log, "ab") as fh:
+    # 0600: Letta prints its password at start; the server inherits this descriptor, opened by us.
+    with open(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600), "ab") as fh:
+        os.fchmod(fh.fileno(), 0o600)
         fh.write(f"\n==== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(cmd)}\n".encode())
         fh.flush()
         return subprocess.Popen(

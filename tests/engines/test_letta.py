@@ -143,7 +143,7 @@ def test_killed_replay_rerun_creates_no_duplicates(on_letta, letta_server, tmp_p
     delete_agent(backend.session.letta.projection)
     backend.close()
 
-    env = subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
+    env = subprocess_env(**letta_server.client_env)
     replay = subprocess.Popen(
         [sys.executable, "-m", "projections", "restore", str(ckpt)],
         env=env,
@@ -216,11 +216,7 @@ def test_agent_with_another_embedding_is_refused(
 
 
 def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
-    env = subprocess_env(
-        LETTA_BASE_URL=letta_server.base_url,
-        ARI_MEMORY_EMBED_URL=letta_server.embedding_url,
-        ARI_MEMORY_SEARCH_ENGINE="letta",
-    )
+    env = subprocess_env(**letta_server.client_env, ARI_MEMORY_SEARCH_ENGINE="letta")
     run = subprocess.run(
         [sys.executable, "-m", "projections", "demo", str(tmp_path / "d"), "--json"],
         env=env,
@@ -237,7 +233,7 @@ def test_demo_runs_through_letta(letta_server, tmp_path: Path) -> None:
 
     from projections.settings import checkpoint_hash
 
-    client = Letta(base_url=letta_server.base_url)
+    client = Letta(base_url=letta_server.base_url, api_key=letta_server.api_key)
     agent = list(client.agents.list(name=f"ari_agent_{checkpoint_hash(tmp_path / 'd' / 'checkpoint')}"))
     assert agent and agent[0].metadata["ari_ledger"]["cursor"] > 0
 

@@ -35,9 +35,9 @@ print(f"{time.perf_counter() - started:.3f}")
 
 @pytest.fixture
 def letta_env(letta_server, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("LETTA_BASE_URL", letta_server.base_url)
-    monkeypatch.setenv("ARI_MEMORY_EMBED_URL", letta_server.embedding_url)
-    return subprocess_env(LETTA_BASE_URL=letta_server.base_url, ARI_MEMORY_EMBED_URL=letta_server.embedding_url)
+    for name, value in letta_server.client_env.items():
+        monkeypatch.setenv(name, value)
+    return subprocess_env(**letta_server.client_env)
 
 
 @pytest.fixture

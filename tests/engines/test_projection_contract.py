@@ -39,6 +39,7 @@ def projection_on(request, monkeypatch, tmp_path: Path) -> Iterator:
 
             server = request.getfixturevalue("letta_server")
             monkeypatch.setenv("LETTA_BASE_URL", server.base_url)
+            monkeypatch.setenv("LETTA_API_KEY", server.api_key)
             monkeypatch.setenv("ARI_MEMORY_EMBED_URL", server.embedding_url)
             projection = LettaProjection(local, make_client())
         made.append((ledger, projection))

@@ -86,7 +86,7 @@ def test_real_letta_server_ranks_a_batch_semantically(letta_server: LettaServer)
     assert st["healthy"] is True and st["base_url"] == srv.base_url
     assert srv.embedding_dim == 256 and srv.embedding_model == "wordllama/l2_supercat_256"
 
-    client = Letta(base_url=srv.base_url, timeout=120)
+    client = Letta(base_url=srv.base_url, api_key=srv.api_key, timeout=120)
     name = f"test-letta-harness-{uuid.uuid4().hex[:10]}"
     agent = client.agents.create(
         name=name,

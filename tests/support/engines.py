@@ -22,6 +22,7 @@ def backends_on(
     if engine == "letta":
         server = request.getfixturevalue("letta_server")
         monkeypatch.setenv("LETTA_BASE_URL", server.base_url)
+        monkeypatch.setenv("LETTA_API_KEY", server.api_key)
         monkeypatch.setenv("ARI_MEMORY_EMBED_URL", server.embedding_url)
         monkeypatch.setenv("ARI_MEMORY_SEARCH_ENGINE", "letta")
     made: list[MemoryBackend] = []

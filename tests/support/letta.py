@@ -9,6 +9,10 @@ own venv, about 2 minutes -- and stops it again at the end of the session (set
 
 It never skips under CI (env ``CI`` set): there a server that does not come up is a test error.
 Elsewhere it skips only when the one-time install of Letta fails for lack of network.
+
+The server wants its password (issue 27): a test's client sends ``api_key=server.api_key``, and a
+test that configures the library exports ``server.client_env`` (``LETTA_BASE_URL``,
+``LETTA_API_KEY``, ``ARI_MEMORY_EMBED_URL``), as a user does with ``eval "$(ari-ledger letta env)"``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ def _truthy(name: str) -> bool:
 
 @pytest.fixture(scope="session")
 def letta_server() -> Iterator[LettaServer]:
-    """A healthy Letta server (``base_url``, ``embedding_url``, ``embedding_config``, …)."""
+    """A healthy owner-only Letta server (``base_url``, ``api_key``, ``client_env``, ``embedding_config``, …)."""
     running = letta_harness.server()
     if running is not None:
         yield running
