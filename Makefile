@@ -2,7 +2,7 @@
 PY ?= .venv/bin/python
 BIN := $(dir $(PY))
 
-.PHONY: test fast lint format typecheck layers check bench demo
+.PHONY: test fast lint format typecheck layers check bench demo picture
 
 test:            ## the whole suite, installing what it needs (the README's command)
 	bash tests/run
@@ -31,3 +31,6 @@ bench:           ## the benchmarks; results in docs/performance.md
 
 demo:            ## the main job: a recorded ARI run replayed into a fresh checkpoint
 	$(BIN)ari-ledger demo
+
+picture:         ## the README's picture, docs/lineage-report.png, drawn from a fresh demo's report (Chromium)
+	$(PY) docs/make_picture.py
