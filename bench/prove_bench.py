@@ -142,7 +142,7 @@ def recording_cpu(ckpt: Path, leaf: list[str], n: int) -> float:
 
 def replay_agrees(ckpt: Path) -> bool:
     from projections.api.backend import MemoryBackend
-    from projections.api.reads import check_chain, read_records, replay_all
+    from projections.tools.reads import check_chain, read_records, replay_all
 
     chain, lines = check_chain(ckpt)
     records = read_records(lines)[-50:]
@@ -223,7 +223,7 @@ def _word(k: int) -> str:
 
 def prove_seconds(ckpt: Path) -> tuple[float, float, int, bool]:
     """One ``prove`` of the checkpoint: wall and CPU seconds, claims traced, whether it proved."""
-    from projections.api.prove import prove
+    from projections.tools.prove import prove
 
     began, cpu = time.perf_counter(), time.process_time()
     proof = prove(ckpt)

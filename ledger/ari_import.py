@@ -40,17 +40,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
 from .errors import InvalidInput
-from .events import CHECKPOINT_NODE, MAX_JSON_DEPTH, check_node_id, validate_body
+from .events import CHECKPOINT_NODE, MAX_JSON_DEPTH, EventType, check_node_id, validate_body
 from .progress import Progress
 from .safe_io import INFLATE_ENV, TooLarge, UnsafeFile, inflate, max_inflated_bytes, read_file
 from .vocabulary import Finding
 
-ARI_KINDS = ("node_scope", "react_step", "core_seed")
+AriKind = Literal["node_scope", "react_step", "core_seed"]  # the kinds of ARI's entries (``kind`` in its backup)
+ARI_KINDS: tuple[str, ...] = get_args(AriKind)
 _key_encoder = msgspec.json.Encoder(order="deterministic")
 
 
@@ -59,7 +60,7 @@ class Planned:
     """One event to append: node, type, body, and the content key that makes it idempotent."""
 
     node: str
-    type: str
+    type: EventType
     body: dict[str, Any]
     key: str
 
@@ -138,22 +139,28 @@ def plan_entries(entries: Iterable[Mapping[str, Any]], kind: str, *, source: str
     A bad entry anywhere raises InvalidInput naming ``entries[i].<field>`` before anything is
     written, so an import is all or nothing.
     """
-    _check_kind(kind, "kind")
+    ari_kind = _check_kind(kind, "kind")
     if isinstance(entries, (str, bytes, Mapping)):
         raise InvalidInput("entries", "expected a list of entries")
-    return [plan_entry(entry, kind, f"entries[{i}]", source) for i, entry in enumerate(entries)]
+    return [plan_entry(entry, ari_kind, f"entries[{i}]", source) for i, entry in enumerate(entries)]
 
 
-def plan_entry(entry: object, kind: str, where: str, source: str) -> Planned:
+def plan_entry(entry: object, kind: AriKind, where: str, source: str) -> Planned:
     """One ARI entry as one event; errors name ``<where>.<field>`` (the field as ARI wrote it)."""
     if not isinstance(entry, Mapping):
         raise InvalidInput(where, f"expected an object, got {type(entry).__name__}")
     return _PLANNERS[kind](entry, where, source)
 
 
-def _check_kind(kind: object, field: str) -> None:
-    if kind not in ARI_KINDS:
+def is_ari_kind(kind: object) -> TypeGuard[AriKind]:
+    return kind in ARI_KINDS
+
+
+def _check_kind(kind: object, field: str) -> AriKind:
+    """``kind`` as an ARI kind, or InvalidInput naming ``field``."""
+    if not is_ari_kind(kind):
         raise InvalidInput(field, f"unknown kind {kind!r}; expected one of {', '.join(ARI_KINDS)}")
+    return kind
 
 
 def _origin(
@@ -191,7 +198,7 @@ def _text(entry: Mapping[str, Any], where: str, *names: str) -> tuple[str, str]:
     return names[0], ""
 
 
-def _stored(type: str, body: dict[str, Any], where: str, fields: Mapping[str, str]) -> dict[str, Any]:
+def _stored(type: EventType, body: dict[str, Any], where: str, fields: Mapping[str, str]) -> dict[str, Any]:
     """The body as the ledger will store it (text cut, NaN as null, …), or InvalidInput naming
     the entry's own field (``fields`` maps body fields to the names the entry used)."""
     try:
@@ -261,7 +268,7 @@ def _flagged(findings: list[Finding]) -> dict[str, Any]:
     return {"findings": [msgspec.structs.asdict(f) for f in findings]} if findings else {}
 
 
-_PLANNERS: dict[str, Callable[[Mapping[str, Any], str, str], Planned]] = {
+_PLANNERS: dict[AriKind, Callable[[Mapping[str, Any], str, str], Planned]] = {
     "node_scope": _node_scope,
     "react_step": _react_step,
     "core_seed": _core_seed,
@@ -349,19 +356,21 @@ def read_ari_file(path: str | Path, progress: Progress | None = None) -> AriFile
 def _parse(path: Path, text: str, compressed: bool, progress: Progress | None = None) -> AriFile:
     """The entries of a file's text (see :func:`read_ari_file`)."""
     if text.lstrip().startswith("["):
-        steps = [(n, "react_step", obj) for n, obj in _json_array(text, path.name)]
-        return _entries(path, "v0.5-react", steps, progress)
+        return _entries(
+            path, "v0.5-react", [(n, "react_step", obj) for n, obj in _json_array(text, path.name)], progress
+        )
 
     lines = _json_lines(text, path.name)
     if not lines:  # a backup of an empty checkpoint, or a v0.5 store whose nodes were all cleared
         return AriFile(str(path), "v0.6-backup" if compressed else "v0.5-store", {})
     if not any("kind" in obj for _, obj in lines):
         return _entries(path, "v0.5-store", [(n, "node_scope", obj) for n, obj in lines], progress)
+    kinds = []
     for n, obj in lines:
         if "kind" not in obj:
             raise InvalidInput(f"{path.name}:{n}.kind", "is missing; every line of a v0.6 backup has one")
-        _check_kind(obj["kind"], f"{path.name}:{n}.kind")
-    return _entries(path, "v0.6-backup", [(n, obj["kind"], obj) for n, obj in lines], progress)
+        kinds.append(_check_kind(obj["kind"], f"{path.name}:{n}.kind"))
+    return _entries(path, "v0.6-backup", [(n, kind, obj) for (n, obj), kind in zip(lines, kinds)], progress)
 
 
 def _read_bytes(path: Path, limit: int) -> bytes:
@@ -380,7 +389,7 @@ CHECKED_EVERY = 1024  # entries checked between two progress calls
 
 
 def _entries(
-    path: Path, format: str, lines: list[tuple[int, str, dict[str, Any]]], progress: Progress | None = None
+    path: Path, format: str, lines: list[tuple[int, AriKind, dict[str, Any]]], progress: Progress | None = None
 ) -> AriFile:
     grouped: dict[str, list[dict[str, Any]]] = {}
     for i, (n, kind, obj) in enumerate(lines, 1):

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, Literal, assert_never
 
 from . import layout
 from .anchor import HeadFile
@@ -143,26 +143,31 @@ def _of_total(progress: Progress | None, total: int) -> Progress | None:
 
 
 # tarfile's compressions (``tarfile.open(path)`` reads each), by their first bytes
-_COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+Compression = Literal["gzip", "bzip2", "xz"]
+_COMPRESSED: tuple[tuple[bytes, Compression], ...] = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
 
 
-def _compression(raw: IO[bytes]) -> str | None:
+def _compression(raw: IO[bytes]) -> Compression | None:
     """The compression of the bundle read from ``raw``, or None for a plain tar."""
     magic = raw.read(6)
     raw.seek(0)
     return next((kind for start, kind in _COMPRESSED if magic.startswith(start)), None)
 
 
-def _inflating(kind: str, raw: IO[bytes]) -> io.BufferedIOBase:
-    if kind == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")
-    if kind == "bzip2":
-        return bz2.BZ2File(raw, "rb")
-    return lzma.LZMAFile(raw, "rb")
+def _inflating(kind: Compression, raw: IO[bytes]) -> io.BufferedIOBase:
+    match kind:
+        case "gzip":
+            return gzip.GzipFile(fileobj=raw, mode="rb")
+        case "bzip2":
+            return bz2.BZ2File(raw, "rb")
+        case "xz":
+            return lzma.LZMAFile(raw, "rb")
+        case _:
+            assert_never(kind)
 
 
 @contextmanager
-def _inflated(bundle: Path, raw: IO[bytes], kind: str, plain: Path) -> Iterator[tarfile.TarFile]:
+def _inflated(bundle: Path, raw: IO[bytes], kind: Compression, plain: Path) -> Iterator[tarfile.TarFile]:
     """A compressed bundle as a plain tar in ``plain`` (beside the staged log), inflated a chunk at
     a time and refused beyond :func:`ledger.safe_io.max_inflated_bytes`: a bomb costs neither
     memory nor more disk than that."""

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 from operator import attrgetter
-from typing import Any, ClassVar, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias, TypedDict, TypeGuard, TypeVar, get_args
 
 import msgspec
 
@@ -45,6 +45,35 @@ _FORBIDDEN_IN_ID = re.compile(r"[/\\\x00-\x1f\x7f\ud800-\udfff]")  # no /, \, NU
 # Node id used for checkpoint-wide events (ReAct steps, core seed, purge) written with no current node.
 CHECKPOINT_NODE = "_checkpoint"
 
+# The closed set of event types: a new type starts here, then gets its body (BODY_TYPES) and a
+# key in PerEventType, which makes the type checker name every fold that does not handle it.
+EventType = Literal[
+    "node_started", "memory_added", "react_step", "core_seeded", "node_cleared", "checkpoint_purged", "events_redacted"
+]
+EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)
+_EVENT_TYPE_SET: frozenset[str] = frozenset(EVENT_TYPES)
+
+if TYPE_CHECKING:
+    StoredType: TypeAlias = EventType
+else:
+    # What a stored event's ``type`` is decoded as: the type checker sees the closed set, msgspec
+    # reads any string, so a line naming a type this version does not know (a newer library's)
+    # is not taken for a damaged line. Writes are checked (:func:`validate_body`).
+    StoredType = str
+
+
+def is_event_type(value: object) -> TypeGuard[EventType]:
+    """Whether ``value`` names an event type."""
+    return isinstance(value, str) and value in _EVENT_TYPE_SET
+
+
+def event_type_of(value: object, field: str = "type") -> EventType:
+    """``value`` as an event type, or InvalidInput naming ``field``: where a type comes from
+    outside (a caller, a file), checked once."""
+    if not is_event_type(value):
+        raise InvalidInput(field, f"unknown event type {value!r}; expected one of {', '.join(EVENT_TYPES)}")
+    return value
+
 
 class UnsignedEvent(msgspec.Struct, frozen=True, gc=False):
     """An event before its hash is known; its canonical encoding is what gets hashed.
@@ -60,7 +89,7 @@ class UnsignedEvent(msgspec.Struct, frozen=True, gc=False):
     ts: str
     ckpt: str
     node: str
-    type: str
+    type: StoredType
     body: dict[str, Any]
     prev: str
 
@@ -91,7 +120,7 @@ class Event(UnsignedEvent, frozen=True, gc=False):
 class Body(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     """Base of every event body."""
 
-    type_name: ClassVar[str]
+    type_name: ClassVar[EventType]
 
     def check(self) -> None:
         """Semantic checks beyond types; raise InvalidInput naming the field."""
@@ -103,7 +132,7 @@ class Body(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 class NodeStarted(Body):
     """A node of the tree: its parent and lineage, from ``start_node`` or a node report."""
 
-    type_name: ClassVar[str] = "node_started"
+    type_name: ClassVar[EventType] = "node_started"
     parent_id: str | None = None
     ancestor_ids: list[str] = []
     label: str = "other"
@@ -141,7 +170,7 @@ class MemoryAdded(Body):
     (see :mod:`ledger.typed`). The other fields are this library's own.
     """
 
-    type_name: ClassVar[str] = "memory_added"
+    type_name: ClassVar[EventType] = "memory_added"
     text: str
     metadata: dict[str, Any] = {}
     report_hash: str | None = None  # consolidation: the node report this entry came from
@@ -164,7 +193,7 @@ class MemoryAdded(Body):
 class ReactStep(Body):
     """One step of the flat, checkpoint-wide ReAct trace."""
 
-    type_name: ClassVar[str] = "react_step"
+    type_name: ClassVar[EventType] = "react_step"
     content: str
     metadata: dict[str, Any] = {}
     origin: dict[str, Any] | None = None
@@ -183,7 +212,7 @@ class ReactStep(Body):
 class CoreSeeded(Body):
     """The experiment context (core memory blocks), seeded once the goal is known."""
 
-    type_name: ClassVar[str] = "core_seeded"
+    type_name: ClassVar[EventType] = "core_seeded"
     persona: str = ""
     human: str = ""
     context: dict[str, Any] = {}
@@ -205,7 +234,7 @@ class CoreSeeded(Body):
 class NodeCleared(Body):
     """Tombstone: hides the node's earlier entries from every projection; the log keeps them."""
 
-    type_name: ClassVar[str] = "node_cleared"
+    type_name: ClassVar[EventType] = "node_cleared"
     reason: str = ""
     origin: dict[str, Any] | None = None
 
@@ -219,7 +248,7 @@ class CheckpointPurged(Body):
     """Tombstone for the whole checkpoint (ARI's ``purge_checkpoint``): hides every earlier
     entry, ReAct step and core seed from every projection; the log keeps them."""
 
-    type_name: ClassVar[str] = "checkpoint_purged"
+    type_name: ClassVar[EventType] = "checkpoint_purged"
     reason: str = ""
     origin: dict[str, Any] | None = None
 
@@ -242,7 +271,7 @@ class Redacted(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     id: str
     hash: str  # the event's hash, unchanged by the redaction
     node: str
-    type: str
+    type: StoredType
     digest: str  # sha256 of the removed body's canonical bytes
     stub: str  # sha256 of the stub line left in its place (hash field left out)
     kind: str = ""  # the entry's kind (``metadata.type``), when it had one
@@ -253,7 +282,7 @@ class EventsRedacted(Body):
     replaced by stubs; the events keep their place, envelope and hash. ``selector`` says how they
     were chosen (by id, by node, by a text match), never the matched text itself."""
 
-    type_name: ClassVar[str] = "events_redacted"
+    type_name: ClassVar[EventType] = "events_redacted"
     reason: str
     by: str
     selector: str
@@ -273,27 +302,44 @@ class EventsRedacted(Body):
                     raise InvalidInput(f"body.redacted[{i}].{name}", "must be 64 lowercase hex characters")
 
 
-EventType = Literal[
-    "node_started", "memory_added", "react_step", "core_seeded", "node_cleared", "checkpoint_purged", "events_redacted"
-]
-EVENT_TYPES: tuple[EventType, ...] = get_args(EventType)  # the closed set: a new type starts here
-BODY_TYPES: dict[str, type[Body]] = {
+BODY_TYPES: dict[EventType, type[Body]] = {
     cls.type_name: cls
     for cls in (NodeStarted, MemoryAdded, ReactStep, CoreSeeded, NodeCleared, CheckpointPurged, EventsRedacted)
 }
-if set(BODY_TYPES) != set(EVENT_TYPES):  # checked at import: each type has its body, each body its type
-    raise ImportError(f"event types {sorted(EVENT_TYPES)} and body types {sorted(BODY_TYPES)} differ")
 
 Handler = TypeVar("Handler")
+
+
+class PerEventType(TypedDict, Generic[Handler]):
+    """One value for each event type: a fold's dispatch table. A table that lacks a type is a
+    type error ("Missing key"), and :func:`handlers` refuses it at import."""
+
+    node_started: Handler
+    memory_added: Handler
+    react_step: Handler
+    core_seeded: Handler
+    node_cleared: Handler
+    checkpoint_purged: Handler
+    events_redacted: Handler
+
+
+# Checked at import: each type has its body and its key in PerEventType, each body its type.
+if set(BODY_TYPES) != _EVENT_TYPE_SET or PerEventType.__required_keys__ != _EVENT_TYPE_SET:
+    raise ImportError(
+        f"event types {sorted(EVENT_TYPES)}, body types {sorted(BODY_TYPES)} and the keys of PerEventType "
+        f"{sorted(PerEventType.__required_keys__)} differ"
+    )
+
 FOLDS: dict[str, frozenset[str]] = {}  # every fold's dispatch table, by fold name (for the test that lists them)
 
 
-def handlers(fold: str, table: dict[str, Handler]) -> dict[str, Handler]:
+def handlers(fold: str, table: PerEventType[Handler]) -> PerEventType[Handler]:
     """A fold's handler for each event type, checked complete when the fold's module is imported.
 
     Every fold of the log says what it does with every event type (a handler that does nothing
-    included), so a new type in :data:`EVENT_TYPES` fails at import naming each fold that does
-    not handle it yet, instead of being skipped silently by an ``if``/``elif`` chain.
+    included), so a new type in :data:`EventType` is a type error in each fold's table
+    (:class:`PerEventType`) and fails at import naming each fold that does not handle it yet,
+    instead of being skipped silently by an ``if``/``elif`` chain.
     """
     missing, unknown = set(EVENT_TYPES) - set(table), set(table) - set(EVENT_TYPES)
     if missing or unknown:
@@ -431,16 +477,15 @@ def _plain_json(value: dict[Any, Any]) -> bool:
     )
 
 
-def validate_body(event_type: str, body: object) -> dict[str, Any]:
+def validate_body(event_type: EventType, body: object) -> dict[str, Any]:
     """Validate ``body`` for ``event_type``; return its canonical dict (defaults omitted).
 
     What can be stored as given is stored; what had to be adapted (a text cut to its
     limit, NaN stored as null) or is known to be wrong (a typed entry's bad sha256) is
-    listed under the body's ``findings``. What cannot be stored raises InvalidInput.
+    listed under the body's ``findings``. What cannot be stored raises InvalidInput (an
+    unknown ``event_type`` too: the write side's door, whatever its caller was checked by).
     """
-    cls = BODY_TYPES.get(event_type) if isinstance(event_type, str) else None
-    if cls is None:
-        raise InvalidInput("type", f"unknown event type {event_type!r}; expected one of {', '.join(EVENT_TYPES)}")
+    cls = BODY_TYPES[event_type_of(event_type)]
     if isinstance(body, Body):
         body = msgspec.to_builtins(body)
     if not isinstance(body, dict):

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from . import config
 from .errors import CopyOnWriteViolation
+from .events import EventType
 
-GUARDED_TYPES = frozenset({"node_started", "memory_added", "node_cleared"})
+GUARDED_TYPES: frozenset[EventType] = frozenset({"node_started", "memory_added", "node_cleared"})
 
 NOT_SET = "ARI_CURRENT_NODE_ID not set"
 MISMATCH = "node_id does not match current node (CoW violation)"
 
 
-def check_writer(node_id: str, event_type: str, current_node: str | None = None) -> None:
+def check_writer(node_id: str, event_type: EventType, current_node: str | None = None) -> None:
     """Refuse a node-scope write unless ``node_id`` is the current node.
 
     ``current_node`` given explicitly (in-process callers) wins over ``ARI_CURRENT_NODE_ID``.

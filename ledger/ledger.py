@@ -50,7 +50,7 @@ from .errors import (
     WriteUnconfirmed,
     act_on_missing_log,
 )
-from .events import Event, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
+from .events import Event, EventType, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
 from .guard import check_writer
 from .log import BadMember, LogFile, compress_member, fsync_dir, index_due, make_durable
 from .progress import Progress
@@ -202,6 +202,15 @@ class Ledger:
             ledger.damage = exc
         return ledger
 
+    def check_usable(self) -> None:
+        """Refuse this log as :meth:`open` refuses one: the damage an inspecting open left in
+        ``damage`` (LogCorrupted), a log that ends before or differs from the head file's anchor
+        (RollbackDetected). For a tool that inspected the log (:meth:`open_readonly`, e.g. to
+        verify it) and reads it next: one open for both. Writes nothing."""
+        if self.damage is not None:
+            raise self.damage
+        self._check_head(adopt=False)
+
     def close(self) -> None:
         self._file.close()
         self._head_file.close()
@@ -350,7 +359,7 @@ class Ledger:
 
     # -- writing ---------------------------------------------------------------------
 
-    def append(self, node_id: str, type: str, body: Any, *, current_node: str | None = None) -> Event:
+    def append(self, node_id: str, type: EventType, body: Any, *, current_node: str | None = None) -> Event:
         """Validate, guard and durably append one event; return it as stored.
 
         Raises InvalidInput (nothing written), CopyOnWriteViolation (nothing written) or
@@ -401,7 +410,7 @@ class Ledger:
             self._settle(written, batch._events[-1])
 
     def _sign(
-        self, seq: int, prev: str, node_id: str, type: str, canonical_body: dict[str, Any]
+        self, seq: int, prev: str, node_id: str, type: EventType, canonical_body: dict[str, Any]
     ) -> tuple[Event, bytes]:
         """The event at ``seq`` after ``prev``, signed, and its log line (the first event
         mints the checkpoint id)."""
@@ -651,7 +660,9 @@ def _no_ledger(path: Path, directory: Path) -> str:
     return f"no ledger at {path}: {act_on_missing_log(path, misplaced)}"
 
 
-def _prepare(node_id: str, type: str, body: Any, current_node: str | None) -> tuple[str, str, dict[str, Any]]:
+def _prepare(
+    node_id: str, type: EventType, body: Any, current_node: str | None
+) -> tuple[str, EventType, dict[str, Any]]:
     """Validate and guard one event (no lock needed): (node, type, canonical body)."""
     check_node_id(node_id, "node_id")
     canonical_body = validate_body(type, body)
@@ -670,11 +681,11 @@ class Batch:
         self._events: list[Event] = []
         self._committed = False
 
-    def append(self, node_id: str, type: str, body: Any, *, current_node: str | None = None) -> Event:
+    def append(self, node_id: str, type: EventType, body: Any, *, current_node: str | None = None) -> Event:
         """Validate, guard and queue one event; it is durable when the batch ends."""
         return self._add(*_prepare(node_id, type, body, current_node))
 
-    def _add(self, node_id: str, type: str, canonical_body: dict[str, Any]) -> Event:
+    def _add(self, node_id: str, type: EventType, canonical_body: dict[str, Any]) -> Event:
         head = self._ledger.state.head
         event, line = self._ledger._sign(head.seq + 1, head.hash, node_id, type, canonical_body)
         self._lines.append(line)
@@ -729,7 +740,7 @@ class LogReplacement:
             self.last = events[-1]
         self.out.write(data)
 
-    def append(self, node_id: str, type: str, body: Any) -> Event:
+    def append(self, node_id: str, type: EventType, body: Any) -> Event:
         """Validate and guard one event (as :meth:`Ledger.append`), sign it after the last event
         written, and write it as a member of its own; return it."""
         prepared = _prepare(node_id, type, body, None)

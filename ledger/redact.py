@@ -19,7 +19,7 @@ the head file anchored at the redaction event.
 
 What else forgets the removed text: one rule, :class:`Scrub`, built once per redaction
 (``RedactionReport.rule``) and used for every file outside the log — the files set aside
-beside it (here), the access log and ``verified_context.json`` (``projections.api.redaction``).
+beside it (here), the access log and ``verified_context.json`` (``projections.tools.redaction``).
 A redaction removes what its selector chose, and nothing else:
 
 1. **The selector's matches** (``--match`` / ``--regex``), wherever they occur, in any string
@@ -42,7 +42,7 @@ A redaction removes what its selector chose, and nothing else:
    a key.
 4. **Never**: the chain and anchor fields (``n``, ``prev``, ``hash``, ``event_hash``,
    ``anchor``, :data:`NEVER`): counters and hashes, never caller text, at any depth. The access
-   log's chain is sealed again from the first changed line on.
+   log's lines are chained again from the first changed line on.
 
 Every other record of every file stays as it was. So a selection by id or node (no text) may
 leave a *part* of a removed text inside a longer string elsewhere (a query that quoted a few
@@ -63,7 +63,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, assert_never
 
 import msgspec
 
@@ -316,7 +316,7 @@ def redact(
     files derived from the log must lose. Called alone (the log and the files set aside beside
     it), this removes the intent when done, and first finishes an interrupted redaction's
     intent (at the log level); ``keep_intent`` leaves it for the caller, who scrubs the derived
-    files and then calls :func:`finish` (``projections.api.redaction``).
+    files and then calls :func:`finish` (``projections.tools.redaction``).
 
     Raises InvalidInput for an empty reason or who (nothing written)."""
     for name, value in (("reason", reason), ("by", by)):
@@ -462,12 +462,17 @@ def backup_key(kind: str, *parts: Any) -> str:
 def _backup_keys(chosen: Iterable[Event]) -> tuple[str, ...]:
     keys = []
     for e in chosen:
-        if e.type == "memory_added":
-            keys.append(backup_key("node_scope", e.node, e.body.get("text")))
-        elif e.type == "react_step":
-            keys.append(backup_key("react_step", e.body.get("content")))
-        elif e.type == "core_seeded":
-            keys.append(backup_key("core_seed", e.body.get("persona"), e.body.get("human")))
+        match e.type:
+            case "memory_added":
+                keys.append(backup_key("node_scope", e.node, e.body.get("text")))
+            case "react_step":
+                keys.append(backup_key("react_step", e.body.get("content")))
+            case "core_seeded":
+                keys.append(backup_key("core_seed", e.body.get("persona"), e.body.get("human")))
+            case "node_started" | "node_cleared" | "checkpoint_purged" | "events_redacted":
+                pass  # ARI's backup holds no record of these
+            case _:
+                assert_never(e.type)
     return tuple(keys)
 
 

@@ -5,7 +5,11 @@ The layers point one way (``CONTRIBUTING.md``; checked by import-linter):
 - ``models``  — pure folds of the log: catalog, semantic index, reproducibility status;
 - ``engines`` — projections kept at a cursor (``local``: catalog + index + snapshot;
   ``letta``: one Letta agent) and the search engines over them;
-- ``api``     — ARI's ``MemoryBackend``: a session per checkpoint and small services;
+- ``access``  — beside the engines: the access log (``memory_access.jsonl``), its writer
+  thread and its chain;
+- ``api``     — ARI's ``MemoryBackend`` (the facade): a session per checkpoint and small services;
+- ``tools``   — for reviewers and operators, on the facade's public surface: status, verify,
+  repair, prove, reads, lineage, redaction, rebuild, ARI's backup;
 - ``adapters``— the CLI, the MCP server, the embeddings endpoint, the HTML report, the demo;
 - ``letta_server`` — a local Letta server for tests, benchmarks and people (a tool beside the layers).
 

@@ -16,26 +16,26 @@ from ledger import InvalidInput
 from ledger.typed import evidence_refs
 from projections.api.grounding import Grounding, check_run_id, run_and_node
 from projections.api.session import Session
-from projections.api.shapes import AuditResult, AuditRow, AuditStatus, ValueRow
+from projections.api.shapes import AuditResult, AuditRow, AuditStatus, ValueRow, ValuesVerdict
 from projections.api.verified import CLAIM_KINDS
 from projections.api.working import is_result_summary
-from projections.models.catalog import Entry
+from projections.models.catalog import Catalog, Entry
 
 STATUSES: tuple[str, ...] = get_args(AuditStatus)
-VALUE_VERDICTS = ("checked", "unchecked", "mismatch")
+VALUE_VERDICTS: tuple[str, ...] = get_args(ValuesVerdict)
 
 
-def check_run(session: Session, experiments_root: str | Path, run_id: str, field: str = "run_id") -> str:
+def check_run(catalog: Catalog, experiments_root: str | Path, run_id: str, field: str = "run_id") -> str:
     """``run_id`` when it names a run: a directory under the experiments root that entries of
-    the log point into. Else InvalidInput naming the run id and where it was looked for (an
-    audit of a run nobody recorded would find nothing, and say all is well)."""
+    the log (``catalog``, folded to its end) point into. Else InvalidInput naming the run id and
+    where it was looked for (an audit of a run nobody recorded would find nothing, and say all
+    is well)."""
     check_run_id(run_id)  # a path is malformed, whoever passed it
     work = Path(experiments_root) / run_id
-    with session.reading() as catalog:
-        named = any(
-            (pair := run_and_node(e.metadata.get("node_report_ref"))) is not None and pair[0] == run_id
-            for e in catalog.entries.values()
-        )
+    named = any(
+        (pair := run_and_node(e.metadata.get("node_report_ref"))) is not None and pair[0] == run_id
+        for e in catalog.entries.values()
+    )
     if not work.is_dir() and not named:
         raise InvalidInput(field, f"no run {run_id!r}: no directory {work}, and no entry of the log names it")
     if not work.is_dir():
@@ -71,7 +71,7 @@ class Audit:
             seed = catalog.context()
             chain = self.session.ledger.verify()
         experiment = dict(seed.context) if seed else {}  # its facts and primary metric ground claims too
-        grounding = Grounding([root], experiment.get("metric_ranges"), experiment)
+        grounding = Grounding([root], experiment.get("metric_ranges"), experiment, self.session.cited_files)
         grounding.learn(entries)
         seen: dict[tuple[Any, ...], AuditRow] = {}
         values: list[ValueRow] = []
@@ -101,7 +101,7 @@ class Audit:
                     "role": art.get("role", "unknown"),
                     "recorded_sha256": art.get("sha256"),
                     "current_sha256": state.current,
-                    "status": state.status,  # type: ignore[typeddict-item]
+                    "status": state.status,
                     "memory_ids": [entry.entry_id],
                 }
         results = sorted(seen.values(), key=lambda r: (r["run_id"], r["node_id"], r["path"]))

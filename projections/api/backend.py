@@ -18,19 +18,21 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
-from ledger import ConfigurationError, layout
+from ledger import ConfigurationError, Ledger, layout
 from ledger.anchor import HeadFile, anchor_problem
 from ledger.errors import RollbackDetected, act_on_missing_log
 from ledger.layout import SNAPSHOT_NAME
 from projections import settings
+from projections.access.log import ReadCapture
 from projections.api.audit import Audit
-from projections.api.checkpoint import verified_context_anchor
 from projections.api.context import ExperimentContext
+from projections.api.grounding import CitedFiles
 from projections.api.imports import Imports
 from projections.api.nodes import DEFAULT_LIMIT, Nodes
 from projections.api.react import ReactTrace
@@ -56,11 +58,12 @@ from projections.api.shapes import (
     VerifiedContextView,
     WorkingContext,
 )
-from projections.api.verified import VerifiedContext
+from projections.api.verified import VerifiedContext, verified_context_anchor
 from projections.api.working import WorkingContextBuilder
 from projections.engines.local import snapshot_anchor
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotError, read_preamble
+from projections.models.catalog import Catalog
 
 log = logging.getLogger("projections")
 
@@ -87,11 +90,26 @@ class MemoryBackend:
         embedder: Any = None,
         readonly: bool = False,
         progress: Progress | None = None,
+        ledger: Ledger | None = None,
+        cited_files: CitedFiles | None = None,
     ) -> None:
         """``progress(events folded, events to fold)``, when given, is told how far each fold of
-        the log into the local projection is (the first one of a large log takes seconds)."""
+        the log into the local projection is (the first one of a large log takes seconds).
+
+        For a tool's one command: ``ledger``, the checkpoint's log the tool already opened (to
+        verify it: ``Ledger.open_readonly``), so the command opens it once; it is refused as an
+        open refuses it (damage, a rollback) and closed with the backend. ``cited_files``: what
+        reading the cited files finds, shared by every read of this backend and with the tool
+        (:class:`~projections.api.grounding.CitedFiles`), so each file is hashed once."""
         _refuse_a_missing_log(Path(checkpoint_dir))
-        self.session = session = Session(checkpoint_dir, embedder=embedder, readonly=readonly, progress=progress)
+        self.session = session = Session(
+            checkpoint_dir,
+            embedder=embedder,
+            readonly=readonly,
+            progress=progress,
+            ledger=ledger,
+            cited_files=cited_files,
+        )
         self._nodes = Nodes(session)
         self._react = ReactTrace(session)
         self._context = ExperimentContext(session)
@@ -123,6 +141,81 @@ class MemoryBackend:
     def close(self) -> None:
         """Save the projection snapshot and close the log (a failed save is only a problem)."""
         self.session.close()
+
+    # -- what the tools above (reviewers, operators) read -----------------------------------
+    # ``projections.tools`` and the adapters read a checkpoint through these, never through
+    # ``session``: the log's position, the catalog folded to it, a claim's event, replays.
+
+    @property
+    def readonly_reason(self) -> str | None:
+        """Why this backend cannot write (opened read-only, a read-only file system, …); None when it can."""
+        return self.session.ledger.readonly_reason
+
+    @property
+    def engine_name(self) -> str:
+        """The search engine that ranks this backend's searches (``embedded``, ``letta``)."""
+        return self.session.engine.name
+
+    @property
+    def last_seq(self) -> int:
+        """The log's last seq as this backend last read it (no I/O: every read looks again)."""
+        return self.session.ledger.last_seq
+
+    def seq_on_disk(self) -> int:
+        """The log's last seq on disk now, other processes' appends included; folds nothing."""
+        return self.session.ledger.refresh()
+
+    @property
+    def folded_seq(self) -> int:
+        """The seq the local index is folded to, as it stands (no fold: see :meth:`fold`)."""
+        return self.session.projector.cursor
+
+    def fold(self, *, announce: bool = True) -> int:
+        """Bring the local index to the end of the log, as every read does first; returns the
+        events this folded. ``announce=False``: a fold from scratch is what the caller asked for
+        (``ari-ledger rebuild``), so no warning says it happens."""
+        projector = self.session.projector
+        if not announce:
+            projector.announce = False
+        before = projector.cursor
+        with self.session.reading():
+            return projector.cursor - before
+
+    def fresh_catalog(self) -> Catalog:
+        """The catalog (entries per node, the tree, ReAct steps, core seeds, tombstones,
+        redactions) with the log's tail folded in first. The same object for the backend's life:
+        a later fold changes it."""
+        with self.session.reading() as catalog:
+            return catalog
+
+    @property
+    def from_scratch(self) -> str | None:
+        """Why this backend folded the whole log (no snapshot, or why the snapshot was not
+        used); None when it folded on from the snapshot, or has not folded."""
+        projector = self.session.projector
+        return projector.from_scratch and (projector.rebuilt or projector.from_scratch)
+
+    def save_snapshot(self) -> Path | None:
+        """Save the local index as the projection snapshot now; None when it cannot be (a
+        warning says why)."""
+        return self.session.projector.save()
+
+    def close_interrupted(self, *, keep: bool = False) -> Path | None:
+        """Close after Ctrl-C without folding more, saving what was folded when that is worth it
+        (or whenever it is more than the snapshot holds: ``keep``); the snapshot written, or None."""
+        return self.session.close_interrupted(keep=keep)
+
+    def event_hashes(self, seqs: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """(event id, hash) of each seq the log holds, from one pass over the log (how a claim
+        is traced to the event that wrote it)."""
+        return self.session.event_hashes(seqs)
+
+    @contextmanager
+    def capturing_reads(self) -> Iterator[ReadCapture]:
+        """Reads made inside keep their access-log lines in memory (``.lines``) and write none:
+        how a recorded read is replayed and the line it would write compared with the recorded one."""
+        with self.session.capturing() as capture:
+            yield capture
 
     # -- ARI's node scope --------------------------------------------------------------
 

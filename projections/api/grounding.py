@@ -2,8 +2,12 @@
 whether the numbers it states are the numbers in them (``projections.models.values``).
 
 One :class:`Grounding` serves one read (a verified context, an audit, a proof): each node
-report and each artifact is read once, and an artifact's bytes are hashed and searched for
-numbers in the same read, so value checks cost no second pass over the files.
+report and each artifact is read once for it. An artifact is hashed as a stream; a claim
+whose number is not its report's has the cited file's bytes read once more, at most 8 MiB,
+and hashed again, so the numbers searched are those of the bytes that verified
+(:meth:`Grounding.place`). What the reads of the files found is kept in :class:`CitedFiles`:
+one per Grounding, or one a command shares across all its reads (``prove`` and its lineage
+report), so each cited file is hashed once per command.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ledger.provenance import resolve_inside, sha256_file
 from ledger.safe_io import read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
-from projections.api.shapes import ValuesView
+from projections.api.shapes import AuditStatus, ValuesView
 from projections.models.catalog import Entry
 from projections.models.values import (
     Evidence,
@@ -47,7 +51,7 @@ SEARCH_MAX_BYTES = 8 << 20  # larger artifacts are hashed, not searched for numb
 @dataclass(frozen=True)
 class ArtifactState:
     current: str | None  # sha256 on disk now (None: not a readable regular file)
-    status: str  # verified, mismatch, unhashed, missing
+    status: AuditStatus
     target: Path | None = None  # the regular file inside the work dir that was hashed
     size: int = 0
 
@@ -77,18 +81,38 @@ def run_and_node(ref: object) -> tuple[str, str] | None:
         return None
 
 
+class CitedFiles:
+    """What reading cited files found, by (work dir, path, recorded sha256): each file's state
+    (its hash now, one read) and, for a file that verified, the numbers its bytes hold. What a
+    file holds does not depend on the experiment context or the log position a read is made
+    at, so every read of one command may share one (``MemoryBackend(cited_files=…)``): each
+    file is then hashed once per command. A long-lived backend shares none: an audit must
+    see a file that changed since."""
+
+    def __init__(self) -> None:
+        self.states: dict[tuple[str, str, str | None], ArtifactState] = {}
+        self.places: dict[tuple[str, str, str], Place | None] = {}
+
+
 class Grounding:
     """The files behind claims, under the first experiments root that holds each work dir."""
 
     def __init__(
-        self, roots: list[Path], ranges: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None
+        self,
+        roots: list[Path],
+        ranges: Mapping[str, Any] | None = None,
+        context: Mapping[str, Any] | None = None,
+        cited_files: CitedFiles | None = None,
     ) -> None:
+        """``cited_files``: what reading the files found, shared with other reads (default: this
+        Grounding's own)."""
         self.roots = roots
         self.ranges = _ranges(ranges)
         self.context = context or {}  # the experiment context: its facts and primary metric
+        self.cited_files = cited_files if cited_files is not None else CitedFiles()
         self._reports: dict[str, Mapping[str, Any] | None] = {}
-        self._artifacts: dict[tuple[str, str, str | None], ArtifactState] = {}
-        self._places: dict[tuple[str, str, str], Place | None] = {}
+        self._artifacts = self.cited_files.states
+        self._places = self.cited_files.places
         self._dirs: dict[tuple[str, str], Path | None] = {}
         self._metrics: dict[str, tuple[dict[str, float], dict[str, dict[str, float]], frozenset[str]]] = {}
         self._runs: dict[str, Mapping[str, Any]] = {}  # node id → a node_report_ref seen for it

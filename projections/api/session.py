@@ -15,16 +15,17 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ledger import ConfigurationError, CopyOnWriteViolation, Ledger
-from ledger.events import Event
+from ledger.events import Event, EventType
 from ledger.ledger import Batch
 from projections import settings
-from projections.api.access_log import AccessLog
+from projections.access.log import AccessLines, AccessLog, ReadCapture
+from projections.api.grounding import CitedFiles
 from projections.engines.embedded import EmbeddedEngine
 from projections.engines.local import Projector
 from projections.engines.protocol import Progress, Projection, SearchEngine, SharedProjection
@@ -46,18 +47,28 @@ class Session:
         embedder: Any = None,
         readonly: bool = False,
         progress: Progress | None = None,
+        ledger: Ledger | None = None,
+        cited_files: CitedFiles | None = None,
     ) -> None:
         """Open a checkpoint (created when missing). ``readonly=True`` opens an existing one only
         to read it (a person's ``search``): nothing in the directory changes — no recovery, no
         snapshot, no access log. On a read-only filesystem the session falls back to that by
         itself; writes then raise ``LedgerReadOnly`` saying why. ``progress(events folded,
         events to fold)`` is told how far each fold of the local projection is (a first fold
-        of a large log takes seconds)."""
+        of a large log takes seconds). ``ledger``: the checkpoint's log, already open (a tool
+        that verified it first: one open per command), refused as an open refuses it
+        (``Ledger.check_usable``) and closed with the session. ``cited_files``: what reading
+        the cited files found, shared by every read of this session (see
+        :class:`~projections.api.grounding.CitedFiles`)."""
         from projections.models.embedder import get_embedder
 
         self.checkpoint_dir = Path(checkpoint_dir)
         self.namespace = settings.checkpoint_hash(self.checkpoint_dir)
-        if readonly:
+        self.cited_files = cited_files
+        if ledger is not None:
+            ledger.check_usable()
+            self.ledger = ledger
+        elif readonly:
             self.ledger = Ledger.open(self.checkpoint_dir, create=False, readonly=True)
         else:
             self.ledger = Ledger.open(self.checkpoint_dir, readonly_fallback=True)
@@ -67,7 +78,7 @@ class Session:
         self.runners: list[ProjectionRunner] = []  # one per shared projection
         if settings.letta_base_url():
             self._keep_letta(settings.search_engine())
-        self.access = AccessLog(self.checkpoint_dir, muted=self.ledger.readonly)
+        self.access: AccessLines = AccessLog(self.checkpoint_dir, muted=self.ledger.readonly)
         self.lock = threading.RLock()
         self.problems: list[str] = []  # what failed after a write was already durable
         self._refold = False  # forked while another thread held the lock: the fold may be half done
@@ -189,6 +200,27 @@ class Session:
             self._fold()
             yield self.projector.catalog
 
+    @contextmanager
+    def capturing(self) -> Iterator[ReadCapture]:
+        """Reads made inside keep their access-log lines in memory (``lines``), writing none:
+        a replay of a recorded read compares the line it would have written."""
+        with self.lock:
+            kept, capture = self.access, ReadCapture()
+            self.access = capture
+            try:
+                yield capture
+            finally:
+                self.access = kept
+
+    def event_hashes(self, seqs: Iterable[int]) -> dict[int, tuple[str, str]]:
+        """(event id, hash) of each seq the log holds, from one pass over the log between the
+        first and the last wanted (a member is decoded once, however many seqs are in it)."""
+        wanted = {s for s in seqs if s >= 1}
+        if not wanted:
+            return {}
+        events = self.ledger.events(as_of=max(wanted), after=min(wanted) - 1)
+        return {e.seq: (e.id, e.hash) for e in events if e.seq in wanted}
+
     def read_stamp(self, as_of: int | None) -> dict[str, Any]:
         """What a read inside :meth:`reading` records so it can be replayed: the log position
         it saw (``as_of``, else the fold's end) and the engine that ranked it."""
@@ -197,7 +229,7 @@ class Session:
 
     # -- the write helpers --------------------------------------------------------------
 
-    def append(self, node_id: str, type: str, body: dict[str, Any], current_node: str | None = None) -> Event:
+    def append(self, node_id: str, type: EventType, body: dict[str, Any], current_node: str | None = None) -> Event:
         """Append one event; once it is durable nothing after it can fail the call."""
         with self.lock:
             event = self.ledger.append(node_id, type, body, current_node=current_node)

@@ -10,6 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Literal, Required, TypedDict
 
+# the verdicts' words, defined below the API; here too, beside the shapes that carry them
+from projections.models.verdicts import AuditStatus as AuditStatus
+from projections.models.verdicts import Evidence as Evidence
+from projections.models.verdicts import ValuesVerdict as ValuesVerdict
+
 
 class FindingView(TypedDict):
     """Added: something stored although this library knows it is wrong."""
@@ -141,11 +146,6 @@ class ResearchHit(ResearchEntryView, total=False):
 
 class ResearchResult(TypedDict):
     results: list[ResearchHit]
-
-
-Evidence = Literal["none", "cited", "hashed", "verified", "values_checked", "rerun_passed"]
-ValuesVerdict = Literal["checked", "unchecked", "mismatch"]
-AuditStatus = Literal["verified", "missing", "mismatch", "unhashed"]
 
 
 class ValuesView(TypedDict, total=False):

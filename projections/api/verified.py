@@ -35,10 +35,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any, TypeGuard, cast, get_args
 
 from ledger import InvalidInput
+from ledger.anchor import Anchor
 from ledger.consolidation import SUCCESS
+from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections import settings
@@ -58,6 +60,34 @@ EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
 # consolidation's finding on a result whose report said ``self_assessment.succeeded: false``
 JUDGED_UNSUCCESSFUL = "node_report.self_assessment.succeeded"
 QUOTE_CHARS = 200
+
+
+def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | None]:
+    """The anchor the checkpoint's ``verified_context.json`` records (see :func:`context_anchor`)."""
+    return context_anchor(checkpoint_dir / VERIFIED_CONTEXT_NAME)
+
+
+def context_anchor(path: Path) -> tuple[Anchor | None, str | None]:
+    """The anchor a verified context file records (``{"anchor": {"seq", "hash"}}``, written by
+    :meth:`VerifiedContext.save`), or why it cannot be read; (None, None) when the file or its
+    anchor is absent. Read only when it is a regular file of at most 64 MiB
+    (``ledger.safe_io.read_file``): a link, a FIFO or a device in its place is a problem named in
+    one line, never followed and never waited on."""
+    try:
+        data = json.loads(read_file(path, SIDE_FILE_LIMIT).decode("utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except UnsafeFile as exc:
+        return None, f"{path.name} is unreadable: {exc}"
+    except (OSError, ValueError) as exc:
+        return None, f"{path.name} is unreadable ({exc})"
+    anchor = data.get("anchor") if isinstance(data, dict) else None
+    if anchor is None:
+        return None, None
+    seq, hash_ = (anchor.get("seq"), anchor.get("hash")) if isinstance(anchor, dict) else (None, None)
+    if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(hash_, str):
+        return None, f'{path.name}: anchor must be {{"seq": int, "hash": str}}, got {anchor!r}'
+    return Anchor(path.name, hash_, seq), None
 
 
 def borrowed_report(entry: Entry) -> str | None:
@@ -203,7 +233,9 @@ def is_grounded(entry: Entry) -> bool:
     return bool(entry.metadata.get("artifact_refs"))
 
 
-def evidence_level(entry: Entry, status: str | None, grounding: Grounding | None, values: ValuesView | None) -> str:
+def evidence_level(
+    entry: Entry, status: str | None, grounding: Grounding | None, values: ValuesView | None
+) -> Evidence:
     """How far a claim's citation can be trusted (see the module docstring)."""
     if not is_grounded(entry):
         return "none"
@@ -269,7 +301,7 @@ def verified_context(
             values = grounding.values(entry, grounding.work_dir(entry)) if grounding is not None else None
             if values is not None:
                 claim["values"] = values
-            claim["evidence"] = cast(Evidence, evidence_level(entry, claim["repro_status"], grounding, values))
+            claim["evidence"] = evidence_level(entry, claim["repro_status"], grounding, values)
             excluded = exclusions(entry, failed.get(entry.node_id))
             if excluded:
                 claim["exclusions"] = excluded
@@ -290,8 +322,13 @@ def verified_context(
     return {"claims": claims, "limitations": limitations, "usable_for_claims": usable}
 
 
-def check_evidence(level: str | None, field: str = "min_evidence") -> str:
-    if level not in EVIDENCE:
+def is_evidence(level: object) -> TypeGuard[Evidence]:
+    return level in EVIDENCE
+
+
+def check_evidence(level: str | None, field: str = "min_evidence") -> Evidence:
+    """``level`` as an evidence level, or InvalidInput naming ``field``."""
+    if not is_evidence(level):
         raise InvalidInput(field, f"unknown evidence level {level!r}; expected one of {', '.join(EVIDENCE)}")
     return level
 
@@ -403,7 +440,7 @@ class VerifiedContext:
         roots = self._experiments_roots(experiments_root)
         with self.session.reading() as catalog:
             experiment = self.context.get(as_of)
-            grounding = Grounding(roots, experiment.get("metric_ranges"), experiment)
+            grounding = Grounding(roots, experiment.get("metric_ranges"), experiment, self.session.cited_files)
             ctx = verified_context(
                 catalog.scope_entries(scope, as_of),
                 repro_events(catalog, as_of),
@@ -466,8 +503,8 @@ class VerifiedContext:
         ``verified_context.json``; else the file), atomically."""
         ledger = self.session.ledger
         with self.session.reading():
-            seqs = {c["seq"] for c in ctx.get("claims", [])}  # one pass over the log, not one member per claim
-            hashes = {e.seq: e.hash for e in ledger.events(as_of=max(seqs), after=min(seqs) - 1)} if seqs else {}
+            found = self.session.event_hashes(c["seq"] for c in ctx.get("claims", []))  # one pass over the log
+            hashes = {seq: hash for seq, (_id, hash) in found.items()}
             for claim in ctx.get("claims", []):
                 claim["event_hash"] = hashes.get(claim["seq"])
             written = {

@@ -45,7 +45,7 @@ import struct
 import time
 import weakref
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Literal, assert_never, cast
 
 import msgspec
 import numpy as np
@@ -65,6 +65,8 @@ FENCE = 1024  # every FENCE-th sorted id is kept in the header
 CHECK_WHOLE_UP_TO = 64 << 20  # a file this small is checked whole on open (~35 ms)
 STALE_TEMP_SECONDS = 3600  # a temporary file this old is stale even if its pid was reused
 SECTIONS = ("seqs", "cleared", "ids", "vectors", "offsets", "records", "sorted", "id_rows")
+Column = Literal["seqs", "cleared", "ids", "vectors", "records"]  # the sections written a collection at a time
+ROW_COLUMNS: tuple[Column, ...] = ("seqs", "cleared", "ids", "vectors")  # one fixed-width value per row
 _ALIGN = 64
 _LEN = struct.Struct("<Q")
 _TRAILER = struct.Struct("<QQ32s8s")
@@ -490,29 +492,32 @@ class _Collection:
             raise ValueError(f"the index of {_label(name)} holds {block_rows} fresh rows, the catalog {fresh_rows}")
         self.n = (self.stored.n if self.stored is not None else 0) + fresh_rows
 
-    def column(self, section: str, width: int) -> list[Any]:
+    def column(self, section: Column, width: int) -> list[Any]:
         """This collection's part of a section, as arrays or buffers to write in order."""
         stored, fresh = self.stored, self.fresh
-        parts: list[Any] = []
-        if section == "seqs":
-            parts = [stored.seqs if stored is not None else None, np.asarray(fresh.seqs, "<i8") if fresh else None]
-        elif section == "cleared":
-            parts = [
-                effective_cleared(stored, self.after) if stored is not None else None,
-                np.asarray(fresh.cleared, "<i8") if fresh else None,
-            ]
-        elif section == "ids":
-            parts = [self.stored_ids(width), self.fresh_ids(width)]
-        elif section == "vectors":
-            parts = [
-                self.view.copy(self.name, "vectors") if stored is not None else None,
-                self.block.vectors() if self.block else None,
-            ]
-        elif section == "records":
-            parts = [
-                self.view.copy(self.name, "records") if stored is not None else None,
-                *(fresh.records if fresh else []),
-            ]
+        parts: list[Any]
+        match section:
+            case "seqs":
+                parts = [stored.seqs if stored is not None else None, np.asarray(fresh.seqs, "<i8") if fresh else None]
+            case "cleared":
+                parts = [
+                    effective_cleared(stored, self.after) if stored is not None else None,
+                    np.asarray(fresh.cleared, "<i8") if fresh else None,
+                ]
+            case "ids":
+                parts = [self.stored_ids(width), self.fresh_ids(width)]
+            case "vectors":
+                parts = [
+                    self.view.copy(self.name, "vectors") if stored is not None else None,
+                    self.block.vectors() if self.block else None,
+                ]
+            case "records":
+                parts = [
+                    self.view.copy(self.name, "records") if stored is not None else None,
+                    *(fresh.records if fresh else []),
+                ]
+            case _:
+                assert_never(section)
         return [p for p in parts if p is not None]
 
     def stored_ids(self, width: int) -> np.ndarray | None:
@@ -539,7 +544,7 @@ def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int)
         + [1]
     )
     sections: dict[str, tuple[int, int]] = {}
-    for section in ("seqs", "cleared", "ids", "vectors"):
+    for section in ROW_COLUMNS:
         start = out.align()
         for c in collections:
             for part in c.column(section, width):

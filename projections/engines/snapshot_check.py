@@ -16,13 +16,14 @@ The catalog and the semantic index are both derived from the events, so:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import msgspec
 import numpy as np
 
 from ledger import Ledger
-from ledger.events import Event, handlers, is_stub_body
+from ledger.events import Event, EventType, PerEventType, handlers, is_stub_body
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotView
 from projections.models.catalog import NEVER, REACT, Catalog, Entry, Step
@@ -35,7 +36,7 @@ VECTORS_ON_VERIFY = 1000  # vectors re-embedded by `verify`
 FLOAT16_PRECISION = 2.0**-10  # a stored vector is its embedding rounded to float16: within one unit in the last place
 FLOAT16_TINY = 2.0**-24  # float16's smallest step (subnormals)
 
-Claim = tuple[int, str, str | None, str | None]  # (seq, event type, node or None, event id or None)
+Claim = tuple[int, EventType, str | None, str | None]  # (seq, event type, node or None, event id or None)
 
 
 def sample_problem(ledger: Ledger, catalog: Catalog, view: SnapshotView) -> tuple[str | None, list[Entry | Step]]:
@@ -137,7 +138,7 @@ def _purge_problem(catalog: Catalog, event: Event) -> str | None:
     return None if event.seq in catalog.purges else f"it lacks the purge of seq {event.seq}"
 
 
-_CHECKS = handlers(
+_CHECKS: PerEventType[Callable[[Catalog, Event], str | None]] = handlers(
     "snapshot_check.event_problem",
     {
         "memory_added": _row_problem,
@@ -159,7 +160,10 @@ def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int, progress: Pro
     compared in seq order as both are streamed; only the small tables are folded whole.
     ``progress(events compared, cursor)`` every :data:`PROGRESS_EVERY` events and at the end."""
     tables = Catalog()
-    stored = {"memory_added": catalog.scan(False), "react_step": catalog.scan(True)}
+    stored: dict[EventType, Iterator[Entry | Step]] = {
+        "memory_added": catalog.scan(False),
+        "react_step": catalog.scan(True),
+    }
     for event in ledger.events(as_of=cursor):
         if progress is not None and event.seq % PROGRESS_EVERY == 0:
             progress(event.seq, max(event.seq, cursor))
@@ -219,5 +223,5 @@ def _normalised(item: Entry | Step) -> Entry | Step:
     return msgspec.structs.replace(item, cleared_at=NEVER)
 
 
-def _what(kind: str) -> str:
+def _what(kind: EventType) -> str:
     return "entry" if kind == "memory_added" else "ReAct step"

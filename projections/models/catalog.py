@@ -13,14 +13,24 @@ the last snapshot, not the size of the checkpoint.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any, cast
 
 import msgspec
 import numpy as np
 
-from ledger.events import CoreSeeded, Event, EventsRedacted, NodeStarted, ReactStep, handlers, is_stub_body
+from ledger.events import (
+    CoreSeeded,
+    Event,
+    EventsRedacted,
+    NodeStarted,
+    PerEventType,
+    ReactStep,
+    StoredType,
+    handlers,
+    is_stub_body,
+)
 from ledger.typed import kind_label, typed_kind
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
@@ -100,7 +110,7 @@ class RedactedInfo(msgspec.Struct, array_like=True, gc=False):
     event_id: str
     seq: int
     node_id: str
-    type: str
+    type: StoredType
     kind: str
     reason: str
     by: str
@@ -507,7 +517,7 @@ class Catalog:
         return [*info.ancestor_ids, node_id] if info else [node_id]
 
 
-_APPLY = handlers(
+_APPLY: PerEventType[Callable[[Catalog, Event], None]] = handlers(
     "Catalog.apply",
     {
         "memory_added": Catalog._entry,

@@ -16,11 +16,11 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol, assert_never
 
 import numpy as np
 
-from ledger.events import Event, handlers, is_stub_body
+from ledger.events import Event, PerEventType, handlers, is_stub_body
 from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
 
 __all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dots"]
@@ -146,23 +146,26 @@ class SemanticIndex:
             # only the text is read: decoding the typed body would copy its metadata for nothing
             if is_stub_body(event.body):
                 continue  # redacted: nothing to embed
-            if action == "node text":
-                target, text = event.node, event.body["text"]
-            elif action == "react text":
-                target, text = REACT, event.body["content"]
-            elif action == "tombstone":
-                flush()
-                self._tombstone(event.node, event.seq)
-                continue
-            elif action == "purge":
-                flush()
-                for block in self.blocks.values():
-                    block.clear(event.seq)
-                if self.base is not None and self._after_purge == NEVER:
-                    self._after_purge = event.seq
-                continue
-            else:
-                continue
+            match action:
+                case "node text":
+                    target, text = event.node, event.body["text"]
+                case "react text":
+                    target, text = REACT, event.body["content"]
+                case "tombstone":
+                    flush()
+                    self._tombstone(event.node, event.seq)
+                    continue
+                case "purge":
+                    flush()
+                    for block in self.blocks.values():
+                        block.clear(event.seq)
+                    if self.base is not None and self._after_purge == NEVER:
+                        self._after_purge = event.seq
+                    continue
+                case "nothing":
+                    continue
+                case _:
+                    assert_never(action)
             ids, seqs, texts = pending.setdefault(target, ([], [], []))
             ids.append(event.id)
             seqs.append(event.seq)
@@ -248,7 +251,8 @@ class SemanticIndex:
 
 
 # What each event type is to the index: a text to embed into a collection, a tombstone, or nothing.
-_ACTIONS = handlers(
+IndexAction = Literal["node text", "react text", "tombstone", "purge", "nothing"]
+_ACTIONS: PerEventType[IndexAction] = handlers(
     "SemanticIndex.apply_batch",
     {
         "memory_added": "node text",

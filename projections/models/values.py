@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from projections.models import units
 from projections.models.quantities import BASE_WORDS, Quantity, count_noun, name_key, read, sentence_of, tolerance
+from projections.models.verdicts import ValuesVerdict
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
 _CAMEL = re.compile(r"([a-z])([A-Z])")
@@ -260,7 +261,7 @@ class Verdict:
 
     written: str
     text: str
-    verdict: str
+    verdict: ValuesVerdict
     why: str | None = None
     looked: tuple[str, ...] = ()
 
@@ -343,7 +344,7 @@ class _Checker:
 
     # --------------------------------------------------------------------- helpers
 
-    def _out(self, q: Quantity, verdict: str, why: str | None = None, looked: Iterable[str] = ()) -> Verdict:
+    def _out(self, q: Quantity, verdict: ValuesVerdict, why: str | None = None, looked: Iterable[str] = ()) -> Verdict:
         return Verdict(q.written, q.text, verdict, why, tuple(dict.fromkeys(looked)))
 
     def _holds(self, q: Quantity, target: float) -> bool:

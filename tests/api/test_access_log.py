@@ -36,15 +36,15 @@ from typing import Any
 
 import pytest
 
-import projections.api.access_writer as access_writer
-from projections.api.access_log import ACCESS_LOG_NAME, AccessLog
-from projections.api.access_writer import ROTATED_GLOB, flush_all
-from projections.api.reads import check_chain
+import projections.access.writer as access_writer
+from projections.access.log import ACCESS_LOG_NAME, AccessLog
+from projections.access.writer import ROTATED_GLOB, flush_all
+from projections.tools.reads import check_chain
 from support.env import subprocess_env
 
 ARI_WRITE_KEYS = ["ts", "node_id", "op", "collection", "entry_id", "text_preview", "metadata"]
 ARI_READ_KEYS = ["ts", "node_id", "op", "collection", "query", "ancestor_ids", "limit", "results"]
-CHAIN_KEYS = ["n", "prev", "hash"]  # this library's, sealed on last
+CHAIN_KEYS = ["n", "prev", "hash"]  # this library's, chained on last
 ROTATED_NAME = re.compile(r"memory_access\.(\d+)(?:_(\d+))?\.jsonl")
 TINY_MB = "0.001"  # 1048 bytes: a rotation every few lines
 TINY_BYTES = int(0.001 * 1024 * 1024)
@@ -281,7 +281,7 @@ def test_rotation_never_overwrites_an_existing_rotated_file(ckpt: Path, monkeypa
 CHILD = """
 import json, sys, time
 from pathlib import Path
-from projections.api.access_log import AccessLog
+from projections.access.log import AccessLog
 ckpt, writer, n, go = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 log = AccessLog(ckpt)
 while not go.exists():
@@ -391,7 +391,7 @@ def test_without_flock_lines_are_still_written_unlocked_and_never_rotated(
 FS_CHILD = """
 import errno, fcntl, json, os, subprocess, sys
 from pathlib import Path
-from projections.api.access_log import ACCESS_LOG_NAME, AccessLog
+from projections.access.log import ACCESS_LOG_NAME, AccessLog
 ckpt = Path(sys.argv[1])
 
 def no_flock(fd, operation):

@@ -18,7 +18,7 @@ import pytest
 
 from ledger import ConfigurationError, InvalidInput
 from ledger.events import TRUNCATED
-from projections.api.access_log import ACCESS_LOG_NAME
+from projections.access.log import ACCESS_LOG_NAME
 from projections.api.backend import clear_backend_cache, get_backend
 
 SHA = "c" * 64

@@ -13,8 +13,8 @@ import pytest
 from ledger.provenance import sha256_file
 from projections.adapters.demo import copy_run, replay_run
 from projections.api.backend import MemoryBackend
-from projections.api.lineage import lineage_data, render_tree
 from projections.api.verified import EVIDENCE, render_grounded_block
+from projections.tools.lineage import lineage_data, render_tree
 from support.env import FIXTURES
 
 RUN = FIXTURES / "ari_run"

@@ -12,7 +12,7 @@ import pytest
 from ledger import ConfigurationError, InvalidInput
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
-from projections.api.access_log import ACCESS_LOG_NAME
+from projections.access.log import ACCESS_LOG_NAME
 from projections.api.backend import MemoryBackend
 from support.env import FIXTURES, subprocess_env
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from ledger.layout import store_dir
+from projections.access.chain import rechain
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
 from projections.adapters.planted import FAULTS, detection, plant_faults, plant_reports
 from projections.api.backend import MemoryBackend
-from projections.api.prove import prove
-from projections.api.reads import check_chain, read_records, replay_all
-from projections.models.access_chain import rechain
+from projections.tools.prove import prove
+from projections.tools.reads import check_chain, read_records, replay_all
 from support.env import ari_ledger
 
 
@@ -47,6 +48,52 @@ def copy_of(src: Path, tmp_path: Path) -> Path:
     dest = tmp_path / "copy"
     shutil.copytree(src, dest, symlinks=True)
     return dest
+
+
+def test_prove_opens_the_log_once_and_hashes_each_cited_file_once(
+    demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prove`` in one process, alone and with ``-o FILE.html``: the log opened once (verified,
+    then read on the same open log) and each cited file hashed once, its bytes searched for
+    numbers at most once (the proof's file states are the lineage report's)."""
+    import projections.api.grounding as grounding
+    from ledger import Ledger
+    from projections.adapters.cli import main
+
+    copy = copy_of(demo, tmp_path) / "checkpoint"
+    opened: list[str] = []
+    hashed: Counter[str] = Counter()
+    searched: Counter[str] = Counter()
+    for name in ("open", "open_readonly"):
+        real = getattr(Ledger, name).__func__
+
+        def counting(cls, checkpoint_dir, *args, _real=real, **kwargs):
+            opened.append(str(checkpoint_dir))
+            return _real(cls, checkpoint_dir, *args, **kwargs)
+
+        monkeypatch.setattr(Ledger, name, classmethod(counting))
+    real_hash, real_read = grounding.sha256_file, grounding.read_file
+    monkeypatch.setattr(grounding, "sha256_file", lambda path: (hashed.update([str(path)]), real_hash(path))[1])
+    monkeypatch.setattr(
+        grounding, "read_file", lambda path, *a, **k: (searched.update([str(path)]), real_read(path, *a, **k))[1]
+    )
+
+    assert main(["prove", str(copy)]) == 0
+    assert opened == [str(copy)]
+    assert hashed and set(hashed.values()) == {1}, hashed.most_common(3)
+    assert max(searched.values(), default=1) == 1
+    alone = set(hashed)
+
+    opened.clear()
+    hashed.clear()
+    searched.clear()
+    report = tmp_path / "proof.html"
+    assert main(["prove", str(copy), "-o", str(report)]) == 0
+    assert opened == [str(copy)]  # was 3: verify, prove's backend, the report's backend
+    assert set(hashed.values()) == {1}, hashed.most_common(3)  # was up to 3 per file
+    assert alone <= set(hashed) and len(hashed) > len(alone)  # the report audits every entry's files
+    assert max(searched.values(), default=1) == 1
+    assert "ARI memory lineage" in report.read_text(encoding="utf-8")
 
 
 def test_prove_on_the_unmodified_demo_run_holds_from_a_copy(demo: Path, tmp_path: Path) -> None:
@@ -131,7 +178,7 @@ def test_a_tampered_or_cut_access_log_fails_prove(demo: Path, tmp_path: Path, da
 
 
 def test_a_forged_but_consistent_access_log_fails_its_replay(demo: Path, tmp_path: Path) -> None:
-    """Someone rewrites what a node was shown and re-seals the chain and the head file: the
+    """Someone rewrites what a node was shown and chains the lines again, head file too: the
     chain holds, but the read no longer replays to what the line says."""
     copy = copy_of(demo, tmp_path) / "checkpoint"
     path = copy / "memory_access.jsonl"

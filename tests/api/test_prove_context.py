@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from ledger.layout import store_dir
+from projections.access.chain import rechain
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
 from projections.api.backend import MemoryBackend
-from projections.api.prove import Proof, event_hashes, prove
-from projections.models.access_chain import rechain
+from projections.tools.prove import Proof, prove
 from support.env import ari_ledger
 
 
@@ -201,7 +201,7 @@ def test_without_an_anchor_usable_items_are_still_traced_to_the_claims(copy: Pat
 
 
 def forge_line(ckpt: Path, key: str, change) -> int:
-    """Rewrite the first read line whose first result carries ``key``, seal the chain again
+    """Rewrite the first read line whose first result carries ``key``, chain the lines again
     and drop the head file (a forger cannot keep it); returns its line number."""
     path = ckpt / "memory_access.jsonl"
     raw = path.read_bytes().splitlines()
@@ -229,7 +229,7 @@ def _source(result: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(("key", "change"), [("score", _score), ("src_node_id", _source)], ids=["score", "source"])
 def test_a_rewritten_results_field_in_the_access_log_fails_its_replay(copy: Path, key: str, change) -> None:
-    """The ids stay, what ARI shows of them (``results``) is rewritten and the chain re-sealed.
+    """The ids stay, what ARI shows of them (``results``) is rewritten and the lines chained again.
     Expected: the chain holds, the read replays as ``differs`` on ``results``; NOT PROVED."""
     n = forge_line(copy, key, change)
     proof = prove(copy)
@@ -323,11 +323,11 @@ def test_the_last_line_counts_the_claims_by_evidence_level(demo: Path) -> None:
 
 
 def test_claims_are_traced_by_one_pass_over_the_log(demo: Path) -> None:
-    """event_hashes gives each seq its event's id and hash, as event_at does one by one."""
+    """MemoryBackend.event_hashes gives each seq its event's id and hash, as event_at does one by one."""
     backend = MemoryBackend(demo / "checkpoint", readonly=True)
     ledger = backend.session.ledger
     seqs = [3, 5, 17, ledger.last_seq, ledger.last_seq + 5]
-    found = event_hashes(ledger, seqs)
+    found = backend.event_hashes(seqs)
     expected = {s: (e.id, e.hash) for s in seqs if (e := ledger.event_at(s)) is not None}
     backend.close()
     assert found == expected and len(found) == 4

@@ -16,13 +16,13 @@ from ledger.ari_import import BACKUP_NAME, read_ari_file
 from ledger.layout import SNAPSHOT_NAME, store_dir
 from ledger.log import LOG_NAME, compress_member
 from ledger.redact import Selector, intent_path, pending, redact
-from projections.api.ari_export import write_ari_backup
+from projections.access.chain import GENESIS
 from projections.api.backend import MemoryBackend
-from projections.api.lineage import lineage_data
-from projections.api.prove import prove
-from projections.api.reads import check_chain
-from projections.api.redaction import MARK, redact_checkpoint
-from projections.models.access_chain import GENESIS
+from projections.tools.ari_export import write_ari_backup
+from projections.tools.lineage import lineage_data
+from projections.tools.prove import prove
+from projections.tools.reads import check_chain
+from projections.tools.redaction import MARK, redact_checkpoint
 from support.env import ari_ledger
 from support.leaks import every_file_bytes
 
@@ -144,7 +144,7 @@ CHAIN = ("n", "prev", "hash")
 
 
 def access_lines(ckpt: Path) -> list[dict]:
-    """The access log's lines without their chain fields (re-sealed by a redaction)."""
+    """The access log's lines without their chain fields (chained again by a redaction)."""
     out = []
     for line in (ckpt / "memory_access.jsonl").read_bytes().splitlines():
         value = json.loads(line)
@@ -335,7 +335,7 @@ def test_the_backup_and_set_aside_copies_forget_the_text_and_an_interrupted_reda
 
 def test_status_names_an_unfinished_repair_or_redaction(tmp_path: Path) -> None:
     from ledger import Ledger
-    from projections.api.checkpoint import status
+    from projections.tools.checkpoint import status
 
     ckpt = tmp_path / "ck"
     with Ledger.open(ckpt) as ledger:

@@ -10,7 +10,7 @@ exported over the run's best lineage and the extra nodes. A random redaction (a 
 every token by regex, random ids, an extra node) then must:
 
 - choose exactly the events its selector names;
-- change nothing of ``memory_access.jsonl`` (chain fields aside: re-sealed) and of
+- change nothing of ``memory_access.jsonl`` (chain fields aside: chained again) and of
   ``verified_context.json`` beyond the rule of ``ledger.redact``, computed here again from its
   definition: a match replaced anywhere; a string value equal to a removed phrase (free text of a
   chosen body, 8+ characters, 2+ words, that no kept event holds) replaced whole; a record
@@ -39,8 +39,8 @@ from ledger import Ledger
 from ledger.redact import MARK, REDACTABLE, Selector, strings_of
 from ledger.typed import TYPED_KEYS
 from projections.api.backend import MemoryBackend
-from projections.api.prove import prove
-from projections.api.redaction import redact_checkpoint
+from projections.tools.prove import prove
+from projections.tools.redaction import redact_checkpoint
 from support.env import ari_ledger
 from support.leaks import every_file_bytes
 

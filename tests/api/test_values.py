@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.anchor import HeadFile
-from projections.api.access_writer import HEAD_ID
-from projections.api.reads import check_chain
-from projections.models.access_chain import GENESIS, link, seal
+from projections.access.chain import GENESIS, chain_onto, link
+from projections.access.writer import HEAD_ID
 from projections.models.values import Evidence, Fact, check_claim, check_metric_ptr, numbers_in
+from projections.tools.reads import check_chain
 
 REPORT = {"GFlops_per_s": 13.64, "time_s": 0.9611, "effective_bandwidth_GB_per_s": 40.92, "accuracy": 0.913}
 LINEAGE = {"root": {"GFlops_per_s": 2.41, "time_s": 5.4397}, "node_A": {"GFlops_per_s": 9.87, "time_s": 1.3282}}
@@ -129,7 +129,7 @@ def test_a_value_written_to_any_precision_holds_and_one_off_by_a_unit_does_not(v
 def _chained(values: list[dict]) -> list[bytes]:
     lines, prev = [], GENESIS
     for n, value in enumerate(values, 1):
-        line, prev = seal(json.dumps(value, separators=(",", ":")).encode(), n, prev)
+        line, prev = chain_onto(json.dumps(value, separators=(",", ":")).encode(), n, prev)
         lines.append(line)
     return lines
 

@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import get_args
 
 import pytest
 
 import projections.engines.letta.projection
 import projections.engines.local  # noqa: F401
-from ledger.events import BODY_TYPES, EVENT_TYPES, FOLDS, handlers
+from ledger.ari_import import _PLANNERS, ARI_KINDS, plan_entries
+from ledger.errors import InvalidInput
+from ledger.events import (
+    BODY_TYPES,
+    EVENT_TYPES,
+    FOLDS,
+    EventType,
+    PerEventType,
+    event_type_of,
+    handlers,
+    validate_body,
+)
 from support.env import subprocess_env
 
 FOLD_NAMES = {"Catalog.apply", "SemanticIndex.apply_batch", "snapshot_check.event_problem", "LettaProjection._fold"}
@@ -19,6 +31,36 @@ FOLD_NAMES = {"Catalog.apply", "SemanticIndex.apply_batch", "snapshot_check.even
 
 def test_the_event_types_are_the_body_types() -> None:
     assert set(EVENT_TYPES) == set(BODY_TYPES)
+    assert get_args(EventType) == tuple(BODY_TYPES) == EVENT_TYPES
+    assert all(cls.type_name == name for name, cls in BODY_TYPES.items())
+
+
+def test_every_event_type_is_a_key_of_the_fold_tables_type() -> None:
+    """``PerEventType`` is what the type checker holds each fold's table to (a missing key is a
+    type error): it names exactly the event types."""
+    assert PerEventType.__required_keys__ == frozenset(EVENT_TYPES)
+    assert not PerEventType.__optional_keys__
+
+
+@pytest.mark.parametrize("value", ["memory_redacted", "", "Memory_Added", None, 3, ["memory_added"]])
+def test_an_event_type_from_outside_is_checked_once_naming_the_field(value: object) -> None:
+    with pytest.raises(InvalidInput) as raised:
+        event_type_of(value, "entries[0].type")
+    assert raised.value.field == "entries[0].type"
+    assert raised.value.reason == f"unknown event type {value!r}; expected one of {', '.join(EVENT_TYPES)}"
+    with pytest.raises(InvalidInput) as raised:
+        validate_body(value, {})  # type: ignore[arg-type]  # the write side's own door checks it too
+    assert raised.value.field == "type"
+
+
+def test_each_event_type_is_its_own_type() -> None:
+    assert [event_type_of(t) for t in EVENT_TYPES] == list(EVENT_TYPES)
+
+
+def test_each_kind_of_aris_entries_has_its_planner() -> None:
+    assert set(_PLANNERS) == set(ARI_KINDS)
+    with pytest.raises(InvalidInput, match="unknown kind 'note'; expected one of node_scope, react_step, core_seed"):
+        plan_entries([], "note")
 
 
 @pytest.mark.parametrize("fold", sorted(FOLD_NAMES))

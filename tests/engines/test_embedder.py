@@ -150,7 +150,7 @@ def test_the_model_is_loaded_by_the_first_embedding_not_before(tmp_path: Path) -
         """
         import sys
         from projections.api.backend import MemoryBackend
-        from projections.api.checkpoint import status
+        from projections.tools.checkpoint import status
         from projections.models.embedder import get_embedder
 
         def loaded():
@@ -174,7 +174,7 @@ def test_the_model_is_loaded_by_the_first_embedding_not_before(tmp_path: Path) -
         """
         import sys
         from projections.api.backend import MemoryBackend
-        from projections.api.checkpoint import status
+        from projections.tools.checkpoint import status
         from projections.models.embedder import get_embedder
 
         status(sys.argv[1])

@@ -702,8 +702,8 @@ def ledger_problems(ckpt: Path, acked: list[str]) -> list[str]:
 
 def access_problems(ckpt: Path, acked_lines: int) -> list[str]:
     """The access log of a crash state, then after the next writer's line."""
-    from projections.api.access_log import ACCESS_LOG_NAME, AccessLog
-    from projections.api.reads import check_chain
+    from projections.access.log import ACCESS_LOG_NAME, AccessLog
+    from projections.tools.reads import check_chain
 
     check, _lines = check_chain(ckpt)
     current = ckpt / ACCESS_LOG_NAME
@@ -835,7 +835,7 @@ def _access_prepare(ckpt: Path) -> None:
 
 
 def _access(ckpt: Path, rec: Recorder, _prep: Any) -> None:
-    from projections.api.access_log import AccessLog
+    from projections.access.log import AccessLog
 
     old = os.environ.get("ARI_MEMORY_ACCESS_LOG_MAX_MB")
     os.environ["ARI_MEMORY_ACCESS_LOG_MAX_MB"] = "0.0015"  # a rotation every few lines
@@ -977,8 +977,8 @@ REDACT_SECRET = "ghp_CRASH0123456789abcdef"
 def _redact_prepare(ckpt: Path) -> None:
     """A demo-like small checkpoint where the secret reached every file: entries (one quoting it),
     the access log (a search for it), ``verified_context.json`` and ARI's backup."""
-    from projections.api.ari_export import write_ari_backup
     from projections.api.backend import MemoryBackend
+    from projections.tools.ari_export import write_ari_backup
 
     backend = MemoryBackend(ckpt)
     try:
@@ -995,7 +995,7 @@ def _redact_prepare(ckpt: Path) -> None:
 
 def _redact_run(ckpt: Path, rec: Recorder, _prep: Any) -> None:
     from ledger.redact import Selector
-    from projections.api.redaction import redact_checkpoint
+    from projections.tools.redaction import redact_checkpoint
 
     done = redact_checkpoint(ckpt, Selector(text=REDACT_SECRET), reason="leaked token", by="crash", check=False)
     rec.ack("redacted", done.lines())
@@ -1006,7 +1006,7 @@ def _redact_check(ckpt: Path, acks: list[tuple[Any, ...]], _prep: Any) -> list[s
     ``redact`` again: no file of the checkpoint holds the secret, and the log verifies."""
     from ledger import Ledger, LedgerError
     from ledger.redact import Selector
-    from projections.api.redaction import redact_checkpoint
+    from projections.tools.redaction import redact_checkpoint
 
     problems = ledger_problems(ckpt, [])
     if _acked(acks, "redacted") and REDACT_SECRET.encode() in _every_file(ckpt):

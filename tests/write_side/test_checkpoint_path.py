@@ -28,8 +28,8 @@ from ledger.log import LOG_NAME
 from ledger.redact import Selector, redact
 from ledger.repair import repair
 from ledger.rollback import accept_rollback
-from projections.api import checkpoint as state
 from projections.api.backend import MemoryBackend, clear_backend_cache, get_backend
+from projections.tools import checkpoint as state
 
 
 def files_of(root: Path) -> dict[str, str]:

@@ -168,7 +168,7 @@ def test_a_side_index_that_is_a_link_is_replaced_not_written_through(ckpt: Path,
 
 
 def test_the_access_log_and_its_head_are_not_written_through_links(ckpt: Path, victim: Path, tmp_path: Path) -> None:
-    from projections.api.access_log import ACCESS_LOG_NAME, AccessLog
+    from projections.access.log import ACCESS_LOG_NAME, AccessLog
 
     store_dir(ckpt).mkdir()
     (ckpt / ACCESS_LOG_NAME).symlink_to(victim)
@@ -287,7 +287,7 @@ def test_a_full_disk_is_still_a_problem_of_the_access_log_not_an_exception(tmp_p
     """What ``tests/api/test_access_log.py::test_a_full_disk_is_a_problem_not_an_exception`` shows
     through a link to ``/dev/full`` (a link the access log now refuses), on a file system that
     is really full."""
-    from projections.api.access_log import KEEP_PROBLEMS, AccessLog
+    from projections.access.log import KEEP_PROBLEMS, AccessLog
 
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")

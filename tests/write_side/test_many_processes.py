@@ -28,8 +28,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ledger.log import IDX_STRIDE
-from projections.api import checkpoint
 from projections.api.backend import MemoryBackend, clear_backend_cache, get_backend
+from projections.tools import checkpoint
 from support.env import FIXTURES, subprocess_env
 
 NODE = "root"

@@ -28,7 +28,7 @@ from projections.adapters.cli.framework import (
     node_arg,
 )
 from projections.adapters.cli.progress import only_reading
-from projections.api import checkpoint as state
+from projections.tools import checkpoint as state
 
 log = logging.getLogger("ledger")
 
@@ -257,7 +257,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
     import socket
 
     from ledger.redact import Selector
-    from projections.api.redaction import redact_checkpoint
+    from projections.tools.redaction import redact_checkpoint
 
     if args.match is not None and args.regex is not None:
         raise InvalidInput("--match", "give --match or --regex, not both")

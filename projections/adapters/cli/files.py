@@ -129,7 +129,7 @@ def cmd_import_ari(args: argparse.Namespace) -> int:
     try:
         report = _import_all(backend, files)
     except KeyboardInterrupt:
-        backend.session.close_interrupted()  # what was folded may be saved; nothing more is folded
+        backend.close_interrupted()  # what was folded may be saved; nothing more is folded
         raise
     finally:
         backend.close()
@@ -182,8 +182,7 @@ def _import_all(backend: MemoryBackend, files: list[AriFile]) -> list[dict[str, 
     importing twice adds nothing, the same command again imports only the rest."""
     total = sum(len(f.entries[kind]) for f in files for kind in ARI_KINDS if kind in f.entries)
     bar = Reporter("importing", "entries")
-    ledger = backend.session.ledger
-    before, done = ledger.last_seq, 0
+    before, done = backend.last_seq, 0
     report: list[dict[str, Any]] = []
     try:
         with safe_points():
@@ -201,7 +200,7 @@ def _import_all(backend: MemoryBackend, files: list[AriFile]) -> list[dict[str, 
                         done += len(f.entries[kind])
                 report.append({"path": f.path, "format": f.format, "kinds": kinds})
     except KeyboardInterrupt:
-        kept = ledger.last_seq - before  # the events this import appended: its batches that were synced
+        kept = backend.last_seq - before  # the events this import appended: its batches that were synced
         there = max(0, bar.done - kept)
         raise Interrupted(
             f"{kept:,} of {total:,} entries imported and kept"
@@ -230,7 +229,7 @@ def _export_ari_args(p: argparse.ArgumentParser) -> None:
     "export-ari", f"write ARI's {BACKUP_NAME} (what `ari memory backup` writes), for ARI's restore", _export_ari_args
 )
 def cmd_export_ari(args: argparse.Namespace) -> int:
-    from projections.api.ari_export import write_ari_backup
+    from projections.tools.ari_export import write_ari_backup
 
     backend = open_backend(args.checkpoint)
     try:

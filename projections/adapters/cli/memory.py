@@ -77,16 +77,13 @@ def scope_for(backend: MemoryBackend, node: str | None, ancestors: str | None) -
 def check_as_of(backend: MemoryBackend, as_of: int | None) -> None:
     """``--as-of``: a seq of this log (0 to its last seq); past the end is one error line."""
     if as_of is not None:
-        with backend.session.reading():
-            last = backend.session.ledger.last_seq
-        check_seq(as_of, "--as-of", last)
+        check_seq(as_of, "--as-of", backend.seq_on_disk())
 
 
 def check_kinds(backend: MemoryBackend, kinds: list[str]) -> None:
     """``--kind``: one of ARI's kinds, or a label some entry of this checkpoint has (ARI's
     labels are free text, e.g. ``result_summary``); anything else names nothing."""
-    with backend.session.reading() as catalog:
-        labels = {e.label for e in catalog.entries.values()}
+    labels = {e.label for e in backend.fresh_catalog().entries.values()}
     for kind in kinds:
         if kind not in KINDS and kind not in labels:
             raise InvalidInput(
@@ -290,7 +287,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     backend = open_backend(args.checkpoint)
     root = _experiments_root(Path(args.checkpoint), args.experiments)
     if args.run_id is not None:
-        check_run(backend.session, root, args.run_id, "--run-id")
+        check_run(backend.fresh_catalog(), root, args.run_id, "--run-id")
     audit = backend.audit_memory(root, args.run_id)
     if args.json:
         emit(audit)
@@ -339,7 +336,7 @@ def _check_experiments(args: argparse.Namespace) -> None:
     check=_check_experiments,
 )
 def cmd_tree(args: argparse.Namespace) -> int:
-    from projections.api.lineage import lineage_data, render_tree
+    from projections.tools.lineage import lineage_data, render_tree
 
     backend = open_backend(args.checkpoint)
     root = _optional_experiments(Path(args.checkpoint), args.experiments)
@@ -373,7 +370,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
 )
 def cmd_report(args: argparse.Namespace) -> int:
     from projections.adapters.report import render_report
-    from projections.api.lineage import lineage_data
+    from projections.tools.lineage import lineage_data
 
     check_output_path(Path(args.output), "--output")
     backend = open_backend(args.checkpoint)

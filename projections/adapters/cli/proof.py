@@ -25,11 +25,10 @@ from projections.adapters.cli.framework import (
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import only_reading
-from projections.api.grounding import experiments_roots
-from projections.api.reads import REPLAYED_FIELDS, check_chain, read_records, replay_all
+from projections.tools.reads import REPLAYED_FIELDS, check_chain, read_records, replay_all
 
 if TYPE_CHECKING:
-    from projections.api.prove import Proof
+    from projections.tools.prove import Proof
 
 EXIT_NOTHING_TO_PROVE = 3  # prove: no verified context, or one without claims
 
@@ -135,25 +134,20 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_prove(args: argparse.Namespace) -> int:
-    from projections.api.prove import prove
+    from projections.tools.prove import Reviewer
 
     if args.output:
         check_output_path(Path(args.output), "--output")
     bar = only_reading("proving", "prove")
 
     heads = [hash_arg(h) for h in args.head]
-    proof = prove(args.checkpoint, args.context, args.experiments, heads, strict=args.strict, progress=bar)
-    if args.output:
-        from projections.adapters.report import render_report
-        from projections.api.lineage import lineage_data
+    with Reviewer(args.checkpoint, args.experiments, progress=bar) as reviewer:  # the log opened once
+        proof = reviewer.prove(args.context, heads, strict=args.strict)
+        if args.output:
+            from projections.adapters.report import render_report
 
-        backend = open_backend(args.checkpoint)
-        roots = [Path(args.experiments)] if args.experiments else experiments_roots(args.checkpoint)
-        try:
-            data = lineage_data(backend, next((r for r in roots if r.is_dir()), None), proof=proof)
-        finally:
-            backend.close()
-        Path(args.output).write_text(render_report(data), encoding="utf-8")
+            data = reviewer.lineage(proof)  # on the same open log, no file hashed twice
+            Path(args.output).write_text(render_report(data), encoding="utf-8")
     code = {"proved": EXIT_OK, "nothing_to_prove": EXIT_NOTHING_TO_PROVE}.get(proof.verdict, EXIT_CHECK_FAILED)
     if args.json:
         emit(proof.as_dict() | ({"output": args.output} if args.output else {}))

@@ -30,7 +30,7 @@ def _rebuild_args(p: argparse.ArgumentParser) -> None:
     check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from projections.api.rebuild import rebuild
+    from projections.tools.rebuild import rebuild
 
     with safe_points():  # Ctrl-C stops between two chunks: what was folded is whole, and saved
         done = rebuild(args.checkpoint, args.experiments, Reporter("folding the log"))

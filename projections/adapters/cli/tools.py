@@ -48,7 +48,7 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from projections.adapters.demo import FIXTURE_RUN, copy_run, demo_output, replay_run, shown
     from projections.adapters.report import render_report
-    from projections.api.lineage import lineage_data, render_tree
+    from projections.tools.lineage import lineage_data, render_tree
 
     out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))
     if layout.has_ledger(out / "checkpoint") or (out / "experiments").exists():
@@ -130,7 +130,7 @@ def _plant(backend: MemoryBackend, replay: Any, out: Path) -> list[Any]:
 
 def _print_detection(out: Path, planted: list[Any]) -> None:
     from projections.adapters.planted import detection
-    from projections.api.prove import prove
+    from projections.tools.prove import prove
 
     proof = prove(out / "checkpoint", out / "planted_context.json")
     table = detection(planted, {c.entry_id: (c.verdict, c.failures) for c in proof.claims})

@@ -24,9 +24,9 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal, assert_never
 
-from ledger.events import CoreSeeded, Event, MemoryAdded, ReactStep, handlers, is_stub_body
+from ledger.events import CoreSeeded, Event, MemoryAdded, PerEventType, ReactStep, handlers, is_stub_body
 from ledger.typed import typed_kind
 from projections import settings
 from projections.engines.letta.lock import PushLock
@@ -308,20 +308,27 @@ class LettaProjection:
             if event.seq <= skip_to:
                 continue
             action = _ACTIONS[event.type]
-            if action == "blocks" and not is_stub_body(event.body):
-                self._push(pending)
-                pending = []
-                self._seed_blocks(event.body_as(CoreSeeded))
-            elif action == "renew":
-                pending = []  # hidden by this purge: never pushed
-                self._renew_agent()
-                present = set()
-            elif action == "redact":
-                self._push(pending)
-                pending = []
-                self._drop_passages(event)
-            elif action == "passage" and event.id not in present and not is_stub_body(event.body):
-                pending.append(self._passage(event))
+            match action:
+                case "blocks":
+                    if not is_stub_body(event.body):
+                        self._push(pending)
+                        pending = []
+                        self._seed_blocks(event.body_as(CoreSeeded))
+                case "renew":
+                    pending = []  # hidden by this purge: never pushed
+                    self._renew_agent()
+                    present = set()
+                case "redact":
+                    self._push(pending)
+                    pending = []
+                    self._drop_passages(event)
+                case "passage":
+                    if event.id not in present and not is_stub_body(event.body):
+                        pending.append(self._passage(event))
+                case "nothing":
+                    pass
+                case _:
+                    assert_never(action)
             if len(pending) >= BATCH:
                 self._push(pending)
                 pending = []
@@ -435,7 +442,8 @@ class LettaProjection:
 
 # What each event type is to the agent. A tombstone changes nothing there: reads drop cleared
 # entries by the local catalog, and the passages stay, as ARI's clear keeps them on the server.
-_ACTIONS = handlers(
+LettaAction = Literal["passage", "blocks", "renew", "redact", "nothing"]
+_ACTIONS: PerEventType[LettaAction] = handlers(
     "LettaProjection._fold",
     {
         "memory_added": "passage",

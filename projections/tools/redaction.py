@@ -7,13 +7,13 @@ field), and nothing else:
 - the projection snapshot is deleted (a cache: the next open folds the redacted log, whose
   stubs make no rows; a process still open rebuilds when it folds the redaction event);
 - the access log and its rotations, and ``verified_context.json``: passed through the rule,
-  each file replaced atomically (the access log's chain sealed again after the first changed
+  each file replaced atomically (the access log's lines chained again after the first changed
   line);
 - the Letta agent: the redaction event's fold deletes the passages of the redacted events
   (done here at once when Letta is configured; otherwise by the next process that folds it).
 
 Then it checks its own result (:class:`SelfCheck`, unless ``check=False``): the log verifies,
-and ``prove`` (:func:`projections.api.prove.prove`, run in this process before the rewrite and
+and ``prove`` (:func:`projections.tools.prove.prove`, run in this process before the rewrite and
 after it) gives every claim and every recorded read the redaction did not involve the verdict
 it gave before — a claim whose entry was not chosen, a read that returned no chosen entry and
 quoted no removed text (such a read loses that text from its line, so its replay is not the
@@ -61,8 +61,11 @@ from ledger.output import replace_file
 from ledger.redact import MARK, Pending, RedactionReport, Scrub, Selector, finish, pending, redact, scrub_aside
 from ledger.safe_io import TooLarge, inflate, max_inflated_bytes, read_file
 from projections import settings
-from projections.api.access_log import AccessLog
+from projections.access.log import AccessLog
+from projections.api.backend import MemoryBackend
 from projections.api.verified import VERIFIED_CONTEXT_NAME
+from projections.tools.prove import prove
+from projections.tools.reads import check_chain, read_records, replay_all
 
 __all__ = ["MARK", "CheckpointRedaction", "SelfCheck", "redact_checkpoint"]
 
@@ -302,8 +305,6 @@ def _fold_letta(ckpt: Path) -> None:
     the command returns (a server that is down gets it from the next process that folds)."""
     if settings.letta_base_url() is None:
         return
-    from projections.api.backend import MemoryBackend  # the backend imports this module's siblings
-
     backend = MemoryBackend(ckpt)
     try:
         backend.flush_projections()
@@ -327,12 +328,10 @@ class _Baseline:
 
     @classmethod
     def take(cls, ckpt: Path) -> _Baseline:
-        from projections.api.backend import MemoryBackend  # prove imports the backend
-        from projections.api.prove import prove
-        from projections.api.reads import check_chain, read_records, replay_all
-
         try:
             proof = prove(ckpt)
+            # replayed again on a backend of its own, as before: docs/cli.md shows this command's
+            # "folding … from scratch" warning once per backend (prove's Reviewer.replayed has them)
             backend = MemoryBackend(ckpt, readonly=True)
             try:
                 replayed = replay_all(backend, read_records(check_chain(ckpt)[1]))

@@ -6,7 +6,7 @@ additions (``tool``, ``pid`` and whatever the caller passes) follow as extra key
 audit trail, not a source of truth: nothing here may fail a memory call, so failures (disk
 full, permissions, a read-only file system) are kept in ``problems`` and logged once.
 
-A call encodes its line and queues it; :mod:`projections.api.access_writer` appends it from a
+A call encodes its line and queues it; :mod:`projections.access.writer` appends it from a
 thread of its own, chained onto the line before it, under a ``flock`` shared by every process
 of the checkpoint, rotating the file as ARI names rotations. Readers in the same process call
 :meth:`AccessLog.flush` first (``flush_and_close`` for ARI's tests).
@@ -31,19 +31,22 @@ from ledger.events import utc_now
 from ledger.log import fsync_dir
 from ledger.safe_io import create_temp, open_file, write_all
 from projections import settings
-from projections.api.access_writer import HEAD_ID, LineWriter
-from projections.models.access_chain import link, rechain
+from projections.access.chain import link, rechain
+from projections.access.writer import HEAD_ID, LineWriter
 
 log = logging.getLogger(__name__)
 
 ACCESS_LOG_NAME = "memory_access.jsonl"
 KEEP_PROBLEMS = 10
-CHAIN_KEYS = ("n", "prev", "hash")  # sealed on by the chain, never a caller's
+CHAIN_KEYS = ("n", "prev", "hash")  # added by the chain, never a caller's
 _CHAIN_SET = frozenset(CHAIN_KEYS)
 # str.splitlines() (ARI's readers) also breaks on these; JSON allows them raw in a string,
 # so they are escaped to keep one event on one line as ARI reads it.
 _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
 _encoder = msgspec.json.Encoder(enc_hook=str)
+
+
+READ_FIELDS = ("collection", "query", "ancestor_ids", "limit", "results", "ids")  # what read_fields gives
 
 
 def read_fields(
@@ -61,16 +64,19 @@ def read_fields(
     }
 
 
-class AccessLog:
-    """memory_access.jsonl in ARI's line format; never raises into the caller."""
+class AccessLines:
+    """ARI's line shapes (:meth:`write`, :meth:`read`, :meth:`node_search`, :meth:`record`),
+    and where a shaped line goes (:meth:`_keep`): :class:`AccessLog` appends it to
+    ``memory_access.jsonl``, :class:`ReadCapture` keeps a replayed read's line in memory. A
+    session's services call these; none of them raises into the caller."""
 
-    def __init__(self, checkpoint_dir: Path, *, muted: bool = False) -> None:
-        self.path = Path(checkpoint_dir) / ACCESS_LOG_NAME
-        self.muted = muted  # a read-only backend (a person's `ari-ledger search`) writes nothing
-        self.head = HeadFile(layout.store_dir(checkpoint_dir) / ACCESS_LOG_NAME)  # the chain's newest line
-        self._problems: collections.deque[str] = collections.deque(maxlen=KEEP_PROBLEMS)
-        self._warned: set[tuple[str, int | None]] = set()
-        self._writer = LineWriter(self.path, self.head, self._problem, _encode)
+    def _recording(self) -> bool:
+        """Whether lines are kept at all."""
+        return True
+
+    def _keep(self, line: dict[str, Any], tool: str, extra: dict[str, Any]) -> None:
+        """Keep one shaped line: ARI's fields (``line``), the calling ``tool`` and the caller's ``extra``."""
+        raise NotImplementedError
 
     # ARI's two line shapes --------------------------------------------------------------
 
@@ -86,9 +92,9 @@ class AccessLog:
         **extra: Any,
     ) -> None:
         """ARI's write line (``collection`` is ``node_scope`` or ``react_step``)."""
-        if self.muted or not settings.access_log_enabled():
+        if not self._recording():
             return
-        self._append(
+        self._keep(
             {
                 **self._head("write", node),
                 "collection": collection,
@@ -116,11 +122,11 @@ class AccessLog:
         ``entry_id``/``src_node_id``/``score`` (inheritance reads: ``query="inherit:…"``). Added:
         ``ids`` (the entry ids returned, in order) and what the caller passes, such as ``at``
         (the log position read at) and ``args`` (what else a replay needs)."""
-        if self.muted or not settings.access_log_enabled():
+        if not self._recording():
             return
         fields = read_fields(collection, query, ancestor_ids, limit, results)
         ids = fields.pop("ids")
-        self._append({**self._head("read", node), **fields}, tool, {"ids": ids, **extra})
+        self._keep({**self._head("read", node), **fields}, tool, {"ids": ids, **extra})
 
     def node_search(
         self,
@@ -143,12 +149,49 @@ class AccessLog:
         ``seed``, ``import``, ``audit``, ``context``, …): ARI's ``ts``/``node_id``/``op`` then
         ``fields``. ``write``/``read`` lines must carry ARI's fields, so they go through
         :meth:`write` and :meth:`read` and are refused here."""
-        if self.muted or not settings.access_log_enabled():
+        if not self._recording():
             return
         if op in ("write", "read"):
             self._problem("record", ValueError(f"op {op!r} has ARI's shape; use AccessLog.{op}()"))
             return
-        self._append(self._head(op, node), tool, fields)
+        self._keep(self._head(op, node), tool, fields)
+
+    @staticmethod
+    def _head(op: str, node: str | None) -> dict[str, Any]:
+        who = node if node is not None else (config.current_node() or "")
+        return {"ts": time.time(), "node_id": who, "op": op}
+
+    def _problem(self, what: str, exc: BaseException) -> None:
+        """A failure kept for ``problems`` (never raised); the base keeps none."""
+
+    # what a session asks of any of them ---------------------------------------------------
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every line so far is kept; False if that took longer than ``timeout``."""
+        return True
+
+    def flush_and_close(self) -> None:
+        """Every line kept, and what holds them closed."""
+
+    @property
+    def problems(self) -> list[str]:
+        """The last few failures, newest last, for ``health()``/``status``; never raised."""
+        return []
+
+
+class AccessLog(AccessLines):
+    """memory_access.jsonl in ARI's line format; never raises into the caller."""
+
+    def __init__(self, checkpoint_dir: Path, *, muted: bool = False) -> None:
+        self.path = Path(checkpoint_dir) / ACCESS_LOG_NAME
+        self.muted = muted  # a read-only backend (a person's `ari-ledger search`) writes nothing
+        self.head = HeadFile(layout.store_dir(checkpoint_dir) / ACCESS_LOG_NAME)  # the chain's newest line
+        self._problems: collections.deque[str] = collections.deque(maxlen=KEEP_PROBLEMS)
+        self._warned: set[tuple[str, int | None]] = set()
+        self._writer = LineWriter(self.path, self.head, self._problem, _encode)
+
+    def _recording(self) -> bool:
+        return not self.muted and settings.access_log_enabled()
 
     # ARI compatibility and health ---------------------------------------------------------
 
@@ -179,7 +222,7 @@ class AccessLog:
 
     def rewrite(self, scrub: Callable[[Any], tuple[Any, bool]]) -> list[str]:
         """Pass every line of the access log and its rotations through ``scrub`` (a JSON value ->
-        (value, changed)), seal the chain again from the first changed line on, and replace each
+        (value, changed)), chain the lines again from the first changed line on, and replace each
         file whose bytes changed, atomically, under that file's lock: a writer waiting for it
         finds the new file (as after a rotation) and no line is lost. Returns the names of the
         files rewritten. For ``ari-ledger redact``."""
@@ -222,12 +265,7 @@ class AccessLog:
 
     # internals ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _head(op: str, node: str | None) -> dict[str, Any]:
-        who = node if node is not None else (config.current_node() or "")
-        return {"ts": time.time(), "node_id": who, "op": op}
-
-    def _append(self, line: dict[str, Any], tool: str, extra: dict[str, Any]) -> None:
+    def _keep(self, line: dict[str, Any], tool: str, extra: dict[str, Any]) -> None:
         try:
             line["tool"] = tool
             line["pid"] = os.getpid()
@@ -246,6 +284,20 @@ class AccessLog:
         if key not in self._warned:
             self._warned.add(key)
             log.warning("access log %s, %s: %s (kept in problems; memory calls are unaffected)", self.path, what, exc)
+
+
+class ReadCapture(AccessLines):
+    """Stands in for a session's access log while a recorded read is replayed: keeps the read
+    lines the call makes (``lines``: ARI's fields as :meth:`AccessLines.read` shapes them, and
+    ``ids``, as the log would hold them in JSON), writes nothing, and keeps nothing else."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def _keep(self, line: dict[str, Any], tool: str, extra: dict[str, Any]) -> None:
+        if line["op"] == "read":
+            fields = {k: v for k, v in {**line, **extra}.items() if k in READ_FIELDS}
+            self.lines.append(msgspec.json.decode(_encode(fields)))  # the JSON the log would hold
 
 
 def _replace(path: Path, fd: int, data: bytes) -> None:

@@ -28,7 +28,7 @@ from projections.api.backend import MemoryBackend
 
 def backup_lines(backend: MemoryBackend) -> Iterator[dict[str, Any]]:
     """The backup's lines, from one consistent moment of the log (the seq on disk now)."""
-    seq = backend.session.ledger.refresh()
+    seq = backend.seq_on_disk()
     for node_id, entries in backend.list_all_nodes(as_of=seq)["by_node"].items():
         for e in entries:
             yield {
@@ -41,7 +41,7 @@ def backup_lines(backend: MemoryBackend) -> Iterator[dict[str, Any]]:
     for step in backend.list_react_entries(as_of=seq):
         yield {"kind": "react_step", "text": step["content"], "metadata": step["metadata"], "ts": step["ts"]}
     context = backend.get_experiment_context(as_of=seq)
-    seed = backend.session.projector.catalog.context(seq)
+    seed = backend.fresh_catalog().context(seq)
     if seed is not None:
         yield {
             "kind": "core_seed",

@@ -98,23 +98,21 @@ def rebuild(
         raise InvalidInput("--experiments", f"{root} is not a directory")
     backend = MemoryBackend(ckpt, progress=progress)
     try:
-        if backend.session.ledger.readonly:
-            raise InvalidInput("checkpoint", f"{ckpt} is read-only here: {backend.session.ledger.readonly_reason}")
-        projector = backend.session.projector
-        projector.announce = False  # folding from scratch is what was asked for
-        before = projector.cursor  # the snapshot's cursor, or 0
+        if backend.readonly_reason is not None:
+            raise InvalidInput("checkpoint", f"{ckpt} is read-only here: {backend.readonly_reason}")
+        before = backend.folded_seq  # the snapshot's cursor, or 0
         try:
-            with backend.session.reading():
-                folded = projector.cursor - before
+            folded = backend.fold(announce=False)  # folding from scratch is what was asked for
         except KeyboardInterrupt:
             raise _interrupted_fold(backend, before) from None
-        saved = projector.save()
-        why = projector.from_scratch and (projector.rebuilt or projector.from_scratch)
-        done = Rebuilt(str(ckpt), backend.session.ledger.last_seq, folded, why, str(saved) if saved else None)
+        saved = backend.save_snapshot()
+        done = Rebuilt(str(ckpt), backend.last_seq, folded, backend.from_scratch, str(saved) if saved else None)
         try:
             _write_context(backend, ckpt, root, done)
         except KeyboardInterrupt:
-            snapshot = f"the snapshot was saved at seq {projector.cursor:,}" if saved else "the snapshot was not saved"
+            snapshot = (
+                f"the snapshot was saved at seq {backend.folded_seq:,}" if saved else "the snapshot was not saved"
+            )
             raise Interrupted(
                 f"{snapshot}; {VERIFIED_CONTEXT_NAME} was not rewritten (the log is unchanged); "
                 "run the same command again to write it"
@@ -128,9 +126,8 @@ def _interrupted_fold(backend: MemoryBackend, before: int) -> Interrupted:
     """Ctrl-C while folding: what was folded is kept as the snapshot (when the fold stopped
     between two chunks, as ``ari-ledger`` stops it), nothing is folded at close, and the
     message says how far it got."""
-    projector, last = backend.session.projector, backend.session.ledger.last_seq
-    folded = projector.cursor
-    saved = backend.session.close_interrupted(keep=True)  # never the rest of the fold
+    folded, last = backend.folded_seq, backend.last_seq
+    saved = backend.close_interrupted(keep=True)  # never the rest of the fold
     if saved is not None:
         kept = f"{folded:,} of {last:,} events folded and saved as the snapshot"
     elif folded > before:
@@ -150,7 +147,7 @@ def _write_context(backend: MemoryBackend, ckpt: Path, root: Path | None, done: 
         return
     roots = [root] if root is not None else [r for r in experiments_roots(ckpt) if r.is_dir()]
     recorded, source = _recorded(ckpt)
-    catalog = backend.session.projector.catalog
+    catalog = backend.fresh_catalog()
     if recorded is not None:
         best = recorded.get("best_node_id") or recorded.get("best_node")
         lineage = recorded.get("lineage")

@@ -4,7 +4,7 @@ In one process, offline: the log's chain and every anchor (head file, snapshot, 
 file's head, ``--head``); each claim of the verified context traced to its event (by hash),
 its node report and artifacts (hashes and values) and its re-run status; the context checked
 whole against what the library builds; the access log's chain, and every recorded read
-replayed (:mod:`projections.api.reads`). One verdict per claim — ``holds``, ``fails`` (with
+replayed (:mod:`projections.tools.reads`). One verdict per claim — ``holds``, ``fails`` (with
 the reasons) — and what could not be checked, said plainly: that is never a pass in
 disguise, and ``strict`` makes it a failure.
 
@@ -40,8 +40,11 @@ No false passes: a checkpoint without a verified context, or a context with no c
 nothing to prove — :attr:`Proof.verdict` is ``nothing_to_prove`` and :attr:`Proof.ok` false;
 a ``--context`` file that does not exist is an error (``InvalidInput``).
 
-Cost: each claim's event is found by seq in one pass over the log
-(:func:`event_hashes`), not one decode of its gzip member per claim.
+Cost: the log is opened once per command (verified, then read through a read-only backend on
+the same open log: :class:`Reviewer`), each cited file is hashed once (one
+:class:`~projections.api.grounding.CitedFiles` for the context built again, the claims traced,
+the reads replayed and the lineage report), and each claim's event is found by seq in one pass
+over the log (``MemoryBackend.event_hashes``), not one decode of its gzip member per claim.
 """
 
 from __future__ import annotations
@@ -58,13 +61,14 @@ from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections.api.backend import MemoryBackend
-from projections.api.checkpoint import verify
-from projections.api.grounding import Grounding, experiments_roots
-from projections.api.reads import VerifiedKey, capturing, check_chain, read_records, replay_all, verified_key
+from projections.api.grounding import CitedFiles, Grounding, experiments_roots
 from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, evidence_level
 from projections.engines.protocol import Progress
 from projections.models.catalog import Entry
 from projections.models.repro import repro_status
+from projections.tools.checkpoint import Verification, verify_open
+from projections.tools.lineage import lineage_data
+from projections.tools.reads import Replayed, VerifiedKey, check_chain, read_records, replay_all, verified_key
 
 SAVED_KEYS = frozenset({"event_hash"})  # added by VerifiedContext.save; traced against the log instead
 TRACED_KEYS = frozenset({"text", "metric_ptr", "repro_status"})  # the tracing compares these
@@ -153,68 +157,131 @@ def prove(
     ``progress(done, total)`` is told how far the long parts are, each counting events from 0:
     the log and its snapshot verified, then the log folded when no snapshot holds it.
     Raises ``InvalidInput`` for a ``context`` file that is missing or not a verified context."""
-    ckpt = Path(checkpoint_dir)
-    context_path = Path(context) if context is not None else ckpt / VERIFIED_CONTEXT_NAME
-    ctx = _load_context(context_path, given=context is not None)
-    heads = list(heads)
-    failures: list[str] = []
-    unchecked: list[str] = []
-    found = verify(ckpt, heads, context_path if context is not None else None, progress)
-    chain = found.as_dict()
-    failures += [f"log: {line}" for line in found.rollback + found.problems]
-    if found.report.reason is not None:
-        failures.append(f"log: {found.report.summary()}")
-    anchors = ["head file"] + (["snapshot"] if found.snapshot else []) + [f"--head {h[:12]}…" for h in heads]
-    anchor = _anchor(ctx, context_path.name) if ctx is not None else None
-    no_claims = None
-    if ctx is None:
-        no_claims = f"no verified context at {context_path}"
-    elif not ctx["claims"]:
-        no_claims = f"{context_path} lists no claims"
-    if anchor is not None:
-        anchors.append(context_path.name)
-    outside = heads or (context is not None and ckpt.resolve() not in context_path.resolve().parents)
-    if not outside:
-        unchecked.append(
-            "no anchor kept outside the checkpoint: a copy replaced whole (log, head file and context together) "
-            "cannot be told from the original; pass --head HASH or --context FILE kept elsewhere"
+    with Reviewer(checkpoint_dir, experiments_root, progress=progress) as reviewer:
+        return reviewer.prove(context, heads, strict=strict)
+
+
+class Reviewer:
+    """One reviewer's command over a checkpoint, offline and read-only: the log opened once
+    (verified, then read through a read-only :class:`MemoryBackend` on the same open log) and
+    each cited file hashed once (one :class:`CitedFiles` for the proof and for the lineage
+    report drawn from it). A context manager: :meth:`prove`, then :meth:`lineage`."""
+
+    def __init__(
+        self,
+        checkpoint_dir: str | Path,
+        experiments_root: str | Path | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> None:
+        self.checkpoint = Path(checkpoint_dir)
+        self.experiments_root = experiments_root
+        self.roots = [Path(experiments_root)] if experiments_root is not None else experiments_roots(self.checkpoint)
+        self.progress = progress
+        self.cited_files = CitedFiles()
+        self._ledger: Ledger | None = None
+        self._backend: MemoryBackend | None = None
+        self.replayed: list[Replayed] = []  # every recorded read, replayed by :meth:`prove`
+
+    def __enter__(self) -> Reviewer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()  # and the log it reads
+        elif self._ledger is not None:
+            self._ledger.close()
+        self._backend = self._ledger = None
+
+    def _verify(self, heads: list[str], context: Path | None) -> Verification:
+        """The log opened (once) and verified."""
+        self._ledger = Ledger.open_readonly(self.checkpoint)
+        return verify_open(self._ledger, heads, context, self.progress)
+
+    def _open(self) -> MemoryBackend:
+        """A read-only backend on the log already open (refused as an open refuses it)."""
+        assert self._ledger is not None
+        self._backend = MemoryBackend(
+            self.checkpoint, readonly=True, progress=self.progress, ledger=self._ledger, cited_files=self.cited_files
         )
-    roots = [Path(experiments_root)] if experiments_root is not None else experiments_roots(ckpt)
-    if not any(r.is_dir() for r in roots):
-        unchecked.append(f"no experiments directory ({', '.join(map(str, roots))}): artifacts and values not checked")
-    backend = MemoryBackend(ckpt, readonly=True, progress=progress)
-    checked = ContextCheck()
-    try:
+        return self._backend
+
+    def prove(self, context: str | Path | None = None, heads: Iterable[str] = (), *, strict: bool = False) -> Proof:
+        """The :class:`Proof` of the checkpoint (see :func:`prove`)."""
+        ckpt = self.checkpoint
+        context_path = Path(context) if context is not None else ckpt / VERIFIED_CONTEXT_NAME
+        ctx = _load_context(context_path, given=context is not None)
+        heads = list(heads)
+        failures: list[str] = []
+        unchecked: list[str] = []
+        found = self._verify(heads, context_path if context is not None else None)
+        chain = found.as_dict()
+        failures += [f"log: {line}" for line in found.rollback + found.problems]
+        if found.report.reason is not None:
+            failures.append(f"log: {found.report.summary()}")
+        anchors = ["head file"] + (["snapshot"] if found.snapshot else []) + [f"--head {h[:12]}…" for h in heads]
+        anchor = _anchor(ctx, context_path.name) if ctx is not None else None
+        no_claims = None
+        if ctx is None:
+            no_claims = f"no verified context at {context_path}"
+        elif not ctx["claims"]:
+            no_claims = f"{context_path} lists no claims"
+        if anchor is not None:
+            anchors.append(context_path.name)
+        outside = heads or (context is not None and ckpt.resolve() not in context_path.resolve().parents)
+        if not outside:
+            unchecked.append(
+                "no anchor kept outside the checkpoint: a copy replaced whole (log, head file and context together) "
+                "cannot be told from the original; pass --head HASH or --context FILE kept elsewhere"
+            )
+        roots = self.roots
+        if not any(r.is_dir() for r in roots):
+            unchecked.append(
+                f"no experiments directory ({', '.join(map(str, roots))}): artifacts and values not checked"
+            )
+        backend = self._open()
+        checked = ContextCheck()
         if ctx is not None and found.report.reason is None:
-            checked = check_context(backend, ctx, context_path.name, anchor, roots, experiments_root)
+            checked = check_context(
+                backend, ctx, context_path.name, anchor, roots, self.experiments_root, self.cited_files
+            )
         failures += checked.failures
         unchecked += checked.unchecked
         access, lines = check_chain(ckpt)
         failures += [f"access log: {p}" for p in access.problems]
         unchecked += [f"access log: {n}" for n in access.notes]
-        replayed = replay_all(backend, read_records(lines), checked.built)
-    finally:
-        backend.close()
-    reads = {v: sum(1 for r in replayed if r.verdict == v) for v in ("same", "differs", "not_replayable")}
-    if reads["not_replayable"]:
-        whys = sorted({r.why for r in replayed if r.verdict == "not_replayable"})
-        unchecked.append(f"{reads['not_replayable']} recorded read(s) not replayable: {'; '.join(whys)}")
-    return Proof(
-        str(ckpt),
-        str(context_path) if ctx is not None else None,
-        chain,
-        anchors,
-        checked.claims,
-        access.as_dict(),
-        reads,
-        [r.as_dict() for r in replayed if r.verdict == "differs"],
-        failures,
-        unchecked,
-        strict,
-        checked.notes,
-        checked.recomputed,
-        no_claims,
-    )
+        replayed = self.replayed = replay_all(backend, read_records(lines), checked.built)
+        reads = {v: sum(1 for r in replayed if r.verdict == v) for v in ("same", "differs", "not_replayable")}
+        if reads["not_replayable"]:
+            whys = sorted({r.why for r in replayed if r.verdict == "not_replayable"})
+            unchecked.append(f"{reads['not_replayable']} recorded read(s) not replayable: {'; '.join(whys)}")
+        return Proof(
+            str(ckpt),
+            str(context_path) if ctx is not None else None,
+            chain,
+            anchors,
+            checked.claims,
+            access.as_dict(),
+            reads,
+            [r.as_dict() for r in replayed if r.verdict == "differs"],
+            failures,
+            unchecked,
+            strict,
+            checked.notes,
+            checked.recomputed,
+            no_claims,
+        )
+
+    def lineage(self, proof: Proof) -> dict[str, Any]:
+        """The lineage report's data (:func:`~projections.tools.lineage.lineage_data`) with each
+        claim marked by its verdict in ``proof``, from the same open log, and with the files the
+        proof hashed not hashed again (its experiments root: the first of the roots that exists)."""
+        backend = self._backend if self._backend is not None else self._open()
+        root = next((r for r in self.roots if r.is_dir()), None)
+        return lineage_data(backend, root, traced=proof.claims, cited_files=self.cited_files)
 
 
 def _anchor(ctx: Mapping[str, Any], name: str) -> Anchor | None:
@@ -269,13 +336,15 @@ def check_context(
     anchor: Anchor | None,
     roots: list[Path],
     experiments_root: str | Path | None = None,
+    cited_files: CitedFiles | None = None,
 ) -> ContextCheck:
     """Trace every claim of ``ctx`` and its ``usable_for_claims``; with an ``anchor`` the log
-    holds, build the context again as of it and compare (see the module docstring)."""
+    holds, build the context again as of it and compare (see the module docstring).
+    ``cited_files``: what reading the cited files found, shared with the backend's reads."""
     out = ContextCheck()
     claims = _objects(ctx.get("claims"), "claims", name, out)
     usable = _objects(ctx.get("usable_for_claims", []), "usable_for_claims", name, out)
-    last_seq = backend.session.ledger.last_seq
+    last_seq = backend.last_seq
     at = anchor.seq if anchor is not None and anchor.seq is not None and anchor.seq <= last_seq else None
     lib: dict[str, Any] | None = None
     if anchor is None:
@@ -294,7 +363,7 @@ def check_context(
             )
         lib = _build(backend, ctx, usable, at, experiments_root, out)
     known = {c["entry_id"]: c["values"] for c in lib["claims"] if isinstance(c.get("values"), dict)} if lib else {}
-    out.claims, no_work_dir = _trace(backend, claims, roots, at, known)
+    out.claims, no_work_dir = _trace(backend, claims, roots, at, known, cited_files)
     by_id: dict[str, ClaimProof] = {}
     listed: dict[str, Mapping[str, Any]] = {}
     for claim, proof in zip(claims, out.claims):
@@ -375,7 +444,7 @@ def _build(
     if not isinstance(keep, bool):
         keep = any(_values_verdict(u) == "mismatch" for u in usable)
     try:
-        with capturing(backend) as captured:
+        with backend.capturing_reads() as captured:
             built = backend.get_verified_context(
                 lineage,
                 purpose,
@@ -574,37 +643,28 @@ def _named(item: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------------------- each claim
 
 
-def event_hashes(ledger: Ledger, seqs: Iterable[int]) -> dict[int, tuple[str, str]]:
-    """(event id, hash) of each seq, from one pass over the log between the first and the last
-    wanted (a claim's member is decoded once, whatever the number of claims in it)."""
-    wanted = {s for s in seqs if s >= 1}
-    if not wanted:
-        return {}
-    return {e.seq: (e.id, e.hash) for e in ledger.events(as_of=max(wanted), after=min(wanted) - 1) if e.seq in wanted}
-
-
 def _trace(
     backend: MemoryBackend,
     claims: Sequence[Mapping[str, Any]],
     roots: list[Path],
     at: int | None,
     known: Mapping[str, Any],
+    cited_files: CitedFiles | None = None,
 ) -> tuple[list[ClaimProof], set[str]]:
     """Each claim traced; and the ids of claims whose work dir is not here. ``known``: the
     ``values`` verdicts the library's build already found (entry id → values), checked once."""
-    session = backend.session
-    with session.reading() as catalog:
-        entries = list(catalog.entries.values())
-        experiment = backend.get_experiment_context()
-        grounding = Grounding(roots, experiment.get("metric_ranges"), experiment)
-        grounding.learn(entries)
-        events = [e for e in entries if e.kind == "reproducibility_event"]  # repro_events(), before visibility
-        now = repro_status(e for e in events if e.visible(None))
-        then = repro_status(e for e in events if e.visible(at)) if at is not None else now
-        found = [catalog.entries.get(str(c.get("entry_id"))) if c.get("entry_id") else None for c in claims]
-        hashes = event_hashes(session.ledger, (e.seq for e in found if e is not None))
-        out = [_claim(e, c, grounding, hashes, now, then, known) for e, c in zip(found, claims)]
-        absent = {e.entry_id for e in found if e is not None and grounding.work_dir(e) is None}
+    catalog = backend.fresh_catalog()
+    entries = list(catalog.entries.values())
+    experiment = backend.get_experiment_context()
+    grounding = Grounding(roots, experiment.get("metric_ranges"), experiment, cited_files)
+    grounding.learn(entries)
+    events = [e for e in entries if e.kind == "reproducibility_event"]  # repro_events(), before visibility
+    now = repro_status(e for e in events if e.visible(None))
+    then = repro_status(e for e in events if e.visible(at)) if at is not None else now
+    found = [catalog.entries.get(str(c.get("entry_id"))) if c.get("entry_id") else None for c in claims]
+    hashes = backend.event_hashes(e.seq for e in found if e is not None)
+    out = [_claim(e, c, grounding, hashes, now, then, known) for e, c in zip(found, claims)]
+    absent = {e.entry_id for e in found if e is not None and grounding.work_dir(e) is None}
     return out, absent
 
 

@@ -9,7 +9,6 @@ except :func:`accept_rollback`, which a person asks for.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,9 +23,8 @@ from ledger.repair import INTENT_SUFFIX as REPAIR_INTENT
 from ledger.repair import RepairReport
 from ledger.repair import repair as repair_log
 from ledger.rollback import accept_rollback as accept_log_rollback
-from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections import settings
-from projections.api.verified import VERIFIED_CONTEXT_NAME
+from projections.api.verified import VERIFIED_CONTEXT_NAME, context_anchor, verified_context_anchor
 from projections.engines.local import (
     CLOSE_SAVE_SHARE,
     SNAPSHOT_EVERY,
@@ -62,33 +60,6 @@ def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
         letta["lag"] = None if letta["cursor"] is None else ledger.last_seq - letta["cursor"]
         state["letta"] = letta
     return state
-
-
-def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | None]:
-    """The anchor the checkpoint's ``verified_context.json`` records (see :func:`context_anchor`)."""
-    return context_anchor(checkpoint_dir / VERIFIED_CONTEXT_NAME)
-
-
-def context_anchor(path: Path) -> tuple[Anchor | None, str | None]:
-    """The anchor a verified context file records (``{"anchor": {"seq", "hash"}}``), or why
-    it cannot be read; (None, None) when the file or its anchor is absent. Read only when it is a
-    regular file of at most 64 MiB (``ledger.safe_io.read_file``): a link, a FIFO or a device in
-    its place is a problem named in one line, never followed and never waited on."""
-    try:
-        data = json.loads(read_file(path, SIDE_FILE_LIMIT).decode("utf-8"))
-    except FileNotFoundError:
-        return None, None
-    except UnsafeFile as exc:
-        return None, f"{path.name} is unreadable: {exc}"
-    except (OSError, ValueError) as exc:
-        return None, f"{path.name} is unreadable ({exc})"
-    anchor = data.get("anchor") if isinstance(data, dict) else None
-    if anchor is None:
-        return None, None
-    seq, hash_ = (anchor.get("seq"), anchor.get("hash")) if isinstance(anchor, dict) else (None, None)
-    if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(hash_, str):
-        return None, f'{path.name}: anchor must be {{"seq": int, "hash": str}}, got {anchor!r}'
-    return Anchor(path.name, hash_, seq), None
 
 
 def status(checkpoint_dir: str | Path) -> dict[str, Any]:
@@ -202,13 +173,24 @@ def verify(
     ``progress(events checked, events to check)``: the log's events, then the snapshot's
     compared with the log, as one count."""
     with Ledger.open_readonly(checkpoint_dir) as ledger:
-        vc_anchor, vc_problem = context_anchor(context or ledger.checkpoint_dir / VERIFIED_CONTEXT_NAME)
-        events = ledger.last_seq
-        total = events + _snapshot_cursor(ledger)
-        report = ledger.verify(
-            [Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else []), counted(progress, 0, total)
-        )
-        snapshot = check_snapshot(ledger, progress=counted(progress, events, total)) if report.reason is None else None
+        return verify_open(ledger, heads, context, progress)
+
+
+def verify_open(
+    ledger: Ledger,
+    heads: Iterable[str] = (),
+    context: Path | None = None,
+    progress: Progress | None = None,
+) -> Verification:
+    """:func:`verify` on a log already open (``Ledger.open_readonly``), which stays open: a
+    command that reads the log next opens it once."""
+    vc_anchor, vc_problem = context_anchor(context or ledger.checkpoint_dir / VERIFIED_CONTEXT_NAME)
+    events = ledger.last_seq
+    total = events + _snapshot_cursor(ledger)
+    report = ledger.verify(
+        [Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else []), counted(progress, 0, total)
+    )
+    snapshot = check_snapshot(ledger, progress=counted(progress, events, total)) if report.reason is None else None
     rollback = [*report.rollback, *([snapshot.rollback] if snapshot and snapshot.rollback else [])]
     problems = [
         *report.problems,

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 GENESIS = "0" * 64
-_SEALED = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
+_HASHED = re.compile(rb',"hash":"([0-9a-f]{64})"\}$')
 _LINK = re.compile(rb',"n":(\d+),"prev":"([0-9a-f]{64})"$')
 
 
@@ -32,8 +32,9 @@ class Link:
     intact: bool  # a chained line whose hash matches its bytes (unchained lines: True)
 
 
-def seal(encoded: bytes, n: int, prev: str) -> tuple[bytes, str]:
-    """A JSON object's bytes (``{…}``) as a chained line (no newline), and its hash."""
+def chain_onto(encoded: bytes, n: int, prev: str) -> tuple[bytes, str]:
+    """A JSON object's bytes (``{…}``) chained onto the line whose hash is ``prev``, as line ``n``
+    of the chain (no newline), and its hash."""
     body = encoded[:-1] + b',"n":%d,"prev":"%s"' % (n, prev.encode())
     digest = hashlib.sha256(body + b"}").hexdigest()
     return body + b',"hash":"' + digest.encode() + b'"}', digest
@@ -41,11 +42,11 @@ def seal(encoded: bytes, n: int, prev: str) -> tuple[bytes, str]:
 
 def link(line: bytes) -> Link:
     """Read one line (without its newline) as a link of the chain."""
-    sealed = _SEALED.search(line)
-    if sealed is None:
+    hashed = _HASHED.search(line)
+    if hashed is None:
         return Link(hashlib.sha256(line).hexdigest(), None, None, True)
-    body = line[: sealed.start()]
-    recorded = sealed.group(1).decode()
+    body = line[: hashed.start()]
+    recorded = hashed.group(1).decode()
     chained = _LINK.search(body)
     intact = hashlib.sha256(body + b"}").hexdigest() == recorded
     if chained is None:
@@ -61,25 +62,25 @@ def last_line(data: bytes) -> bytes | None:
     return data[start + 1 : end] if start >= 0 else None
 
 
-def unsealed(line: bytes) -> bytes | None:
+def unchained(line: bytes) -> bytes | None:
     """A chained line without its chain keys (the JSON object ARI's fields make), or None."""
-    sealed = _SEALED.search(line)
-    chained = _LINK.search(line, 0, sealed.start()) if sealed else None
-    return line[: chained.start()] + b"}" if sealed and chained else None
+    hashed = _HASHED.search(line)
+    chained = _LINK.search(line, 0, hashed.start()) if hashed else None
+    return line[: chained.start()] + b"}" if hashed and chained else None
 
 
 def rechain(lines: list[bytes], running: str | None) -> tuple[list[bytes], str | None]:
-    """Lines (no newlines) with every chained one sealed again onto the line before it: after
+    """Lines (no newlines) with every chained one chained again onto the line before it: after
     some lines were rewritten (a redaction), the chain holds again from the first change on.
     ``running`` is the hash of the line before the first (None: keep the first line's prev)."""
     out = []
     for line in lines:
-        body = unsealed(line)
+        body = unchained(line)
         old = link(line)
         if body is None or old.n is None:
             out.append(line)
             running = old.hash
             continue
-        new, running = seal(body, old.n, running if running is not None else old.prev or GENESIS)
+        new, running = chain_onto(body, old.n, running if running is not None else old.prev or GENESIS)
         out.append(new)
     return out, running

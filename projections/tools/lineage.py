@@ -10,9 +10,10 @@ then none of its claims is usable. The headline metric comes from its node_repor
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ledger import InvalidInput
 from ledger.consolidation import headline_metric
@@ -20,8 +21,7 @@ from ledger.node_report import read_report_file
 from ledger.safe_io import read_json
 from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend
-from projections.api.grounding import Grounding
-from projections.api.prove import ClaimProof, Proof
+from projections.api.grounding import CitedFiles, Grounding
 from projections.api.verified import (
     VERIFIED_CONTEXT_NAME,
     node_verdict,
@@ -32,18 +32,34 @@ from projections.api.verified import (
 from projections.api.views import research_view
 
 
+class TracedClaim(Protocol):
+    """What a proof says of one claim (``projections.tools.prove.ClaimProof``)."""
+
+    entry_id: str
+    verdict: str
+    failures: list[str]
+    unchecked: list[str]
+
+
 def lineage_data(
-    backend: MemoryBackend, experiments_root: Path | None = None, *, proof: Proof | None = None
+    backend: MemoryBackend,
+    experiments_root: Path | None = None,
+    *,
+    traced: Iterable[TracedClaim] = (),
+    cited_files: CitedFiles | None = None,
 ) -> dict[str, Any]:
-    """Everything the tree views show, computed from the log (and the reports, if given); with
-    a ``proof``, each claim it traced carries its verdict and reasons."""
-    traced = {c.entry_id: c for c in proof.claims} if proof is not None else {}
+    """Everything the tree views show, computed from the log (and the reports, if given). Each
+    claim a proof ``traced`` carries its verdict and reasons; ``cited_files``: what reading the
+    cited files found already (a proof's), so no file is hashed twice."""
+    proved = {c.entry_id: c for c in traced}
     experiment = backend.get_experiment_context()
     grounding = Grounding(
-        [experiments_root] if experiments_root is not None else [], experiment.get("metric_ranges"), experiment
+        [experiments_root] if experiments_root is not None else [],
+        experiment.get("metric_ranges"),
+        experiment,
+        cited_files,
     )
-    backend.health()  # fold the tail
-    catalog = backend.session.projector.catalog
+    catalog = backend.fresh_catalog()
     primary = experiment.get("primary_metric")
     verified = _read_verified(backend.checkpoint_dir)
     repro = repro_events(catalog)  # once for the whole tree, not once per node
@@ -85,7 +101,7 @@ def lineage_data(
                         "repro_status": c["repro_status"] or "unverified",
                         "usable": c["entry_id"] in usable,
                         "exclusions": c.get("exclusions", []),
-                        **_proved(traced.get(c["entry_id"])),
+                        **_proved(proved.get(c["entry_id"])),
                     }
                     for c in ctx["claims"]
                 ],
@@ -98,14 +114,14 @@ def lineage_data(
     return {
         "title": f"ARI memory lineage — {backend.checkpoint_dir.name}",
         "checkpoint": str(backend.checkpoint_dir),
-        "as_of_seq": backend.session.projector.cursor,
+        "as_of_seq": backend.folded_seq,
         "best_node": verified.get("best_node"),
         "best_lineage": verified.get("lineage", []),
         "nodes": nodes,
     }
 
 
-def _proved(claim: ClaimProof | None) -> dict[str, Any]:
+def _proved(claim: TracedClaim | None) -> dict[str, Any]:
     if claim is None:
         return {}
     return {"proof": claim.verdict, "proof_failures": claim.failures, "proof_unchecked": claim.unchecked}

@@ -2,7 +2,7 @@
 
 Every read through ARI's calls leaves a line in ``memory_access.jsonl`` with the log position
 it read at (``at``), the ids it returned in order (``ids``) and what else a replay needs
-(``args``), chained like the log (``projections.models.access_chain``). :func:`check_chain`
+(``args``), chained like the log (``projections.access.chain``). :func:`check_chain`
 walks the access log and its rotations and finds an edited, inserted, removed or reordered
 line, and a cut tail against the head file ``memory_ledger/memory_access.jsonl.head``.
 :class:`Replayer` runs each recorded read again as of its position and compares: the engines
@@ -29,20 +29,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import msgspec
 
 from ledger import layout
 from ledger.anchor import AnchorUnreadable, HeadFile
 from ledger.safe_io import read_file
-from projections.api.access_log import ACCESS_LOG_NAME, AccessLog, read_fields
-from projections.api.access_writer import HEAD_ID, ROTATED_GLOB
+from projections.access.chain import GENESIS, link
+from projections.access.log import ACCESS_LOG_NAME, ReadCapture
+from projections.access.writer import HEAD_ID, ROTATED_GLOB
 from projections.api.backend import MemoryBackend
-from projections.models.access_chain import GENESIS, link
 
 SUMMARY_NAME = "memory_access.summary.json"  # what `ari memory compact-access` leaves of rotated files
 REPLAYABLE = (
@@ -55,7 +54,6 @@ REPLAYABLE = (
 )
 REPLAYED_FIELDS = ("ids", "results", "limit", "collection", "query", "ancestor_ids")  # see the module docstring
 SCORE_TOLERANCE = 1e-6
-_encoder = msgspec.json.Encoder(enc_hook=str)  # as the access log encodes its lines
 
 
 @dataclass
@@ -231,41 +229,6 @@ class Replayed:
         }
 
 
-class _Captured:
-    """Stands in for the session's access log while a read is replayed: keeps the read line
-    the call writes (ARI's fields as :meth:`AccessLog.read` puts them), writes nothing."""
-
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def read(
-        self,
-        collection: str,
-        query: str,
-        ancestor_ids: list[str] | None,
-        limit: int,
-        results: list[dict],
-        *,
-        tool: str,
-        node: str | None = None,
-        **extra: Any,
-    ) -> None:
-        line = read_fields(collection, query, ancestor_ids, limit, results)
-        self.lines.append(msgspec.json.decode(_encoder.encode(line)))  # the JSON the log would hold
-
-    def node_search(self, *args: Any, **kwargs: Any) -> None:
-        AccessLog.node_search(cast(AccessLog, self), *args, **kwargs)  # its results shaped as the log's
-
-    def write(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def record(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def flush(self, timeout: float = 30.0) -> bool:
-        return True
-
-
 VerifiedKey = tuple[tuple[str, ...], str, int | None, int]  # scope, purpose, limit, as_of
 
 
@@ -274,18 +237,6 @@ def verified_key(scope: list[str], purpose: str, limit: int | None, as_of: int) 
     these and the log alone — ``min_evidence``, ``keep_mismatches`` and the experiments root
     choose ``usable_for_claims`` and grade the claims, never which claims or their order."""
     return tuple(scope), purpose, limit, as_of
-
-
-@contextmanager
-def capturing(backend: MemoryBackend) -> Iterator[_Captured]:
-    """Run reads on ``backend`` with their access-log lines kept (``.lines``), not written."""
-    session = backend.session
-    kept, captured = session.access, _Captured()
-    session.access = cast(AccessLog, captured)
-    try:
-        yield captured
-    finally:
-        session.access = kept
 
 
 class Replayer:
@@ -298,7 +249,7 @@ class Replayer:
     def __init__(self, backend: MemoryBackend, built: dict[VerifiedKey, dict[str, Any]] | None = None) -> None:
         self.backend = backend
         self._built = built or {}
-        self._captured: _Captured | None = None
+        self._captured: ReadCapture | None = None
         self._calls: dict[str, Callable[[ReadRecord], list[str]]] = {
             "search_memory": self._search,
             "search_research_memory": self._research,
@@ -314,15 +265,15 @@ class Replayer:
             return Replayed(record, "not_replayable", why=f"{record.tool or 'this read'} is not a read ARI replays")
         if record.at is None:
             return Replayed(record, "not_replayable", why="recorded before reads carried their log position")
-        engine = self.backend.session.engine.name
+        engine = self.backend.engine_name
         if record.engine is not None and record.engine != engine:
             return Replayed(record, "not_replayable", why=f"read ranked by {record.engine}; this replay uses {engine}")
-        redacted = self.backend.session.projector.catalog.redacted
+        redacted = self.backend.fresh_catalog().redacted
         gone = [i for i in record.ids if i in redacted]
         if gone:
             return Replayed(record, "not_replayable", why=f"{len(gone)} of its results were redacted since")
         try:
-            with capturing(self.backend) as captured:
+            with self.backend.capturing_reads() as captured:
                 self._captured = captured
                 got = call(record)
         except Exception as exc:  # a recorded read this checkpoint can no longer answer

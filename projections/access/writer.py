@@ -3,7 +3,7 @@
 A memory call only encodes its line and queues it (ARI's own access log queues too, and its
 tests drain the queue with ``flush_and_close()``); the writer thread lets a burst gather for
 20 ms, takes whatever is queued and appends it as one ``write()`` on an ``O_APPEND`` descriptor kept open, holding an exclusive
-``flock`` on it, each line sealed onto the one before it (``projections.models.access_chain``)
+``flock`` on it, each line chained onto the one before it (``projections.access.chain``)
 and, once the lines are ``fdatasync``ed, the batch's last line recorded in the head file (so a
 crash can leave lines the head does not name yet, never a head naming lines that are not there;
 a line a crash tore is cut off by the next writer, under the lock). Many processes share one file: after the
@@ -35,7 +35,7 @@ from ledger.anchor import AnchorUnreadable, HeadFile
 from ledger.log import fsync_dir
 from ledger.safe_io import open_file
 from projections import settings
-from projections.models.access_chain import GENESIS, last_line, link, seal
+from projections.access.chain import GENESIS, chain_onto, last_line, link
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ HEAD_ID = "memory_access"  # the head file's record names the access log, not a 
 _SETTLE_ATTEMPTS = 1000  # reopen-after-rotation rounds before a batch is given up
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # read: the last line, to chain onto
 _TAIL_WINDOW = 4096
-_SEAL_BYTES = 165  # what the chain adds to a line: ',"n":…,"prev":"…","hash":"…"' and a newline
+_CHAIN_BYTES = 165  # what the chain adds to a line: ',"n":…,"prev":"…","hash":"…"' and a newline
 _IDLE_S = 2.0  # an idle writer thread ends; the next line starts another
 _GATHER_S = 0.02  # how long the first line of a burst waits for the rest (unless flushed)
 _LIVE: weakref.WeakSet[LineWriter] = weakref.WeakSet()
@@ -205,7 +205,7 @@ class LineWriter:
             os.close(fd)
 
     def _chained(self, fd: int, end: tuple[int, int, int], batch: list[bytes]) -> tuple[bytes, tuple[int, str]]:
-        """The batch sealed onto the file's last line (``end``: the file's dev, inode and size),
+        """The batch chained onto the file's last line (``end``: the file's dev, inode and size),
         one line each, and the (n, hash) of the last. Only under the lock is the last line still
         last when ours land: unlocked (no ``flock``), lines are chained as well as they can be."""
         if end == self._end:
@@ -215,7 +215,7 @@ class LineWriter:
         out = [glue]
         for data in batch:
             n += 1
-            line, prev = seal(data, n, prev)
+            line, prev = chain_onto(data, n, prev)
             out += (line, b"\n")
         joined = b"".join(out)
         self._end, self._last = (end[0], end[1], end[2] + len(joined)), (n, prev)
@@ -343,7 +343,7 @@ def _fitting(batch: list[bytes], room: int) -> int:
     """How many lines of ``batch`` fit in ``room`` bytes (their chain keys counted), at least one."""
     used = 0
     for i, data in enumerate(batch):
-        used += len(data) + _SEAL_BYTES
+        used += len(data) + _CHAIN_BYTES
         if used > room:
             return max(1, i)
     return len(batch)

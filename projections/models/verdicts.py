@@ -1,0 +1,21 @@
+"""The verdicts the checks give, each a closed set of words, as types.
+
+Written once, here below the API: the fold that reaches a verdict (``models/values.py``) and
+the shape that carries it to ARI (``api/shapes.py``, which re-exports these) name the same set,
+and a word outside it is a type error. Plain strings at run time: typing them changes no output.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# A number a claim states, and all of a claim's numbers together (docs/grounding.md): the
+# number its evidence holds, not that number, or nothing in reach decides it.
+ValuesVerdict = Literal["checked", "unchecked", "mismatch"]
+
+# A cited artifact re-hashed on disk: its recorded sha256 again, another, no recorded sha256
+# to compare with, or no regular file inside its work dir.
+AuditStatus = Literal["verified", "missing", "mismatch", "unhashed"]
+
+# How far a claim's citation can be trusted, weakest first (``api/verified.py``).
+Evidence = Literal["none", "cited", "hashed", "verified", "values_checked", "rerun_passed"]
