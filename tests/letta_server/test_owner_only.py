@@ -258,7 +258,11 @@ def test_no_server_runs_as_root_nor_can_change_what_it_runs(letta_server: LettaS
     """Each server runs as the service user, holds no credential but those the harness gave it,
     and cannot change the programs it runs."""
     service_uid = NOBODY if os.geteuid() == 0 else os.geteuid()
-    for pid in (letta_server.letta_pid, letta_server.embed_pid, letta_server.pg_pid):
+    # the stack as it runs now: earlier tests of the session may have restarted a server since
+    # the fixture recorded its pids
+    running = letta_harness.server(letta_server.home)
+    assert running is not None, "the Letta stack is not up"
+    for pid in (running.letta_pid, running.embed_pid, running.pg_pid):
         assert _uids(pid) == [service_uid] * 4, pid
         secretish = {k for k, v in _environ(pid) if is_secret(k, v)}
         assert secretish <= ALLOWED, (pid, secretish - ALLOWED)
