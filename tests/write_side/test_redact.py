@@ -230,12 +230,14 @@ def test_sigkill_at_a_random_point_of_the_rewrite_leaves_the_old_log_or_the_new(
 
 
 WRITER = r"""
-import sys
+import signal, sys
 from ledger import Ledger
 ckpt, tag = sys.argv[1], sys.argv[2]
+stop = []
+signal.signal(signal.SIGTERM, lambda *_: stop.append(1))  # stop between appends, as ARI's shutdown does
 with Ledger.open(ckpt) as ledger:
     i = 0
-    while True:
+    while not stop:
         print(ledger.append("root", "memory_added", {"text": f"{tag} {i}"}, current_node="root").id, flush=True)
         i += 1
 """
@@ -244,7 +246,9 @@ with Ledger.open(ckpt) as ledger:
 def test_two_processes_writing_through_a_redaction_lose_nothing(ckpt: Path) -> None:
     """Two writer processes hold the log open and append without pause while a redaction
     rewrites it: each notices the new file at its next lock and appends there; every acknowledged
-    append is in the redacted log once, and it verifies."""
+    append is in the redacted log once, and it verifies. (The writers stop between appends: a
+    writer killed inside its write(2) leaves a torn tail, which verify rightly reports until the
+    next writable open moves it aside; the SIGKILL tests in test_torture cover that.)"""
     _big_log(ckpt, 3000)
     writers = [
         subprocess.Popen(
@@ -266,7 +270,8 @@ def test_two_processes_writing_through_a_redaction_lose_nothing(ckpt: Path) -> N
         ids = [e.id for e in ledger.events()]
         seq_of = {e.id: e.seq for e in ledger.events()}
     assert report.event is not None and len(report.chosen) == 60
-    assert all(ids.count(i) == 1 for i in acked[:-2]) and len(set(ids)) == len(ids)
+    assert all(w.returncode == 0 for w in writers)
+    assert acked and all(ids.count(i) == 1 for i in acked) and len(set(ids)) == len(ids)
     assert any(seq_of[i] > report.event.seq for i in acked if i in seq_of)  # writes landed after it
     assert SECRET.encode() not in log_bytes(ckpt)
 
