@@ -1,4 +1,4 @@
-"""The projection snapshot file: the catalog's and the index's rows, read in place. Format 6.
+"""The projection snapshot file: the catalog's and the index's rows, read in place. Format 7.
 
 A snapshot is derived data, so it is checked before anything in it is used, but it is not
 read whole: it is memory-mapped, and a reopen reads only its header; the rows of a
@@ -6,19 +6,25 @@ collection (a node's entries, or the ReAct trace) are checked and read the first
 read needs them. So a reopen and a scoped search cost the same in a checkpoint of any size,
 and memory follows what is read. Layout (little-endian, sections 64-byte aligned)::
 
-    prologue  64 bytes            b"ARISNAP\\x00", u32 format (6), zeros
+    prologue  64 bytes            b"ARISNAP\\x00", u32 format (7), zeros
     sections, rows in collection order (each collection's rows in seq order):
       seqs     int64[N]           the event's seq
       cleared  int64[N]           the seq of the tombstone that hid the row, or NEVER
       ids      S{w}[N]            event ids
-      vectors  float32[N, dim]    the embedding, rounded to float16
+      vectors  int8[N, dim]       the embedding quantised (``frozen.quantise``: 12-bit codes,
+                                  -2047..2047), their high bytes (``frozen.split``)
+      low      uint8[N, dim / 2]  their low 4 bits, two per byte
+      scales   float32[N]         each row's scale (its largest component / 2047)
+      records  bytes              the rest of the row, JSON (catalog.EntryRecord / StepRecord),
+                                  each record a zstd frame alone, with the dictionary below
       offsets  int64[N + 1]       where each record starts in ``records``
-      records  bytes              the rest of the row, JSON (catalog.EntryRecord / StepRecord)
+      dictionary bytes            the zstd dictionary of the records (empty: records stored raw)
       sorted   S{w}[N]            the ids sorted, to find a row by id
       id_rows  int64[N]           the row of each sorted id
     header    u64 length, preamble (JSON: format, ckpt, cursor, cursor_hash, model, dim, rebuilt)
-              u64 length, layout (JSON: sections, collections [name, first row, rows],
-                          every 1024th sorted id, the catalog's tables: nodes, seeds, tombstones)
+              u64 length, layout (zstd-compressed JSON: sections, collections [name, first row,
+                          rows], every 1024th sorted id, the catalog's tables: nodes, seeds,
+                          tombstones)
               sha256 of every 64 KiB chunk of the file before the header
     trailer   u64 header offset, u64 header length, sha256(prologue + header), b"ARISNAP\\x00"
 
@@ -40,33 +46,46 @@ import bisect
 import hashlib
 import mmap
 import os
+import random
 import secrets
 import struct
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, assert_never, cast
 
 import msgspec
 import numpy as np
+import zstandard
 
 from ledger.layout import SNAPSHOT_NAME
 from ledger.processes import pid_alive
 from ledger.safe_io import UnsafeFile, kept_mode, open_file
 from projections.models.catalog import Catalog, CatalogTables
-from projections.models.frozen import NEVER, REACT, DamagedCache, Rows, effective_cleared
+from projections.models.frozen import NEVER, REACT, DamagedCache, Rows, VectorCache, effective_cleared
 from projections.models.semantic import SemanticIndex
 
-SNAPSHOT_FORMAT = 6
+SNAPSHOT_FORMAT = 7
 MAGIC = b"ARISNAP\x00"
 PROLOGUE = (MAGIC + struct.pack("<I", SNAPSHOT_FORMAT)).ljust(64, b"\x00")
 CHUNK = 1 << 16  # bytes per checksummed chunk
 FENCE = 1024  # every FENCE-th sorted id is kept in the header
 CHECK_WHOLE_UP_TO = 64 << 20  # a file this small is checked whole on open (~35 ms)
 STALE_TEMP_SECONDS = 3600  # a temporary file this old is stale even if its pid was reused
-SECTIONS = ("seqs", "cleared", "ids", "vectors", "offsets", "records", "sorted", "id_rows")
-Column = Literal["seqs", "cleared", "ids", "vectors", "records"]  # the sections written a collection at a time
-ROW_COLUMNS: tuple[Column, ...] = ("seqs", "cleared", "ids", "vectors")  # one fixed-width value per row
+SECTIONS = (
+    *("seqs", "cleared", "ids", "vectors", "low", "scales"),
+    *("records", "offsets", "dictionary", "sorted", "id_rows"),
+)
+Column = Literal["seqs", "cleared", "ids", "vectors", "low", "scales"]  # fixed-width sections, a collection at a time
+ROW_COLUMNS: tuple[Column, ...] = ("seqs", "cleared", "ids", "vectors", "low", "scales")  # one value per row
+VECTOR_CACHE_BYTES = 64 << 20  # dequantised rows kept for the collections searched last (~32,000 rows of 256)
+DICTIONARY_BYTES = 16 << 10  # the records' zstd dictionary (16 KiB: as small as larger ones, faster to decode)
+DICTIONARY_FROM = 1000  # records: fewer are stored raw (a dictionary would not pay)
+DICTIONARY_F = 16  # log2 of the dictionary trainer's frequency table
+DICTIONARY_SAMPLES = 20000  # records a dictionary is trained on, chosen at random
+RECORD_LEVEL = 3  # zstd level of the records (higher levels are larger with a dictionary, and slower)
+LAYOUT_LEVEL = 3  # zstd level of the header's layout
 _ALIGN = 64
 _LEN = struct.Struct("<Q")
 _TRAILER = struct.Struct("<QQ32s8s")
@@ -97,7 +116,7 @@ class Layout(msgspec.Struct):
 
 
 class SnapshotError(ValueError):
-    """The snapshot file is cut short, damaged, or not a format-6 snapshot."""
+    """The snapshot file is cut short, damaged, or not a format-7 snapshot."""
 
 
 class SnapshotDamaged(SnapshotError, DamagedCache):
@@ -169,6 +188,8 @@ class SnapshotView:
             self._fence = [i.encode() for i in layout.fence]
             self._sections = layout.sections
             self._arrays(layout)
+            self.cache = VectorCache(VECTOR_CACHE_BYTES)
+            self._decompress: Callable[[memoryview], bytes] | None = None  # made when a record is first read
             if check or (check is None and self._data_end <= CHECK_WHOLE_UP_TO):
                 self.check_all()
         except BaseException:
@@ -187,12 +208,35 @@ class SnapshotView:
         self._seqs = view("seqs", "<i8", (n,))
         self._cleared = view("cleared", "<i8", (n,))
         self._ids = view("ids", ids, (n,))
-        self._vectors = view("vectors", "<f4", (n, dim))
+        self._vectors = view("vectors", "i1", (n, dim))
+        self._low = view("low", "u1", (n, (dim + 1) // 2))
+        self._scales = view("scales", "<f4", (n,))
         self._offsets = view("offsets", "<i8", (n + 1,))
         offset, size = self._sections["records"]
         self._records = memoryview(self._map)[offset : offset + size]
         self._sorted = view("sorted", ids, (n,))
         self._id_rows = view("id_rows", "<i8", (n,))
+
+    def dictionary(self) -> bytes:
+        """The records' zstd dictionary (empty: records are stored raw), its chunks checked."""
+        offset, size = self._sections["dictionary"]
+        self._check_bytes(offset, offset + size)
+        return _pread(self._fd, size, offset)
+
+    def unpack(self, record: memoryview) -> bytes:
+        """A stored record's JSON (raises SnapshotDamaged when it does not decompress). The
+        dictionary is read, and its chunks checked, when the first record is."""
+        if self._decompress is None:
+            dictionary = self.dictionary()
+            self._decompress = (
+                zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary)).decompress
+                if dictionary
+                else bytes
+            )
+        try:
+            return self._decompress(record)
+        except zstandard.ZstdError as exc:
+            raise disagrees(f"a record does not decompress ({exc})") from None
 
     # -- the Frozen protocol -----------------------------------------------------------
 
@@ -289,7 +333,7 @@ class SnapshotView:
         """A collection's rows, their chunks and structure checked."""
         start, count = self._collections[name]
         stop = start + count
-        for section in ("seqs", "cleared", "ids", "vectors"):
+        for section in ROW_COLUMNS:
             self._check_rows(section, start, stop)
         self._check_rows("offsets", start, stop + 1)
         offsets = self._offsets[start : stop + 1]
@@ -298,13 +342,18 @@ class SnapshotView:
         records_at = self._sections["records"][0]
         self._check_bytes(records_at + int(offsets[0]), records_at + int(offsets[-1]))
         rows = Rows(
+            name,
             self._seqs[start:stop],
             self._cleared[start:stop],
             self._ids[start:stop],
             self._vectors[start:stop],
+            self._low[start:stop],
+            self._scales[start:stop],
             offsets,
             self._records,
             int(np.count_nonzero(self._cleared[start:stop] != NEVER)),
+            self.cache,
+            self.unpack,
         )
         problem = _rows_problem(name, rows, self.tables, self.cursor)
         if problem:
@@ -377,9 +426,10 @@ def _read_header(fd: int) -> tuple[SnapshotPreamble, Layout, bytes, int]:
         preamble = msgspec.json.decode(header[pos : pos + n], type=SnapshotPreamble)
         pos += n
         n = _LEN.unpack_from(header, pos)[0]
-        layout = msgspec.json.decode(header[pos + _LEN.size : pos + _LEN.size + n], type=Layout)
+        body = zstandard.ZstdDecompressor().decompress(header[pos + _LEN.size : pos + _LEN.size + n])
+        layout = msgspec.json.decode(body, type=Layout)
         digests = header[pos + _LEN.size + n :]
-    except (struct.error, msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (struct.error, msgspec.DecodeError, msgspec.ValidationError, zstandard.ZstdError) as exc:
         raise unreadable(f"unreadable header ({exc})") from None
     if len(digests) != -(-at // CHUNK) * _DIGEST:
         raise unreadable("its chunk checksums do not cover its data")
@@ -389,12 +439,23 @@ def _read_header(fd: int) -> tuple[SnapshotPreamble, Layout, bytes, int]:
 def _check_layout(layout: Layout, preamble: SnapshotPreamble, data_end: int) -> None:
     """Sections inside the data, sized for the rows; collections partition the rows."""
     n, w, dim = layout.rows, layout.id_width, preamble.dim
-    widths = {"seqs": 8, "cleared": 8, "ids": w, "vectors": 4 * dim, "offsets": 8, "sorted": w, "id_rows": 8}
+    widths = {
+        "seqs": 8,
+        "cleared": 8,
+        "ids": w,
+        "vectors": dim,
+        "low": (dim + 1) // 2,
+        "scales": 4,
+        "offsets": 8,
+        "sorted": w,
+        "id_rows": 8,
+    }
     if n < 0 or w < 0 or dim <= 0 or set(layout.sections) != set(SECTIONS):
-        raise disagrees("its layout is not a format-6 layout")
+        raise disagrees("its layout is not a format-7 layout")
     for name, (offset, size) in layout.sections.items():
         rows = n + 1 if name == "offsets" else n
-        if offset < len(PROLOGUE) or offset + size > data_end or (name != "records" and size != rows * widths[name]):
+        sized = name in ("records", "dictionary") or size == rows * widths[name]
+        if offset < len(PROLOGUE) or size < 0 or offset + size > data_end or not sized:
             raise disagrees(f"its section {name} does not fit its {n} rows")
     at = 0
     for _name, start, count in layout.collections:
@@ -431,7 +492,7 @@ def write_snapshot(path: Path, preamble: SnapshotPreamble, catalog: Catalog, ind
             layout = _write_sections(out, catalog, index, preamble.dim)
             data_end = out.finish()
             head = msgspec.json.encode(preamble)
-            body = msgspec.json.encode(layout)
+            body = zstandard.ZstdCompressor(level=LAYOUT_LEVEL).compress(msgspec.json.encode(layout))
             header = _LEN.pack(len(head)) + head + _LEN.pack(len(body)) + body + b"".join(out.digests)
             f.write(header)
             f.write(_TRAILER.pack(data_end, len(header), hashlib.sha256(PROLOGUE + header).digest(), MAGIC))
@@ -462,8 +523,8 @@ class _Out:
                 self._hash = hashlib.sha256()
             view = view[len(piece) :]
 
-    def align(self) -> int:
-        self.write(b"\x00" * (-self.pos % _ALIGN))
+    def align(self, to: int = _ALIGN) -> int:
+        self.write(b"\x00" * (-self.pos % to))
         return self.pos
 
     def finish(self) -> int:
@@ -493,8 +554,8 @@ class _Collection:
         self.n = (self.stored.n if self.stored is not None else 0) + fresh_rows
 
     def column(self, section: Column, width: int) -> list[Any]:
-        """This collection's part of a section, as arrays or buffers to write in order."""
-        stored, fresh = self.stored, self.fresh
+        """This collection's part of a fixed-width section, as arrays or buffers to write in order."""
+        stored, fresh, block = self.stored, self.fresh, self.block
         parts: list[Any]
         match section:
             case "seqs":
@@ -506,19 +567,38 @@ class _Collection:
                 ]
             case "ids":
                 parts = [self.stored_ids(width), self.fresh_ids(width)]
-            case "vectors":
-                parts = [
-                    self.view.copy(self.name, "vectors") if stored is not None else None,
-                    self.block.vectors() if self.block else None,
-                ]
-            case "records":
-                parts = [
-                    self.view.copy(self.name, "records") if stored is not None else None,
-                    *(fresh.records if fresh else []),
-                ]
+            case "vectors" | "low" | "scales":
+                parts = [self.view.copy(self.name, section) if stored is not None else None]
+                if block is not None:
+                    parts.append({"vectors": block.high, "low": block.low, "scales": block.scales}[section][: block.n])
             case _:
                 assert_never(section)
         return [p for p in parts if p is not None]
+
+    def records(self, pack: Callable[[bytes], bytes], keep: bool) -> Iterator[tuple[Any, np.ndarray]]:
+        """(bytes to write, each record's length in them): stored records copied as they are
+        (``keep``: the new file has the old one's dictionary) or packed again, then the fresh ones."""
+        if self.stored is not None:
+            data = memoryview(self.view.copy(self.name, "records"))
+            lengths = np.diff(self.stored.offsets)
+            if keep:
+                yield data, lengths
+            else:
+                ends = np.cumsum(lengths).tolist()
+                packed = [pack(self.view.unpack(data[a:b])) for a, b in zip([0, *ends[:-1]], ends)]
+                yield b"".join(packed), np.fromiter(map(len, packed), np.int64, len(packed))
+        if self.fresh:
+            packed = [pack(r) for r in self.fresh.records]
+            yield b"".join(packed), np.fromiter(map(len, packed), np.int64, len(packed))
+
+    def record(self, i: int) -> bytes:
+        """Row ``i``'s record, JSON."""
+        stored = self.stored.n if self.stored is not None else 0
+        if i < stored:
+            assert self.stored is not None
+            return self.stored.record(i)
+        assert self.fresh is not None
+        return self.fresh.records[i - stored]
 
     def stored_ids(self, width: int) -> np.ndarray | None:
         if self.stored is None:
@@ -528,11 +608,40 @@ class _Collection:
     def fresh_ids(self, width: int) -> np.ndarray | None:
         return np.array([i.encode() for i in self.fresh.ids], f"S{width}") if self.fresh else None
 
-    def lengths(self) -> np.ndarray:
-        parts = [np.diff(self.stored.offsets)] if self.stored is not None else []
-        if self.fresh:
-            parts.append(np.fromiter((len(r) for r in self.fresh.records), np.int64, len(self.fresh.records)))
-        return np.concatenate(parts)
+
+def _dictionary(catalog: Catalog, collections: list[_Collection], n: int) -> tuple[bytes, bool]:
+    """(the records' dictionary, whether the stored records keep theirs): the old file's while
+    it holds at least half the rows (so records are recompressed O(1) times each, amortised),
+    else one trained on a random sample; none (records raw) below DICTIONARY_FROM rows."""
+    view = cast(SnapshotView | None, catalog.base)
+    old = view.dictionary() if view is not None else b""
+    if old and 2 * view.rows_total >= n:  # type: ignore[union-attr]
+        return old, True
+    if n < DICTIONARY_FROM:
+        return b"", not old
+    starts = np.cumsum([0] + [c.n for c in collections])
+    picked = sorted(random.Random(n).sample(range(n), min(DICTIONARY_SAMPLES, n)))
+    which = np.searchsorted(starts, picked, side="right") - 1
+    samples = [collections[b].record(i - int(starts[b])) for i, b in zip(picked, which.tolist())]
+    try:
+        # f: a 2^16-entry frequency table (zstd's default 2^20 costs ~10 MB more at the close of
+        # a small checkpoint's process; the records compress to the same size within 0.3 %)
+        trained = zstandard.train_dictionary(DICTIONARY_BYTES, samples, level=RECORD_LEVEL, f=DICTIONARY_F)
+    except zstandard.ZstdError:  # too few or too uniform samples: records stay raw
+        return b"", not old
+    return trained.as_bytes(), False
+
+
+def _packer(dictionary: bytes) -> Callable[[bytes], bytes]:
+    if not dictionary:
+        return bytes
+    compressor = zstandard.ZstdCompressor(
+        level=RECORD_LEVEL,
+        dict_data=zstandard.ZstdCompressionDict(dictionary),
+        write_checksum=False,  # the file's chunks have their sha256
+        write_dict_id=False,
+    )
+    return compressor.compress
 
 
 def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int) -> Layout:
@@ -550,30 +659,28 @@ def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int)
             for part in c.column(section, width):
                 out.write(part)
         sections[section] = (start, out.pos - start)
+    dictionary, keep = _dictionary(catalog, collections, n)
+    pack = _packer(dictionary)
     start = out.align()
-    total = 0
+    lengths = [np.zeros(1, np.int64)]
     for c in collections:
-        lengths = c.lengths()
-        out.write(
-            np.concatenate([[total], total + np.cumsum(lengths)[:-1]]).astype("<i8")
-            if len(lengths)
-            else np.empty(0, "<i8")
-        )
-        total += int(lengths.sum())
-    out.write(np.asarray([total], "<i8"))
-    sections["offsets"] = (start, out.pos - start)
-    start = out.align()
-    for c in collections:
-        for part in c.column("records", width):
-            out.write(part)
+        for data, sizes in c.records(pack, keep):
+            out.write(data)
+            lengths.append(sizes)
     sections["records"] = (start, out.pos - start)
+    start = out.align(CHUNK if dictionary else _ALIGN)  # a collection's offsets never share a chunk with records
+    out.write(np.cumsum(np.concatenate(lengths)).astype("<i8"))
+    sections["offsets"] = (start, out.pos - start)
+    start = out.align(CHUNK if dictionary else _ALIGN)  # in chunks of its own: damage elsewhere
+    out.write(dictionary)  # never stops every record from being read
+    sections["dictionary"] = (start, out.pos - start)
     ids = (
         np.concatenate([p for c in collections for p in c.column("ids", width)])
         if collections
         else np.empty(0, f"S{width}")
     )
     order = np.argsort(ids, kind="stable")
-    start = out.align()
+    start = out.align(CHUNK if dictionary else _ALIGN)
     out.write(ids[order])
     sections["sorted"] = (start, out.pos - start)
     start = out.align()

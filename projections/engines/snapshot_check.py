@@ -27,14 +27,14 @@ from ledger.events import Event, EventType, PerEventType, handlers, is_stub_body
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotView
 from projections.models.catalog import NEVER, REACT, Catalog, Entry, Step
+from projections.models.frozen import QUANT_STEPS
 from projections.models.semantic import Embedder, SemanticIndex
 
 CHECK_ALL_UP_TO = 32  # a log this short is checked whole against the snapshot on every load
 SAMPLE_ON_LOAD = 3  # otherwise this many events and stored rows, chosen at random (a seek each: ~50 ms at 1M)
 TABLES_ON_LOAD = 2  # and this many nodes, seeds or tombstones
 VECTORS_ON_VERIFY = 1000  # vectors re-embedded by `verify`
-FLOAT16_PRECISION = 2.0**-10  # a stored vector is its embedding rounded to float16: within one unit in the last place
-FLOAT16_TINY = 2.0**-24  # float16's smallest step (subnormals)
+QUANT_TOLERANCE = 1.0  # a stored vector is its embedding quantised: within half a step, a whole one allowed
 
 Claim = tuple[int, EventType, str | None, str | None]  # (seq, event type, node or None, event id or None)
 
@@ -187,9 +187,11 @@ def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int, progress: Pro
 def vectors_problem(index: SemanticIndex, embedder: Embedder, items: list[Entry | Step]) -> str | None:
     """Why the stored vectors of ``items`` are not the embedding of their text, or None.
 
-    They are compared to float16 precision, the precision they are stored in: an embedding
-    is not bitwise the same in every batch (padding to the batch's longest text changes the
-    order BLAS sums in), and about 1 row in 15,000 then rounds to another float16 value.
+    They are compared to the precision they are stored in (int8 codes, ``frozen.quantise``):
+    each component within one quantisation step (its row's largest magnitude / 127). Rounding
+    leaves half a step; an embedding is not bitwise the same in every batch (padding to the
+    batch's longest text changes the order BLAS sums in), so a component on a rounding
+    boundary may land one code away.
     """
     if not items:
         return None
@@ -197,7 +199,8 @@ def vectors_problem(index: SemanticIndex, embedder: Embedder, items: list[Entry 
     for item, vector in zip(items, fresh):
         name = item.node_id if isinstance(item, Entry) else REACT
         stored = index.vector_of(name, item.entry_id if isinstance(item, Entry) else item.step_id)
-        if stored is None or not np.allclose(stored, vector, rtol=FLOAT16_PRECISION, atol=FLOAT16_TINY):
+        step = float(np.max(np.abs(vector))) / QUANT_STEPS
+        if stored is None or np.any(np.abs(stored - vector) > QUANT_TOLERANCE * step + np.float32(1e-7)):
             return f"its vector of seq {item.seq} is not the embedding of that entry's text"
     return None
 

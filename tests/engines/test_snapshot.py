@@ -22,6 +22,7 @@ from projections.engines.local import Projector, check_snapshot
 from projections.engines.snapshot import SNAPSHOT_FORMAT, SNAPSHOT_NAME, SnapshotPreamble, open_snapshot
 from projections.models.catalog import EntryRecord
 from projections.models.embedder import get_embedder
+from projections.models.frozen import split
 from support.env import subprocess_env
 
 TEXTS = [f"entry {i}: temporal blocking with tile {i * 8}" for i in range(12)]
@@ -123,7 +124,7 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
         if what == "text":
             rows.records[3] = msgspec.json.encode(EntryRecord(0.0, {"text": "a text that is not in the log"}, None))
         elif what == "vector":
-            block.matrix[2] = -block.matrix[2]
+            block.high[2:3], block.low[2:3] = split(-block.codes(2, 3))
         elif what == "tombstone":
             rows.cleared[1] = block.cleared[1] = 7
         else:
@@ -132,7 +133,8 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
             block.ids.pop(3)
             block.seqs = np.delete(block.seqs, 3)
             block.cleared = np.delete(block.cleared, 3)
-            block.matrix = np.delete(block.matrix, 3, axis=0)
+            block.high, block.low = np.delete(block.high, 3, axis=0), np.delete(block.low, 3, axis=0)
+            block.scales = np.delete(block.scales, 3)
 
     _forge(ckpt, edit)
     check = check_snapshot(Ledger.open_readonly(ckpt))
@@ -201,7 +203,7 @@ def test_a_killed_save_leaves_its_temporary_file_only_until_the_next_save(ckpt: 
 def test_snapshot_preamble_keeps_its_fields(ckpt: Path) -> None:
     make_checkpoint(ckpt)
     preamble = open_snapshot(store_dir(ckpt) / SNAPSHOT_NAME).preamble
-    assert isinstance(preamble, SnapshotPreamble) and preamble.format == SNAPSHOT_FORMAT == 6
+    assert isinstance(preamble, SnapshotPreamble) and preamble.format == SNAPSHOT_FORMAT == 7
     assert preamble.cursor == 19 and preamble.rebuilt is None
 
 
