@@ -2,28 +2,33 @@
 
 A static embedder (token vectors averaged) is what lets ARI rank memories by meaning
 on a laptop or an air-gapped HPC login node: no GPU, no download, ~20k short texts/s on two cores.
-The model is built straight from the wheel's own files because
-``WordLlama.load()`` looks for the tokenizer in a folder the wheel does not have
-and then falls back to Hugging Face.
+The model is built straight from the wheel's own files, without importing wordllama:
+``WordLlama.load()`` looks for the tokenizer in a folder the wheel does not have and then
+falls back to Hugging Face, and its import brings requests and a root-logger setup. The
+weights are memory-mapped at their stored precision (float16) and only the rows a batch
+reads are widened to float32, the values a float32 copy of the matrix would hold.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import mmap
 import os
 import struct
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ledger.errors import InvalidInput, LedgerError
 
 if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
     from wordllama.inference import WordLlamaInference
 
 MODEL_NAME = "wordllama/l2_supercat_256"
@@ -37,6 +42,7 @@ _TENSOR_KEY = "embedding.weight"
 _MAX_BATCH = 64
 _WORD_CACHE = 1000
 _BATCH_CHAR_BUDGET = _MAX_BATCH * 2048
+_GATHER_TOKENS = 1024  # token vectors widened to float32 at once (1 MB at dim 256)
 
 
 def _import_wordllama() -> type[WordLlamaInference]:
@@ -68,32 +74,91 @@ def _resource(parts: tuple[str, str]) -> Path:
     return resource
 
 
+# safetensors dtypes the weights may be stored in, as numpy dtypes (safetensors is little-endian).
+_DTYPES: dict[str, np.dtype[Any]] = {"F16": np.dtype("<f2"), "F32": np.dtype("<f4")}
+
+
+def _header(path: Path) -> tuple[dict[str, Any], int]:
+    """The safetensors header of ``path`` (8-byte little-endian length, then JSON) and where its data starts."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(size)), 8 + size
+
+
 def _model_dim() -> int:
     """The model's dimension, from the weights file's header (the weights are not read)."""
-    with open(_resource(_WEIGHTS), "rb") as f:
-        size = struct.unpack("<Q", f.read(8))[0]
-        return int(json.loads(f.read(size))[_TENSOR_KEY]["shape"][1])
+    return int(_header(_resource(_WEIGHTS))[0][_TENSOR_KEY]["shape"][1])
 
 
-def _load_inference() -> WordLlamaInference:
-    """Build the inference object from the files inside the installed wheel."""
+def _map_weights(path: Path) -> np.ndarray:
+    """The embedding matrix as a read-only array over the memory-mapped file, at its stored
+    precision: only the pages of the tokens read become resident, and they are the page
+    cache's, shared by every process on the machine."""
+    header, start = _header(path)
+    tensor = header[_TENSOR_KEY]
+    dtype = _DTYPES.get(tensor["dtype"])
+    if dtype is None:
+        raise LedgerError(f"{path}: {_TENSOR_KEY} is stored as {tensor['dtype']}, not one of {sorted(_DTYPES)}")
+    rows, cols = (int(n) for n in tensor["shape"])
+    begin, end = (int(n) for n in tensor["data_offsets"])
+    if end - begin != rows * cols * dtype.itemsize:
+        raise LedgerError(f"{path}: {_TENSOR_KEY} holds {end - begin} bytes, not {rows} x {cols} {dtype}")
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # the mapping outlives the descriptor
+    return np.frombuffer(mapped, dtype=dtype, count=rows * cols, offset=start + begin).reshape(rows, cols)
+
+
+def _load_tokenizer(path: Path) -> Tokenizer:
+    """The wheel's tokenizer, set up as ``WordLlamaInference`` sets it up (pad to the longest, never truncate)."""
     # Rayon's thread pool in `tokenizers` costs more than it gains on small batches and
     # keeps ~100 MB of per-thread heap after the first large fold; run it on the caller's thread.
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    weights, tokenizer = _resource(_WEIGHTS), _resource(_TOKENIZER)
-    inference_cls = _import_wordllama()
-    from safetensors import safe_open
     from tokenizers import Tokenizer
 
-    with safe_open(str(weights), framework="np") as tensors:
-        matrix = tensors.get_tensor(_TENSOR_KEY)
-    tok = Tokenizer.from_file(str(tokenizer))
+    tok = Tokenizer.from_file(str(path))
     # The BPE word cache fills with every distinct word (numbers, ids: research notes are full
     # of them) and held ~85 MB after 100k entries; 1,000 words keep the speed at ~13 MB.
     resize = getattr(tok.model, "_resize_cache", None)
     if resize is not None:
         resize(_WORD_CACHE)
-    return inference_cls(matrix, tok)
+    tok.enable_padding()
+    tok.no_truncation()
+    return tok
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The loaded model: the tokenizer and the mapped token vectors (read-only, so shared by threads)."""
+
+    tokenizer: Tokenizer
+    weights: np.ndarray
+
+    def tokenize(self, texts: list[str]) -> list[Encoding]:
+        """WordLlama's tokenisation: no special tokens, padded to the batch's longest text."""
+        return self.tokenizer.encode_batch(texts, is_pretokenized=False, add_special_tokens=False)
+
+    def widened(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct tokens of ``ids`` as float32 rows, and ``ids`` as indices into them.
+
+        Only those rows are read and widened (float16 → float32 is exact: the values a float32
+        copy of the matrix holds); a batch repeats its tokens, so this is cheaper than widening
+        every token of it."""
+        distinct, local = np.unique(ids, return_inverse=True)
+        return self.weights[distinct].astype(np.float32), local.reshape(ids.shape)
+
+
+def _load_model() -> _Model:
+    """The tokenizer and the mapped weights, from the files inside the installed wheel."""
+    return _Model(_load_tokenizer(_resource(_TOKENIZER)), _map_weights(_resource(_WEIGHTS)))
+
+
+def _load_inference() -> WordLlamaInference:
+    """WordLlama's own inference object (a float32 copy of the weights), for ``raw_embed`` only."""
+    inference_cls = _import_wordllama()
+    from tokenizers import Tokenizer
+
+    weights = _map_weights(_resource(_WEIGHTS))
+    return inference_cls(weights, Tokenizer.from_file(str(_resource(_TOKENIZER))))
 
 
 def _batches(lengths: np.ndarray) -> Iterator[list[int]]:
@@ -112,17 +177,19 @@ def _batches(lengths: np.ndarray) -> Iterator[list[int]]:
 class StaticEmbedder:
     """L2-normalised sentence vectors from the wheel's static WordLlama model.
 
-    The model (~100 MB with its tokenizer) is loaded by the first embedding, not by the
-    constructor: a backend that only reads entries, the Letta engine's setup and ``status``
-    never pay for it. ``name`` and ``dim`` are known without it.
+    The model (the tokenizer, ~15 MB resident, and the weights, mapped from the wheel's file
+    at their stored float16) is loaded by the first embedding, not by the constructor: a
+    backend that only reads entries, the Letta engine's setup and ``status`` never pay for
+    it. ``name`` and ``dim`` are known without it. ``embed`` may be called from several threads.
     """
 
     name: str = MODEL_NAME
 
     def __init__(self) -> None:
         self.dim: int = _model_dim()
-        self._loaded: WordLlamaInference | None = None
+        self._loaded: _Model | None = None
         self._load_lock = threading.Lock()
+        self._raw: WordLlamaInference | None = None
 
     @property
     def loaded(self) -> bool:
@@ -131,14 +198,14 @@ class StaticEmbedder:
     def load(self) -> None:
         """Load the model now (a process that exists to embed, such as the HTTP endpoint,
         wants it loaded before it says it is ready)."""
-        self._inference  # noqa: B018 - the property loads it
+        self._model  # noqa: B018 - the property loads it
 
     @property
-    def _inference(self) -> WordLlamaInference:
+    def _model(self) -> _Model:
         if self._loaded is None:
             with self._load_lock:
                 if self._loaded is None:
-                    self._loaded = _load_inference()
+                    self._loaded = _load_model()
         return self._loaded
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -158,26 +225,37 @@ class StaticEmbedder:
                 raise InvalidInput(f"texts[{i}]", f"expected str, got {type(text).__name__}")
         if len(texts) == 1:
             return self._embed_single(texts[0])
+        model = self._model
         lengths = np.fromiter((0 if t.isspace() else len(t) for t in texts), np.int64, len(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         tokens = 0
         for rows in _batches(lengths):
-            encodings = self._inference.tokenize([texts[k] for k in rows])
+            encodings = model.tokenize([texts[k] for k in rows])
             ids = np.array([e.ids for e in encodings], dtype=np.intp)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
             tokens += int(mask.sum())
             # Sum of the real (unpadded) token vectors; the mean's divisor cancels in the norm.
-            out[rows] = np.matmul(mask[:, None, :], self._inference.embedding[ids])[:, 0, :]
+            # Gathered a few texts at a time (each text's product is its own), so the widened
+            # token vectors held at once stay near _GATHER_TOKENS rows.
+            table, local = model.widened(ids)
+            sums = np.empty((len(rows), self.dim), dtype=np.float32)
+            step = max(1, _GATHER_TOKENS // ids.shape[1])
+            for at in range(0, len(rows), step):
+                part = slice(at, at + step)
+                sums[part] = np.matmul(mask[part, None, :], table[local[part]])[:, 0, :]
+            out[rows] = sums
         return _normalised(out), tokens
 
     def _embed_single(self, text: str) -> tuple[np.ndarray, int]:
         """One text (a query) with the batch path's arithmetic, without its machinery."""
         if not text or text.isspace():
             return np.zeros((1, self.dim), dtype=np.float32), 0
-        encoding = self._inference.tokenize([text])[0]
+        model = self._model
+        encoding = model.tokenize([text])[0]
         ids = np.array([encoding.ids], dtype=np.intp)
         mask = np.array([encoding.attention_mask], dtype=np.float32)
-        out = np.matmul(mask[:, None, :], self._inference.embedding[ids])[:, 0, :]
+        # A query's few tokens are widened where they stand (np.unique costs more than it saves).
+        out = np.matmul(mask[:, None, :], model.weights[ids].astype(np.float32))[:, 0, :]
         return _normalised(out), len(encoding.ids)
 
     def embed_one(self, text: str) -> np.ndarray:
@@ -187,13 +265,19 @@ class StaticEmbedder:
         return self.embed([text])[0]
 
     def raw_embed(self, texts: list[str]) -> np.ndarray:
-        """WordLlama's own embed call with its defaults: the baseline for benchmarks."""
-        return self._inference.embed(texts)
+        """WordLlama's own embed call with its defaults: the baseline for benchmarks (it
+        imports wordllama and holds its own float32 copy of the weights, ~32 MB)."""
+        if self._raw is None:
+            with self._load_lock:
+                if self._raw is None:
+                    self._raw = _load_inference()
+        return self._raw.embed(texts)
 
 
 def _normalised(out: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length in place (zero rows stay zero)."""
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    # np.linalg.norm's own arithmetic for real rows, without its dispatch (a query's cost).
+    norms = np.sqrt(np.add.reduce(out * out, axis=1, keepdims=True))
     np.divide(out, norms, out=out, where=norms > 0)
     return out
 
@@ -203,8 +287,7 @@ _instance_lock = threading.Lock()
 
 
 def get_embedder() -> StaticEmbedder:
-    """The process-wide embedder; the model (~32 MB in float32) is loaded once, when the
-    first text is embedded."""
+    """The process-wide embedder; the model is loaded once, when the first text is embedded."""
     global _instance
     if _instance is None:
         with _instance_lock:

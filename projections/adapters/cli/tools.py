@@ -150,7 +150,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "which",
-        choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "all"],
+        choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "client", "all"],
         nargs="?",
         default="all",
         help="which benchmark",
@@ -178,7 +178,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "processes": "bench.processes_bench",
         "redact": "bench.redact_bench",
         "prove": "bench.prove_bench",
+        "client": "bench.client_bench",
     }
+    _find_bench()
     chosen = list(modules) if args.which == "all" else [args.which]
     rest = [a for a in args.rest if a != "--json"]  # `bench redact --json`: the benchmarks take no --json
     as_json = args.json or len(rest) < len(args.rest)
@@ -201,6 +203,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if as_json:
         emit({"ok": worst == 0, "benchmarks": done})
     return worst
+
+
+def _find_bench() -> None:
+    """Put the checkout holding ``bench/`` on the import path: the benchmarks are scripts of a
+    clone, not installed, and a console script's path has neither the clone nor the current
+    directory. The clone is the one this package is installed from (``pip install -e``) or,
+    failing that, the current directory."""
+    import sys
+    from pathlib import Path
+
+    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
+        if (root / "bench" / "common.py").is_file():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return
 
 
 def _embed_args(p: argparse.ArgumentParser) -> None:

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, assert_never
 
+import msgspec
+
 from ledger.events import CoreSeeded, Event, MemoryAdded, PerEventType, ReactStep, handlers, is_stub_body
 from ledger.typed import typed_kind
 from projections import settings
@@ -50,6 +52,15 @@ CLOSE_TIMEOUT_S = 2.0  # the timeout of each Letta request of a closing process'
 RESTORE_WAIT_S = 120.0  # how long an explicit restore waits for another process's push
 EVERY_PASSAGE = 2**31 - 1  # a top_k no agent reaches: Letta ranks all its passages
 LIST_PAGE = 1000
+
+
+class _Listed(msgspec.Struct):
+    """What a listed passage is read for: its id and tags. Letta sends each with its embedding
+    padded to 4,096 floats (~20 kB of JSON, ~130 MB a page as letta-client's models); decoding
+    only these fields skips them."""
+
+    id: str
+    tags: list[str] | None = None
 
 
 class LettaProjection:
@@ -162,12 +173,13 @@ class LettaProjection:
         """Event ids already pushed (from passage tags): what makes a re-run replay idempotent."""
         return {eid for passage in self._passages() if (eid := _event_id(passage)) is not None}
 
-    def _passages(self) -> Iterator[Any]:
-        """Every passage of the agent, a page at a time."""
+    def _passages(self) -> Iterator[_Listed]:
+        """Every passage of the agent (its id and tags), a page at a time."""
         after = None
         while True:
             kwargs = {"limit": LIST_PAGE} | ({"after": after} if after else {})
-            page = self.pusher.agents.passages.list(self.agent_id, **kwargs)
+            raw = self.pusher.agents.passages.with_raw_response.list(self.agent_id, **kwargs)
+            page = msgspec.json.decode(raw.http_response.content, type=list[_Listed])
             if not page:
                 return
             yield from page
@@ -378,13 +390,16 @@ class LettaProjection:
             return
         if not self.interrupted:
             self._save_cursor(pushing=True)
+        # Letta answers with every passage it made, each with its embedding padded to 4,096
+        # floats: ~4 MB of JSON per 200 passages, ~30 MB as parsed models. Nothing here reads
+        # them, so the answers are taken raw (an error status still raises) and never parsed.
         if self.archive_id is None:  # Letta makes the archive with the agent's first passage
             first = passages[0]
-            self.pusher.agents.passages.create(self.agent_id, **first)
+            self.pusher.agents.passages.with_raw_response.create(self.agent_id, **first)
             self.archive_id = every(self.pusher.archives.list, agent_id=self.agent_id)[0].id
             passages = passages[1:]
         if passages:
-            self.pusher.archives.passages.create_many(self.archive_id, passages=passages)
+            self.pusher.archives.passages.with_raw_response.create_many(self.archive_id, passages=passages)
 
     def _seed_blocks(self, core: CoreSeeded | Seed | None) -> None:
         values = {
