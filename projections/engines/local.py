@@ -14,7 +14,10 @@ scratch yields exactly the state of incremental folding.
 
 from __future__ import annotations
 
+import gc
 import logging
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -25,6 +28,7 @@ from ledger import Ledger
 from ledger.anchor import Anchor
 from ledger.errors import ACT_ON_ROLLBACK, RollbackDetected
 from ledger.events import Event, EventsRedacted, utc_now
+from projections.engines.parallel_embed import ParallelEmbedder
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import (
     SNAPSHOT_FORMAT,
@@ -52,6 +56,9 @@ SNAPSHOT_EVERY = 5000  # events folded since the last snapshot before an automat
 # 1/share events' worth) up to SNAPSHOT_EVERY / share events, bounded by SNAPSHOT_EVERY beyond.
 CLOSE_SAVE_SHARE = 0.05
 FOLD_CHUNK = 2048  # events embedded together
+# A fold of at least this many events embeds each chunk on several threads; onto an empty state
+# (a cold fold) it also embeds on a thread while the catalog folds and the next chunk is read.
+PARALLEL_FOLD = 4 * FOLD_CHUNK
 
 
 class Projector:
@@ -104,15 +111,12 @@ class Projector:
             return 0
         if first_look and self.cursor == 0 and not self.loaded_from_snapshot and self.from_scratch is None:
             self._say_from_scratch(target)
-        folded, start, progress = 0, self.cursor, self.progress
+        start, progress = self.cursor, self.progress
         events = self.ledger.events(after=self.cursor)
         if progress:
             progress(0, target - start)
-        while chunk := list(islice(events, FOLD_CHUNK)):
-            self.apply(chunk)
-            folded += len(chunk)
-            if progress:
-                progress(folded, max(folded, target - start))
+        told = (lambda folded: progress(folded, max(folded, target - start))) if progress else None
+        folded = self._fold(events, target - start, told)
         if self._unsaved >= self._next_save:
             self.save()
         return folded
@@ -133,21 +137,101 @@ class Projector:
         """Fold events that directly follow the cursor (in seq order)."""
         if not events:
             return
+        self._check_follows(events)
+        self._fold_chunk(events)
+        self._after_chunk(events)
+
+    def _check_follows(self, events: list[Event]) -> None:
         if events[0].seq != self.cursor + 1:
             raise ValueError(f"projection at seq {self.cursor} cannot fold seq {events[0].seq}")
+
+    def _fold_chunk(self, events: list[Event]) -> None:
+        """Fold events that follow the cursor into the catalog and the index (unsettled meanwhile)."""
         self.settled = False
         for event in events:
             self.catalog.apply(event)
         self.index.apply_batch(events)
+        self._settle(events)
+
+    def _settle(self, events: list[Event]) -> None:
+        """Both the catalog and the index hold ``events``: the cursor moves past them."""
         self.cursor, self.cursor_hash = events[-1].seq, events[-1].hash
         self.settled = True
         self._unsaved += len(events)
-        removed = [r["id"] for e in events if e.type == EventsRedacted.type_name for r in e.body["redacted"]]
-        if removed and self.catalog.holds_any(removed):
+
+    def _after_chunk(self, events: list[Event]) -> None:
+        if self._holds_redacted(events):
             # Folded before the log was rewritten: the state holds the removed bodies. A fold of
             # the rewritten log holds none (its stubs make no rows), so this happens once.
             log.warning("a redaction removed bodies this projection held; rebuilding it from the log")
             self._fold_from_scratch(self.cursor)
+
+    def _holds_redacted(self, events: list[Event]) -> bool:
+        """Whether the state holds bodies a redaction among ``events`` removed."""
+        removed = [r["id"] for e in events if e.type == EventsRedacted.type_name for r in e.body["redacted"]]
+        return bool(removed) and self.catalog.holds_any(removed)
+
+    def _fold(self, events: Iterator[Event], expected: int, told: Callable[[int], None] | None = None) -> int:
+        """Fold ``events`` (they follow the cursor) chunk by chunk, ``told(events folded)`` after
+        each, always between two chunks; return how many were folded. ``expected`` (about how many
+        there are) picks the way: a large fold embeds on several threads (:class:`ParallelEmbedder`,
+        the same vectors), and onto an empty state also embeds on a thread while this one folds
+        the catalog and reads the next chunk."""
+        if expected < PARALLEL_FOLD:
+            return self._fold_in_turn(events, told)
+        one_thread, self.index.embedder = self.index.embedder, ParallelEmbedder(self.embedder)
+        try:
+            if self.index.base is None:
+                return self._fold_ahead(events, _freezing(told))
+            return self._fold_in_turn(events, _freezing(told))
+        finally:
+            self.index.embedder = one_thread
+            gc.unfreeze()  # what the fold froze is collectable again (see _freezing)
+
+    def _fold_in_turn(self, events: Iterator[Event], told: Callable[[int], None] | None) -> int:
+        folded = 0
+        while chunk := list(islice(events, FOLD_CHUNK)):
+            self.apply(chunk)
+            folded += len(chunk)
+            if told:
+                told(folded)
+        return folded
+
+    def _fold_ahead(self, events: Iterator[Event], told: Callable[[int], None] | None) -> int:
+        """The fold as ``_fold_in_turn`` does it, but each chunk's index fold (its embedding) runs
+        on a thread while this one folds the chunk into the catalog and reads the next from the
+        log. What the caller sees is the same: the state is unsettled while a chunk is folded, and
+        ``told`` and the redaction check run here once both hold it, before the next starts, so
+        a Ctrl-C raised by ``told`` leaves a settled state; one that lands anywhere else first
+        waits for the index's fold in flight, and leaves the state settled only when the chunk
+        is whole in both. Only onto an empty state: no stored rows, so no repair (``_heal``)
+        can start while the thread folds."""
+        folded = 0
+        with ThreadPoolExecutor(1, thread_name_prefix="fold") as pool:
+            chunk = list(islice(events, FOLD_CHUNK))
+            while chunk:
+                self._check_follows(chunk)
+                self.settled = False
+                job = pool.submit(self.index.apply_batch, chunk)
+                in_catalog = False
+                try:
+                    for event in chunk:
+                        self.catalog.apply(event)
+                    in_catalog = True
+                    following = list(islice(events, FOLD_CHUNK))  # read while the index embeds
+                    job.result()
+                except BaseException:
+                    _wait(job)
+                    if in_catalog and job.exception() is None and not self._holds_redacted(chunk):
+                        self._settle(chunk)  # stopped while reading the next chunk: this one is whole
+                    raise
+                self._settle(chunk)
+                self._after_chunk(chunk)
+                folded += len(chunk)
+                if told:
+                    told(folded)
+                chunk = following
+        return folded
 
     def worth_saving(self, unfolded: int = 0) -> bool:
         """Whether closing should write the snapshot: the unsaved tail (folded, plus ``unfolded``
@@ -181,6 +265,7 @@ class Projector:
         """Forget the folded state and load it again (the snapshot, then what the log adds):
         for a process that cannot trust its in-memory fold, e.g. forked mid-fold."""
         self._install(None)
+        self.index.embedder = self.embedder  # a fold stopped by a fork leaves its threaded embedder
         self.cursor, self.cursor_hash, self._unsaved, self._next_save = 0, "", 0, SNAPSHOT_EVERY
         self.settled = True
         self.loaded_from_snapshot = self._load()
@@ -191,11 +276,8 @@ class Projector:
         progress = progress or self.progress
         self._install(None)
         self.cursor, self.cursor_hash, self._unsaved = 0, "", 0
-        events = self.ledger.events(as_of=target)
-        while chunk := list(islice(events, FOLD_CHUNK)):
-            self.apply(chunk)
-            if progress:
-                progress(self.cursor, target)
+        told = (lambda folded: progress(self.cursor, target)) if progress else None
+        self._fold(self.ledger.events(as_of=target), target, told)
 
     def _heal(self, damage: DamagedCache) -> None:
         """Stored rows failed their check as they were first read: rebuild from the log up to
@@ -314,6 +396,17 @@ class Projector:
         return None
 
 
+def _wait(job: Future[None]) -> None:
+    """Wait for ``job`` to end (one chunk's index fold), through any Ctrl-C meanwhile: the
+    caller is already raising, and must not leave a thread changing the state it hands back."""
+    while True:
+        try:
+            job.exception()
+            return
+        except KeyboardInterrupt:
+            continue
+
+
 def snapshot_anchor(preamble: SnapshotPreamble) -> Anchor:
     """The last event a snapshot folded, as an anchor on the log."""
     return Anchor(SNAPSHOT_NAME, preamble.cursor_hash, preamble.cursor, preamble.ckpt)
@@ -398,3 +491,18 @@ def _deep_check(
     except DamagedCache as damage:
         reason = damage.reason
     return _problem(reason, preamble) if reason else found
+
+
+def _freezing(told: Callable[[int], None] | None) -> Callable[[int], None]:
+    """``told``, after moving what is alive into the collector's permanent generation
+    (``gc.freeze``) between two chunks of a large fold. The folded rows are millions of live
+    objects; every full collection would walk all of them again while holding the GIL, and
+    stall the embedding threads (a 1M fold took 144 s with them, 103 s without). The fold
+    unfreezes them when it ends."""
+
+    def tell(done: int) -> None:
+        gc.freeze()
+        if told is not None:
+            told(done)
+
+    return tell

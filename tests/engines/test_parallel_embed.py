@@ -1,0 +1,252 @@
+"""A large fold embeds on several threads and reads ahead, with the state and the vectors of
+a fold on one thread, bit for bit; Ctrl-C and errors leave no thread and a state as settled as
+a fold on one thread leaves it."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ledger import Ledger
+from ledger.events import Event
+from projections.engines import local
+from projections.engines.local import Projector
+from projections.engines.parallel_embed import ParallelEmbedder
+from projections.models.embedder import get_embedder
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _texts() -> list[str]:
+    """The retrieval set's texts and random ones of every length (long ones past the batch's
+    character budget, repeats, blanks), shuffled."""
+    quality = list(dict.fromkeys(_strings(json.loads((FIXTURES / "retrieval_quality.json").read_text()))))
+    words = " ".join(quality).split()
+    rng = random.Random(11)
+    rand = [" ".join(rng.choices(words, k=rng.choice([1, 3, 20, 60, 400, 1500]))) for _ in range(1500)]
+    texts = [*quality, *rand, *quality[:50], "", " ", "\n", "x"]
+    rng.shuffle(texts)
+    return texts
+
+
+def _threads() -> set[str]:
+    return {t.name for t in threading.enumerate() if t.name.startswith(("fold", "embed-"))}
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_split_embedding_is_bit_identical_to_one_thread(workers: int) -> None:
+    embedder, texts = get_embedder(), _texts()
+    parallel = ParallelEmbedder(embedder, workers=workers)
+    parts = parallel.split(texts)
+    assert len(parts) == workers  # the call was really shared
+    blank = {i for i, t in enumerate(texts) if not t or t.isspace()}
+    assert sorted(i for p in parts for i in p) == sorted(set(range(len(texts))) - blank)
+    assert np.array_equal(parallel.embed(texts), embedder.embed(texts))
+    assert not _threads()
+
+
+def test_a_small_call_or_an_unknown_embedder_is_not_shared() -> None:
+    embedder = get_embedder()
+    assert ParallelEmbedder(embedder, workers=2).split(["a", "b"] * 10) == []
+    assert ParallelEmbedder(embedder, workers=1).split(_texts()) == []
+
+    class Other:
+        name, dim = embedder.name, embedder.dim
+
+        def embed(self, texts):
+            return embedder.embed(texts)
+
+    other = ParallelEmbedder(Other(), workers=2)
+    assert other.split(_texts()) == []
+    assert np.array_equal(other.embed(["one", "two"]), embedder.embed(["one", "two"]))
+
+
+def test_an_error_on_a_thread_is_raised_by_the_call() -> None:
+    class Failing:
+        name, dim = get_embedder().name, get_embedder().dim
+
+        def embed(self, texts):
+            raise RuntimeError("model gone")
+
+    parallel = ParallelEmbedder(get_embedder(), workers=2)
+    parallel.inner = Failing()  # split as the real model's batches, then fail in every part
+    with pytest.raises(RuntimeError, match="model gone"):
+        parallel.embed(_texts())
+    assert not _threads()
+
+
+def _write_log(ckpt: Path, entries: int) -> None:
+    rng = random.Random(5)
+    words = [
+        "stencil",
+        "tiling",
+        "cache",
+        "openmp",
+        "threads",
+        "avx2",
+        "roofline",
+        "halo",
+        "numa",
+        "prefetch",
+        "kernel",
+    ]
+    with Ledger.open(ckpt) as ledger, ledger.batch() as batch:
+        for n in range(6):
+            batch.append(
+                f"n{n}", "node_started", {"parent_id": None, "ancestor_ids": [], "depth": 0}, current_node=f"n{n}"
+            )
+        for i in range(entries):
+            node = f"n{i % 6}"
+            if i == entries // 2:
+                batch.append("n2", "node_cleared", {}, current_node="n2")
+            text = " ".join(rng.choices(words, k=rng.choice([2, 12, 40, 150])))
+            batch.append(node, "memory_added", {"text": f"{text} #{i}"}, current_node=node)
+
+
+def _state(p: Projector) -> tuple:
+    names = p.catalog.collections()
+    return (
+        p.cursor,
+        p.cursor_hash,
+        p.catalog.state(),
+        [(n, p.index.ids(n), p.index.vectors(n).tobytes()) for n in names],
+    )
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Chunks of 400 events, and every fold of 2+ chunks a large one."""
+    monkeypatch.setattr(local, "FOLD_CHUNK", 400)
+    monkeypatch.setattr(local, "PARALLEL_FOLD", 800)
+    return 400
+
+
+def test_a_large_fold_is_the_fold_on_one_thread(ckpt: Path, small_chunks: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_log(ckpt, 2500)
+    calls: list[tuple[int, int]] = []
+    with Ledger.open(ckpt) as ledger:
+        ahead = Projector(ledger, get_embedder(), use_snapshot=False)
+        ahead.progress = lambda done, total: calls.append((done, total))
+        shared: list[int] = []
+        split = ParallelEmbedder.split
+        monkeypatch.setattr(ParallelEmbedder, "split", lambda self, texts: shared.append(1) or split(self, texts))
+        assert ahead.catch_up() == ledger.last_seq
+        assert shared and not _threads()  # embedded on several threads, none left
+        assert ahead.index.embedder is ahead.embedder  # a search's query stays on the caller's thread
+        monkeypatch.setattr(local, "PARALLEL_FOLD", 10**9)
+        in_turn = Projector(ledger, get_embedder(), use_snapshot=False)
+        in_turn.catch_up()
+        incremental = Projector(ledger, get_embedder(), use_snapshot=False)
+        for event in ledger.events():
+            incremental.apply([event])
+    assert _state(ahead) == _state(in_turn)  # the fold on one thread's vectors, bit for bit
+    # event by event, each text is embedded alone (not in the chunk's batches): the same state and rows
+    assert _state(ahead)[:3] == _state(incremental)[:3]
+    assert [ids for _n, ids, _v in _state(ahead)[3]] == [ids for _n, ids, _v in _state(incremental)[3]]
+    assert calls[0] == (0, ledger.last_seq) and calls[-1] == (ledger.last_seq, ledger.last_seq)
+    assert [d for d, _ in calls[1:-1]] == list(range(small_chunks, ledger.last_seq, small_chunks))
+
+
+def test_a_restore_folds_ahead_too(ckpt: Path, small_chunks: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write_log(ckpt, 1200)
+    with Ledger.open(ckpt) as ledger:
+        p = Projector(ledger, get_embedder())
+        p.catch_up()
+        before = _state(p)
+        ahead, folds = Projector._fold_ahead, []
+        monkeypatch.setattr(Projector, "_fold_ahead", lambda self, *a: folds.append(1) or ahead(self, *a))
+        told: list[tuple[int, int]] = []
+        p.restore(lambda done, total: told.append((done, total)))
+        assert folds and _state(p)[:3] == before[:3] and told[-1] == (ledger.last_seq, ledger.last_seq)
+        assert not _threads()
+
+
+def test_ctrl_c_from_progress_leaves_the_fold_settled_between_chunks(ckpt: Path, small_chunks: int) -> None:
+    _write_log(ckpt, 2500)
+    with Ledger.open(ckpt) as ledger:
+        p = Projector(ledger, get_embedder(), use_snapshot=False)
+
+        def stop(done: int, total: int) -> None:
+            if done >= 2 * small_chunks:
+                raise KeyboardInterrupt  # as the CLI's bar raises a Ctrl-C under safe_points
+
+        p.progress = stop
+        with pytest.raises(KeyboardInterrupt):
+            p.catch_up()
+        assert not _threads()
+        assert p.settled and p.cursor == 2 * small_chunks  # the next chunk was read, not folded
+        assert sum(len(p.index.ids(n)) for n in p.catalog.collections()) == len(p.catalog.entries)
+        p.progress = None
+        p.catch_up()  # goes on from there
+        whole = Projector(ledger, get_embedder(), use_snapshot=False)
+        whole.catch_up()
+        assert _state(p) == _state(whole)
+
+
+def test_ctrl_c_while_reading_waits_for_the_chunk_in_flight(
+    ckpt: Path, small_chunks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_log(ckpt, 2500)
+    with Ledger.open(ckpt) as ledger:
+        p = Projector(ledger, get_embedder(), use_snapshot=False)
+        read = ledger.events
+
+        def events(*args: object, **kwargs: object) -> Iterator[Event]:
+            for event in read(*args, **kwargs):  # type: ignore[arg-type]
+                if event.seq == 3 * small_chunks + 7:
+                    raise KeyboardInterrupt  # lands while chunk 3 folds on the thread
+                yield event
+
+        monkeypatch.setattr(ledger, "events", events)
+        with pytest.raises(KeyboardInterrupt):
+            p.catch_up()
+        assert not _threads()
+        assert p.settled and p.cursor == 3 * small_chunks  # chunk 3 finished, nothing half-folded
+        monkeypatch.setattr(ledger, "events", read)
+        p.catch_up()
+        whole = Projector(ledger, get_embedder(), use_snapshot=False)
+        whole.catch_up()
+        assert _state(p) == _state(whole)
+
+
+def test_an_error_on_the_fold_thread_is_raised_and_the_fold_starts_again(
+    ckpt: Path, small_chunks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_log(ckpt, 2500)
+    with Ledger.open(ckpt) as ledger:
+        p = Projector(ledger, get_embedder(), use_snapshot=False)
+        apply_batch, seen = p.index.apply_batch, []
+
+        def failing(events: list[Event]) -> None:
+            seen.append(len(events))
+            if len(seen) == 3:
+                raise MemoryError("out of memory")
+            apply_batch(events)
+
+        monkeypatch.setattr(p.index, "apply_batch", failing)
+        with pytest.raises(MemoryError):
+            p.catch_up()
+        assert not _threads() and not p.settled  # stopped inside a chunk: not saved, not built on
+        assert p.save() is None
+        monkeypatch.setattr(p.index, "apply_batch", apply_batch)
+        p.catch_up()  # starts again from the snapshot (none: from seq 0)
+        whole = Projector(ledger, get_embedder(), use_snapshot=False)
+        whole.catch_up()
+        assert _state(p) == _state(whole)
