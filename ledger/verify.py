@@ -7,15 +7,25 @@ writer is still appending ends what was verified (the next verify reads it).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import hashlib
-from collections.abc import Iterable
+import mmap
+import os
+import pickle
+import select
+import signal
+import struct
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar, cast
 
 from .anchor import Anchor, AnchorUnreadable, anchor_problem
 from .chain import canonical
 from .errors import LogCorrupted
 from .events import Event, EventsRedacted, is_stub_body
-from .log import BadMember, IndexCheck, index_shape_problem
+from .log import BadMember, IndexCheck, Member, index_shape_problem
 from .progress import Progress
 from .recovery import IN_FLIGHT, OpenLog, walk, why_not_torn
 
@@ -51,11 +61,24 @@ class VerifyReport:
         return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
 
 
-def verify(ledger: OpenLog, anchors: Iterable[Anchor] = (), progress: Progress | None = None) -> VerifyReport:
+PARALLEL_FROM = 4 << 20  # bytes of log from which a second process checks the second half (fork: milliseconds)
+POLL_S = 0.25  # how often progress is reported while waiting for the second process
+
+
+def verify(
+    ledger: OpenLog, anchors: Iterable[Anchor] = (), progress: Progress | None = None, *, parallel: bool | None = None
+) -> VerifyReport:
     """Check the whole log from byte 0 (gzip members, lines, hashes, links, ckpt), the side
     index against the members, and that the head file's anchor and ``anchors`` are events
     of this chain. Read-only: no lock, no recovery. ``progress(events checked, events the
-    open found)`` after each member."""
+    open found)`` after each member.
+
+    ``parallel`` (None: when the log is large, more than one CPU is free to this process and
+    it runs no other thread; True: whenever the side index offers a member to split at): the
+    members from one near the middle on are checked in a forked process at the same time,
+    and its first event must link to the last event of the first half. Anything unusual in
+    either half (damage, a torn tail, a split that is not a member boundary) is reported by
+    checking the whole log again in this process, so every report is the one-process one."""
     anchors = list(anchors)
     problems: list[str] = []
     try:
@@ -71,47 +94,31 @@ def verify(ledger: OpenLog, anchors: Iterable[Anchor] = (), progress: Progress |
         )
     want_seq = {a.seq for a in anchors if a.seq is not None}
     heads = [a.hash for a in anchors if a.seq is None]
-    at_seq: dict[int, str] = {}
-    found: dict[str, int] = {}
     index = ledger.file.read_index()
     size = ledger.file.size()
     shape = index_shape_problem(index, size)
-    check = IndexCheck([] if shape else index)
-    events, ckpt, end = 0, None, 0
-    redactions = Redactions()
-    with ledger.file.reader() as f:
-        try:
-            for member, batch in walk(ledger, f, 0, seq=1, prev=""):
-                redactions.see(batch)
-                if batch:
-                    first = batch[0].seq  # seqs run on without a gap inside a checked member
-                    check.member(member.offset, first)
-                    ckpt = ckpt or batch[0].ckpt
-                    at_seq.update((s, batch[s - first].hash) for s in want_seq if first <= s < first + len(batch))
-                for h in heads:
-                    found.update((h, event.seq) for event in batch if event.hash.startswith(h))
-                events += len(batch)
-                end = member.end
-                if progress is not None:
-                    progress(events, max(events, ledger.state.head.seq))
-        except LogCorrupted as exc:
-            return VerifyReport(False, events, events, size, exc.seq, exc.offset, str(exc))
-        except BadMember as bad:
-            why = why_not_torn(ledger, f, bad, events, locked=False)
-            if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
-                reason = bad.reason if why is None else f"{bad.reason}; {why}"
-                return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
-    unaccounted = redactions.problem()
+    records = [] if shape else index
+    split = _split_offset(records, size) if _may_split(parallel, size) else None
+    tally = _verify_split(ledger, records, split, want_seq, heads, progress) if split is not None else None
+    if tally is None:
+        found_or_damage = _verify_serial(ledger, records, want_seq, heads, size, progress)
+        if isinstance(found_or_damage, VerifyReport):
+            return found_or_damage
+        tally = found_or_damage
+    events, found = tally.events, tally.found
+    unaccounted = tally.redactions.problem()
     if unaccounted:
         seq, reason = unaccounted
         return VerifyReport(False, events, events, size, seq, None, reason)
-    index_problem = shape or check.finish(end)
+    index_problem = shape or tally.check.finish(tally.end)
     if index_problem:
         problems.append(
             f"side index {ledger.file.idx_path.name}: {index_problem} (derived data: reads that reach a wrong "
             "record fall back to the log; delete the file and the next writable open rebuilds it)"
         )
-    rollback = [p for a in anchors if a.seq is not None and (p := anchor_problem(a, ckpt, events, at_seq.get))]
+    rollback = [
+        p for a in anchors if a.seq is not None and (p := anchor_problem(a, tally.ckpt, events, tally.at_seq.get))
+    ]
     rollback += [
         f"{h[:12]}… (--head) is not the hash of any event of this log (last seq {events}): "
         "the log was cut back, rewritten, or is another log"
@@ -121,6 +128,329 @@ def verify(ledger: OpenLog, anchors: Iterable[Anchor] = (), progress: Progress |
     return VerifyReport(
         not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
     )
+
+
+class _Members(Protocol):
+    def member(self, offset: int, first_seq: int) -> None: ...
+
+
+class _Stubs(Protocol):
+    def see(self, batch: list[Event]) -> None: ...
+
+
+M = TypeVar("M", bound=_Members)
+S = TypeVar("S", bound=_Stubs)
+
+
+class _Tally(Generic[M, S]):
+    """What a scan of members found, member by member: events, the checkpoint id, the last
+    member's end and event hash, the anchors' seqs and ``--head`` hashes met, and what the
+    side index (``check``) and the redactions (``redactions``) need to see."""
+
+    def __init__(self, check: M, redactions: S, want_seq: set[int], heads: list[str]) -> None:
+        self.check, self.redactions = check, redactions
+        self.want_seq, self.heads = want_seq, heads
+        self.events, self.end = 0, 0
+        self.ckpt: str | None = None
+        self.first: tuple[int, str, str] | None = None  # (seq, prev, ckpt) of the first event
+        self.last_hash = ""
+        self.at_seq: dict[int, str] = {}
+        self.found: dict[str, int] = {}
+
+    def add(self, member: Member, batch: list[Event]) -> None:
+        self.redactions.see(batch)
+        if batch:
+            first = batch[0].seq  # seqs run on without a gap inside a checked member
+            if self.first is None:
+                self.first = (first, batch[0].prev, batch[0].ckpt)
+            self.check.member(member.offset, first)
+            self.ckpt = self.ckpt or batch[0].ckpt
+            self.at_seq.update((s, batch[s - first].hash) for s in self.want_seq if first <= s < first + len(batch))
+            self.last_hash = batch[-1].hash
+        for h in self.heads:
+            self.found.update((h, event.seq) for event in batch if event.hash.startswith(h))
+        self.events += len(batch)
+        self.end = member.end
+
+
+def _verify_serial(
+    ledger: OpenLog,
+    records: list[tuple[int, int]],
+    want_seq: set[int],
+    heads: list[str],
+    size: int,
+    progress: Progress | None,
+) -> _Tally[IndexCheck, Redactions] | VerifyReport:
+    """Every member from byte 0 in this process: what they hold, or the report of the first
+    damage or torn tail."""
+    tally = _Tally(IndexCheck(records), Redactions(), want_seq, heads)
+    with ledger.file.reader() as f:
+        try:
+            for member, batch in walk(ledger, f, 0, seq=1, prev=""):
+                tally.add(member, batch)
+                if progress is not None:
+                    progress(tally.events, max(tally.events, ledger.state.head.seq))
+        except LogCorrupted as exc:
+            return VerifyReport(False, tally.events, tally.events, size, exc.seq, exc.offset, str(exc))
+        except BadMember as bad:
+            events = tally.events
+            why = why_not_torn(ledger, f, bad, events, locked=False)
+            if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
+                reason = bad.reason if why is None else f"{bad.reason}; {why}"
+                return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
+    return tally
+
+
+def _may_split(parallel: bool | None, size: int) -> bool:
+    """Whether a second process may check half the log: asked for (and :func:`can_fork`), or
+    a large log and :func:`second_cpu`."""
+    if parallel is None:
+        return size >= PARALLEL_FROM and second_cpu()
+    return parallel and can_fork()
+
+
+def can_fork() -> bool:
+    """Whether this process may run work in a forked child (:class:`Beside`): it has ``fork``
+    and runs no other thread (a forked child would inherit the locks they hold)."""
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def second_cpu() -> bool:
+    """:func:`can_fork`, and more than one CPU is there for this process to use."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cpus > 1 and can_fork()
+
+
+def _split_offset(records: list[tuple[int, int]], size: int) -> int | None:
+    """The side index record nearest the middle of the log, past its first member (None when
+    the index names none). The index is only a hint: the first half must end there."""
+    offsets = [offset for offset, _seq in records if offset > 0]
+    return min(offsets, key=lambda offset: abs(2 * offset - size)) if offsets else None
+
+
+def _verify_split(
+    ledger: OpenLog,
+    records: list[tuple[int, int]],
+    split: int,
+    want_seq: set[int],
+    heads: list[str],
+    progress: Progress | None,
+) -> _Tally[IndexCheck, Redactions] | None:
+    """The members before ``split`` checked here while a forked process checks those from it
+    to the end; joined when the first half ends exactly at ``split`` and the second half's
+    first event links to its last. None on anything else (the caller checks it all again)."""
+    later = [r for r in records if r[0] >= split]
+    try:
+        second = Beside(lambda report: _second_half(ledger, split, later, want_seq, heads, report))
+    except OSError:
+        return None  # no process to spare (fork refused): one process checks it all
+    try:
+        tally = _Tally(IndexCheck(records), Redactions(), want_seq, heads)  # the second half's members join it
+        with ledger.file.reader() as f:
+            try:
+                for member, batch in walk(ledger, f, 0, seq=1, prev=""):
+                    if member.end > split:
+                        return None  # the index's record is not the start of a member
+                    tally.add(member, batch)
+                    if progress is not None:
+                        done = tally.events + second.done()
+                        progress(done, max(done, ledger.state.head.seq))
+                    if member.end == split:
+                        break
+                else:
+                    return None  # the log ended before the split
+            except (LogCorrupted, BadMember):
+                return None
+        half = second.result(
+            None if progress is None else lambda: progress(tally.events + second.done(), ledger.state.head.seq)
+        )
+    finally:
+        second.cancel()
+    if not isinstance(half, _Half) or half.first is None:
+        return None
+    seq, prev, ckpt = half.first
+    if seq != tally.events + 1 or prev != tally.last_hash or ckpt != tally.ckpt:
+        return None  # not the next link: the one-process check names what is wrong
+    for offset, first_seq in half.members:
+        tally.check.member(offset, first_seq)
+    tally.redactions.see(half.stubs)
+    tally.at_seq.update(half.at_seq)
+    tally.found.update(half.found)
+    tally.events += half.events
+    tally.end = half.end
+    if progress is not None:
+        progress(tally.events, max(tally.events, ledger.state.head.seq))
+    return tally
+
+
+@dataclass(frozen=True)
+class _Half:
+    """What the second half of a log held, as its process sends it back."""
+
+    events: int
+    first: tuple[int, str, str] | None  # (seq, prev, ckpt) of its first event
+    end: int
+    members: list[tuple[int, int]]  # (offset, first seq) of the members a side index record falls to
+    stubs: list[Event]  # its stubs and redaction events, in order
+    at_seq: dict[int, str]
+    found: dict[str, int]
+
+
+class _IndexedMembers:
+    """The members the side index check must see, in order: each one at or after which the
+    next record falls (the others leave that check as it was)."""
+
+    def __init__(self, records: list[tuple[int, int]]) -> None:
+        self.offsets = [offset for offset, _seq in records]
+        self.seen: list[tuple[int, int]] = []
+        self._i = 0
+
+    def member(self, offset: int, first_seq: int) -> None:
+        if self._i < len(self.offsets) and self.offsets[self._i] <= offset:
+            self.seen.append((offset, first_seq))
+            while self._i < len(self.offsets) and self.offsets[self._i] <= offset:
+                self._i += 1
+
+
+class _StubEvents:
+    """The events :class:`Redactions` looks at (stubs and redactions), kept in order."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def see(self, batch: list[Event]) -> None:
+        self.events += _stubs_and_redactions(batch)
+
+
+def _second_half(
+    ledger: OpenLog,
+    split: int,
+    records: list[tuple[int, int]],
+    want_seq: set[int],
+    heads: list[str],
+    progress: Progress,
+) -> _Half | None:
+    """In the forked process: the members from ``split`` to the end, each checked as the
+    one-process scan does, starting from whatever the first event says; None on anything
+    but a clean end of file."""
+    tally = _Tally(_IndexedMembers(records), _StubEvents(), want_seq, heads)
+    with ledger.file.reader() as f:
+        try:
+            for member, batch in walk(ledger, f, split):
+                tally.add(member, batch)
+                progress(tally.events, 0)
+        except (LogCorrupted, BadMember):
+            return None
+    stubs, members = tally.redactions.events, tally.check.seen
+    return _Half(tally.events, tally.first, tally.end, members, stubs, tally.at_seq, tally.found)
+
+
+T = TypeVar("T")
+
+
+class Beside(Generic[T]):
+    """``work(progress)`` run in a forked process while this one goes on: :meth:`result` is
+    what it returned (pickled back through a pipe), or None when it raised or died;
+    :meth:`done` is the last count it passed to ``progress``. Only where :func:`can_fork`."""
+
+    def __init__(self, work: Callable[[Progress], T]) -> None:
+        self._count = mmap.mmap(-1, _COUNT.size)  # shared with the child: MAP_SHARED, anonymous
+        read, write = os.pipe()
+        parent = os.getpid()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            self._count.close()
+            raise
+        if pid == 0:  # the child: never returns into the caller's frames
+            try:
+                _die_with_parent()
+                if os.getppid() != parent:
+                    os._exit(0)  # the parent died before the line above
+                os.close(read)
+                try:
+                    payload = pickle.dumps(work(self._report), pickle.HIGHEST_PROTOCOL)
+                except BaseException:  # any failure (Ctrl-C too) is a None for the parent
+                    payload = b""
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(write, view) :]
+            finally:
+                os._exit(0)
+        os.close(write)
+        self._pid: int | None = pid
+        self._read = read
+        self._last = 0
+
+    def _report(self, done: int, _total: int) -> None:
+        _COUNT.pack_into(self._count, 0, done)
+
+    def done(self) -> int:
+        """The count the work last reported (also once it ended)."""
+        if not self._count.closed:
+            self._last = int(_COUNT.unpack_from(self._count)[0])
+        return self._last
+
+    def result(self, waiting: Callable[[], None] | None = None) -> T | None:
+        """Wait for the work's result (None: it raised or died), calling ``waiting`` every
+        :data:`POLL_S` seconds meanwhile."""
+        parts = []
+        while True:
+            ready, _, _ = select.select([self._read], [], [], POLL_S)
+            if not ready:
+                if waiting is not None:
+                    waiting()
+                continue
+            part = os.read(self._read, 1 << 20)
+            if not part:
+                break
+            parts.append(part)
+        self._reap()
+        try:
+            return cast(T, pickle.loads(b"".join(parts)))
+        except (pickle.UnpicklingError, EOFError, ValueError):
+            return None  # it raised, or died before it sent all of its result
+
+    def cancel(self) -> None:
+        """Stop the work if it still runs, and release what it held (idempotent)."""
+        if self._pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+        self._reap()
+
+    def _reap(self) -> None:
+        if self._pid is not None:
+            os.waitpid(self._pid, 0)
+            self._pid = None
+        if self._read >= 0:
+            os.close(self._read)
+            self._read = -1
+        if not self._count.closed:
+            self.done()  # kept for a last look
+            self._count.close()
+
+
+_COUNT = struct.Struct("<q")
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Linux: this child gets SIGKILL when its parent dies (a verify killed mid-way leaves no
+    process behind); elsewhere it ends on its own once its work is done."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _stubs_and_redactions(batch: list[Event]) -> list[Event]:
+    """The stubs (:func:`ledger.events.is_stub_body`, inlined: this runs for every event) and
+    the redaction events of ``batch``."""
+    redacted = EventsRedacted.type_name
+    return [e for e in batch if (len(e.body) == 1 and "sha256" in e.body) or e.type == redacted]
 
 
 class Redactions:
@@ -135,10 +465,10 @@ class Redactions:
         self.wrong: tuple[int, str] | None = None
 
     def see(self, batch: list[Event]) -> None:
-        for event in batch:
+        for event in _stubs_and_redactions(batch):
             if is_stub_body(event.body):
                 self.stubs[event.seq] = event
-            elif event.type == EventsRedacted.type_name and self.wrong is None:
+            elif self.wrong is None:
                 self._check(event)
 
     def _check(self, redaction: Event) -> None:

@@ -1,0 +1,238 @@
+"""Verify in two processes (issue 30, item 4): the second half of a log checked in a forked
+process gives the report the one-process check gives, on a sound log and on every kind of
+damage, wherever it is: in the second half, a broken link exactly at the split, a torn tail,
+a side index record that is not a member's start, a redaction across the halves.
+
+Each test writes down the report it expects first (seq, offset, reason), then checks that
+both ways of verifying give exactly it."""
+
+from __future__ import annotations
+
+import io
+import zlib
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import ledger.log
+import ledger.verify
+from ledger import Ledger, VerifyReport
+from ledger.anchor import Anchor
+from ledger.chain import sign
+from ledger.events import Event, UnsignedEvent
+from ledger.layout import store_dir
+from ledger.log import LOG_NAME, Member, compress_member, scan_members
+from ledger.redact import Selector, redact
+from ledger.verify import verify
+
+MEMBERS = 24
+PER_MEMBER = 5
+
+
+@pytest.fixture(autouse=True)
+def every_member_indexed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A side index record for every member, so a small log offers splits anywhere."""
+    monkeypatch.setattr(ledger.log, "IDX_STRIDE", 1)
+
+
+def write_log(ckpt: Path, members: int = MEMBERS, secret_at: int | None = None) -> None:
+    with Ledger.open(ckpt) as lg:
+        for m in range(members):
+            with lg.batch() as batch:
+                for i in range(PER_MEMBER):
+                    n = m * PER_MEMBER + i
+                    text = "the secret key" if n == secret_at else f"result {n} " + "x" * (n % 40)
+                    batch.append("root", "memory_added", {"text": text}, current_node="root")
+
+
+def log_path(ckpt: Path) -> Path:
+    return store_dir(ckpt) / LOG_NAME
+
+
+def members(ckpt: Path) -> list[Member]:
+    return list(scan_members(io.BytesIO(log_path(ckpt).read_bytes())))
+
+
+def split_of(ckpt: Path) -> int:
+    """Where verify splits this log (the side index record nearest the middle)."""
+    with Ledger.open_readonly(ckpt) as lg:
+        split = ledger.verify._split_offset(lg.file.read_index(), lg.file.size())
+    assert split is not None
+    return split
+
+
+def first_seq_at(ckpt: Path, offset: int) -> int:
+    member = next(m for m in members(ckpt) if m.offset == offset)
+    return int(msgspec.json.decode(member.data.split(b"\n")[0], type=Event).seq)
+
+
+def both(ckpt: Path, anchors: tuple[Anchor, ...] = (), *, joined: bool) -> tuple[VerifyReport, VerifyReport, list[int]]:
+    """(one process, two processes, the counts the second reported), checking that the
+    second one did fork, and whether its halves were ``joined`` (else the whole log was
+    checked again in one process, to name the damage)."""
+    forks: list[int] = []
+    counts: list[int] = []
+    again: list[int] = []
+    serial_check = ledger.verify._verify_serial
+
+    def counted_serial(*args: object) -> object:
+        again.append(1)
+        return serial_check(*args)  # type: ignore[arg-type]
+
+    class Counted(ledger.verify.Beside):  # type: ignore[type-arg]
+        def __init__(self, *args: object) -> None:
+            super().__init__(*args)  # type: ignore[arg-type]
+            forks.append(1)
+
+    with Ledger.open_readonly(ckpt) as lg:
+        serial = verify(lg, anchors, parallel=False)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(ledger.verify, "Beside", Counted)
+            mp.setattr(ledger.verify, "_verify_serial", counted_serial)
+            # the split's reports are under test, not the thread guard: earlier tests of a session
+            # may leave an idle thread alive (can_fork() would then refuse, rightly, to fork)
+            mp.setattr(ledger.verify, "can_fork", lambda: True)
+            parallel = verify(lg, anchors, lambda done, _total: counts.append(done), parallel=True)
+    assert forks == [1]
+    assert again == ([] if joined else [1])
+    return serial, parallel, counts
+
+
+def rewrite_from(ckpt: Path, offset: int, *, seq_shift: int = 0, first_prev: str | None = None) -> None:
+    """Every member from ``offset`` on re-signed (so each line's own hash and every link after
+    the first check out) with seqs moved by ``seq_shift`` or the first prev replaced."""
+    path = log_path(ckpt)
+    data = path.read_bytes()
+    out = [data[:offset]]
+    prev = first_prev
+    for member in scan_members(io.BytesIO(data), offset):
+        lines = []
+        for line in member.data.split(b"\n")[:-1]:
+            e = msgspec.json.decode(line, type=Event)
+            u = UnsignedEvent(e.v, e.seq + seq_shift, e.id, e.ts, e.ckpt, e.node, e.type, e.body, prev or e.prev)
+            event, signed = sign(u)
+            lines.append(signed)
+            prev = event.hash
+        out.append(compress_member(b"".join(lines)))
+    path.write_bytes(b"".join(out))
+
+
+def test_sound_log_same_report_and_counts(ckpt: Path) -> None:
+    write_log(ckpt)
+    total = MEMBERS * PER_MEMBER
+    with Ledger.open_readonly(ckpt) as lg:
+        second_half_hash = next(e.hash for e in lg.events() if e.seq == total - 2)
+        first_half_hash = next(e.hash for e in lg.events() if e.seq == 3)
+    heads = (Anchor("--head", second_half_hash[:16]), Anchor("--head", first_half_hash[:16]))
+    expected = VerifyReport(
+        True,
+        total,
+        total,
+        log_path(ckpt).stat().st_size,
+        found={second_half_hash[:16]: total - 2, first_half_hash[:16]: 3},
+    )
+    serial, parallel, counts = both(ckpt, heads, joined=True)
+    assert serial == expected
+    assert parallel == expected
+    assert counts == sorted(counts) and counts[-1] == total
+
+
+def test_damage_in_the_second_half(ckpt: Path) -> None:
+    write_log(ckpt)
+    split = split_of(ckpt)
+    victim = [m for m in members(ckpt) if m.offset > split][2]
+    seq = first_seq_at(ckpt, victim.offset)
+    raw = bytearray(log_path(ckpt).read_bytes())
+    raw[(victim.offset + victim.end) // 2] ^= 0xFF
+    log_path(ckpt).write_bytes(bytes(raw))
+    serial, parallel, _ = both(ckpt, joined=False)
+    assert (serial.ok, serial.first_bad_seq, serial.offset, serial.torn_tail) == (False, seq, victim.offset, False)
+    assert serial.reason is not None and serial.reason.startswith("invalid gzip data")
+    assert serial.reason.endswith("damaged, not torn")
+    assert parallel == serial
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (
+            {"first_prev": "0" * 64},
+            "prev does not match the previous event's hash (missing, reordered or edited event)",
+        ),
+        ({"seq_shift": 1}, "expected seq {seq}, found seq {next} (missing, repeated or reordered event)"),
+    ],
+)
+def test_broken_link_exactly_at_the_split(ckpt: Path, change: dict[str, object], why: str) -> None:
+    write_log(ckpt)
+    split = split_of(ckpt)
+    seq = first_seq_at(ckpt, split)
+    rewrite_from(ckpt, split, **change)  # type: ignore[arg-type]
+    reason = f"seq {seq} at byte offset {split}: " + why.format(seq=seq, next=seq + 1)
+    serial, parallel, _ = both(ckpt, joined=False)
+    assert (serial.ok, serial.first_bad_seq, serial.offset, serial.reason) == (False, seq, split, reason)
+    assert parallel == serial
+
+
+def test_torn_tail(ckpt: Path) -> None:
+    write_log(ckpt)
+    size = log_path(ckpt).stat().st_size
+    member = zlib.compress(b'{"v":3}\n' * 50, 1, wbits=31)
+    with log_path(ckpt).open("ab") as f:
+        f.write(member[: len(member) // 2])
+    total = MEMBERS * PER_MEMBER
+    serial, parallel, _ = both(ckpt, joined=False)
+    assert (serial.ok, serial.first_bad_seq, serial.offset, serial.torn_tail, serial.reason) == (
+        False,
+        total + 1,
+        size,
+        True,
+        "gzip member cut short (torn write)",
+    )
+    assert parallel == serial
+
+
+def test_index_record_not_at_a_member(ckpt: Path) -> None:
+    write_log(ckpt)
+    split = split_of(ckpt)
+    seq = first_seq_at(ckpt, split)
+    idx = log_path(ckpt).with_name(LOG_NAME + ".idx")
+    records = [(o + 3 if o == split else o, s) for o, s in ledger.log._IDX_RECORD.iter_unpack(idx.read_bytes())]
+    idx.write_bytes(b"".join(ledger.log._IDX_RECORD.pack(*r) for r in records))
+    serial, parallel, _ = both(ckpt, joined=False)  # the first half does not end at the record
+    assert serial.ok and serial.problems[0].startswith(
+        f"side index {idx.name}: record ({split + 3}, seq {seq}) does not point at the start of a member"
+    )
+    assert parallel == serial
+
+
+def test_redaction_across_the_halves(ckpt: Path) -> None:
+    write_log(ckpt, secret_at=2)  # the stub in the first half, the redaction event at the end
+    redact(ckpt, Selector(text="the secret key"), reason="leak", by="tester")
+    serial, parallel, _ = both(ckpt, joined=True)
+    assert serial.ok and serial.events == MEMBERS * PER_MEMBER + 1
+    assert parallel == serial
+
+
+def test_stub_nobody_accounts_for_in_the_second_half(ckpt: Path) -> None:
+    write_log(ckpt)
+    split = split_of(ckpt)
+    seq = first_seq_at(ckpt, split) + PER_MEMBER + 1
+    path = log_path(ckpt)
+    data = path.read_bytes()
+    out = [data[:split]]
+    prev: str | None = None
+    for member in scan_members(io.BytesIO(data), split):  # the event at seq: its body replaced by a seal
+        lines = []
+        for line in member.data.split(b"\n")[:-1]:
+            e = msgspec.json.decode(line, type=Event)
+            body = {"sha256": "ab" * 32} if e.seq == seq else e.body
+            event, signed = sign(UnsignedEvent(e.v, e.seq, e.id, e.ts, e.ckpt, e.node, e.type, body, prev or e.prev))
+            lines.append(signed)
+            prev = event.hash
+        out.append(compress_member(b"".join(lines)))
+    path.write_bytes(b"".join(out))
+    serial, parallel, _ = both(ckpt, joined=True)  # found once the halves are joined
+    expected = f"seq {seq}'s body was removed but no redaction event records it (edited log)"
+    assert (serial.ok, serial.first_bad_seq, serial.offset, serial.reason) == (False, seq, None, expected)
+    assert parallel == serial
