@@ -24,8 +24,8 @@ import msgspec
 
 from .errors import InvalidInput
 from .events import check_node_id
-from .node_report import report_findings, report_hash
 from .provenance import artifact_refs
+from .report_file import report_hash
 from .typed import typed_metadata
 from .vocabulary import NODE_LABELS, Finding
 
@@ -63,6 +63,8 @@ def plan(
     node_id = report.get("node_id")
     if not isinstance(node_id, str) or not node_id:
         raise InvalidInput("node_report.node_id", "missing: the report does not say which node it is about")
+    from .node_report import report_findings  # pydantic's models load with the first report, not with every client
+
     findings = report_findings(report)
     provenance = artifact_refs(report, work_dir)
     findings.extend(provenance.findings)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,8 @@ GROUP = "ari_memory_ledger.memory"
 
 @cache
 def _registered(name: str) -> Callable[..., Any]:
+    from importlib.metadata import entry_points  # ~4 MB: only for the retired door, when used
+
     found = entry_points(group=GROUP, name=name)
     if not found:
         raise ConfigurationError(

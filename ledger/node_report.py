@@ -8,20 +8,17 @@ only the required fields. It is strict about types — a silently coerced metric
 would make the index disagree with the evidence — so it is used two ways:
 :func:`load_node_report` refuses a report that fails it, and :func:`report_findings` lists
 every problem so consolidation can store what ARI would store and flag the rest.
-Fields ARI may add later are kept (``extra="allow"``).
+Fields ARI may add later are kept (``extra="allow"``). Reading and hashing a report
+without the models is :mod:`ledger.report_file` (re-exported here).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
-import msgspec
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -34,11 +31,13 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
-from ledger.safe_io import UnsafeFile, read_file
+from ledger.report_file import MAX_REPORT_BYTES, read_report_file, report_hash
 from ledger.vocabulary import Finding, NodeLabel, ReportRole, is_sha256
 
 ArtifactRole = ReportRole  # one list of roles, defined with the events
 ARTIFACT_ROLES: tuple[str, ...] = get_args(ArtifactRole)
+
+__all__ = ["MAX_REPORT_BYTES", "NodeReport", "load_node_report", "read_report_file", "report_findings", "report_hash"]
 
 
 def _sha256(value: object) -> str:
@@ -170,9 +169,6 @@ def _tree_error(field: str, reason: str) -> None:
     raise PydanticCustomError("tree_position", "{reason}", {"field": field, "reason": reason})
 
 
-MAX_REPORT_BYTES = 16 * 1024 * 1024
-
-
 def load_node_report(source: str | Path | Mapping[str, Any]) -> NodeReport:
     """Parse and validate a report from a ``node_report.json`` path or an already-decoded dict."""
     data = source if isinstance(source, Mapping) else read_report_file(Path(source))
@@ -196,58 +192,6 @@ def report_findings(data: Mapping[str, Any]) -> list[Finding]:
             found.append(Finding(field, bad.reason))
         return found
     return []
-
-
-def report_hash(report: NodeReport | Mapping[str, Any]) -> str:
-    """sha256 of the report's canonical JSON, so re-consolidating the same report is a no-op.
-
-    A model hashes the fields it was given (defaults it filled in are left out), so a
-    dict and the model loaded from it hash the same. NaN hashes as null, as it is stored.
-    """
-    data = report.model_dump(mode="json", exclude_unset=True) if isinstance(report, NodeReport) else report
-    try:
-        text = _canonical(data)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidInput("node_report", f"not JSON-serialisable: {exc}") from None
-    return hashlib.sha256(text).hexdigest()
-
-
-def read_report_file(path: Path, inside: Path | None = None) -> Any:
-    """A report file's JSON, read safely: a regular file, at most 16 MiB, inside ``inside``.
-
-    Read by :func:`ledger.safe_io.read_file` (non-blocking, never through a link at its last
-    component, checked with fstat before reading), so a FIFO or a device (``/dev/zero``) is
-    refused instead of hanging or filling memory.
-    """
-    target = path
-    if inside is not None:
-        real, root = Path(os.path.realpath(path)), Path(os.path.realpath(inside))
-        if not real.is_relative_to(root):
-            raise InvalidInput("node_report", f"{path} is outside the node's work dir {inside}; not read")
-        target = real  # a link inside the work dir is followed here, never at the open
-    try:
-        raw = read_file(target, MAX_REPORT_BYTES)
-    except FileNotFoundError:
-        raise InvalidInput("node_report", f"file not found: {path}") from None
-    except UnsafeFile as exc:  # a link, a FIFO, a device, a directory, too big: one line, nothing read
-        raise InvalidInput("node_report", str(exc)) from None
-    except OSError as exc:
-        raise InvalidInput("node_report", f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise InvalidInput("node_report", f"{path} is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            "node_report", f"invalid JSON in {path} at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-
-
-_encoder = msgspec.json.Encoder(order="deterministic")
-
-
-def _canonical(data: Any) -> bytes:
-    return _encoder.encode(data)
 
 
 def _as_invalid_input(err: Mapping[str, Any]) -> InvalidInput:

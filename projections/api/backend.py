@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, cast
 
@@ -69,6 +68,8 @@ log = logging.getLogger("projections")
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # ~4 MB: only when status is asked
+
     try:
         return f"ari-memory-ledger {version('ari-memory-ledger')}"
     except PackageNotFoundError:

@@ -18,7 +18,7 @@ from ledger import CopyOnWriteViolation, InvalidInput
 from ledger.consolidation import Consolidation, plan, spec_dict
 from ledger.events import Event, MemoryAdded, check_text
 from ledger.ledger import Batch
-from ledger.node_report import read_report_file
+from ledger.report_file import read_report_file
 from ledger.typed import typed_metadata
 from ledger.vocabulary import KINDS, REPRO_STATUSES
 from projections import settings

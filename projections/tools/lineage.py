@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from ledger import InvalidInput
 from ledger.consolidation import headline_metric
-from ledger.node_report import read_report_file
+from ledger.report_file import read_report_file
 from ledger.safe_io import read_json
 from ledger.typed import evidence_refs
 from projections.api.backend import MemoryBackend

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
-from ledger.node_report import read_report_file
 from ledger.progress import Interrupted
+from ledger.report_file import read_report_file
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections import settings
 from projections.api.backend import MemoryBackend

@@ -1,0 +1,80 @@
+"""What a memory client loads (issue 30, item 1): the modules a node's writes and searches
+never use stay out of its process.
+
+pydantic (the node_report models) and ``importlib.metadata`` cost ~10 MB of a client's peak
+RSS, ~14 % of it. They load with the first node report consolidated, the retired
+``ledger.get_backend`` door, or a ``status`` asking for the version, never with
+``add_memory`` and ``search_memory``. Each case runs in a fresh interpreter, the way ARI
+starts one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from support.env import subprocess_env
+
+HEAVY = ("pydantic", "pydantic_core", "importlib.metadata", "ledger.node_report")
+
+
+def loaded_after(script: str, ckpt: Path) -> dict[str, bool]:
+    """Which of HEAVY a fresh interpreter holds after running ``script`` (``backend`` is open on ``ckpt``)."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+                import json, sys
+                from projections.api.backend import clear_backend_cache, get_backend
+                backend = get_backend(sys.argv[1])
+                """
+            )
+            + textwrap.dedent(script)
+            + textwrap.dedent(
+                f"""
+                clear_backend_cache()
+                print(json.dumps({{name: name in sys.modules for name in {HEAVY!r}}}))
+                """
+            ),
+            str(ckpt),
+        ],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    return dict(json.loads(run.stdout.splitlines()[-1]))
+
+
+def test_writes_and_searches_load_neither_pydantic_nor_package_metadata(tmp_path: Path) -> None:
+    loaded = loaded_after(
+        """
+        for i in range(30):
+            node = f"node_{i % 3}"
+            backend.add_memory(node, f"entry {i}: {i * 0.37:.2f} GFlops/s", current_node=node)
+        assert backend.search_memory("GFlops", ["node_1"], 5)
+        """,
+        tmp_path / "ckpt",
+    )
+    assert loaded == dict.fromkeys(HEAVY, False)
+
+
+def test_consolidating_a_report_loads_the_models_it_needs(tmp_path: Path) -> None:
+    """The other side: the lazy import is there when a report is checked against ARI's schema."""
+    work = tmp_path / "run" / "node_1"
+    work.mkdir(parents=True)
+    report = {"schema_version": 1, "node_id": "node_1", "status": "success", "metrics": {"GFlops": 1.5}}
+    (work / "node_report.json").write_text(json.dumps(report))
+    loaded = loaded_after(
+        f"""
+        backend.consolidate_node_memory("node_1", {str(work / "node_report.json")!r}, {str(work)!r}, current_node="node_1")
+        """,
+        tmp_path / "ckpt",
+    )
+    assert loaded["pydantic"] and loaded["ledger.node_report"]
