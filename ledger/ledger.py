@@ -68,7 +68,7 @@ from .recovery import (
 )
 from .safe_io import create_new, kept_mode
 from .state import Head, LogState
-from .verify import VerifyReport
+from .verify import Parallel, VerifyReport
 from .verify import verify as verify_log
 
 log = logging.getLogger("ledger")
@@ -479,11 +479,15 @@ class Ledger:
                 if why is not None and why != IN_FLIGHT:
                     raise damage(self, bad, why) from None
 
-    def verify(self, anchors: Iterable[Anchor] = (), progress: Progress | None = None) -> VerifyReport:
+    def verify(
+        self, anchors: Iterable[Anchor] = (), progress: Progress | None = None, *, parallel: Parallel = False
+    ) -> VerifyReport:
         """Check the whole log, its side index, and that the head file's anchor and ``anchors``
         are events of this chain (:func:`ledger.verify.verify`). Read-only: no lock, no recovery.
-        ``progress(events checked, events)`` after each member."""
-        return verify_log(self, anchors, progress)
+        ``progress(events checked, events)`` after each member. In this process only unless
+        ``parallel`` asks for a forked second one ("auto" or True): a library caller may run
+        threads, which a fork must not copy."""
+        return verify_log(self, anchors, progress, parallel=parallel)
 
     # -- the tools' seam (ledger.redact, ledger.rollback) --------------------------------
 

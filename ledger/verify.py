@@ -3,6 +3,10 @@
 ``ari-ledger verify``, export and repair ask it what the log holds. It reads without the lock
 and recovers nothing: a torn tail or damage is reported, not moved aside, and a member a
 writer is still appending ends what was verified (the next verify reads it).
+
+It runs in one process unless its caller asks for more: a library call may be made in a
+process with threads (ARI's MCP server), which a fork must not copy. Only the commands a
+person runs (``ari-ledger verify``, ``prove``) ask for ``parallel="auto"``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Generic, Literal, Protocol, TypeVar, cast
 
 from .anchor import Anchor, AnchorUnreadable, anchor_problem
 from .chain import canonical
@@ -61,20 +65,23 @@ class VerifyReport:
         return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
 
 
-PARALLEL_FROM = 4 << 20  # bytes of log from which a second process checks the second half (fork: milliseconds)
+PARALLEL_FROM = 4 << 20  # bytes of log from which "auto" checks half of it in a second process (fork: milliseconds)
 POLL_S = 0.25  # how often progress is reported while waiting for the second process
+
+Parallel = bool | Literal["auto"]
 
 
 def verify(
-    ledger: OpenLog, anchors: Iterable[Anchor] = (), progress: Progress | None = None, *, parallel: bool | None = None
+    ledger: OpenLog, anchors: Iterable[Anchor] = (), progress: Progress | None = None, *, parallel: Parallel = False
 ) -> VerifyReport:
     """Check the whole log from byte 0 (gzip members, lines, hashes, links, ckpt), the side
     index against the members, and that the head file's anchor and ``anchors`` are events
     of this chain. Read-only: no lock, no recovery. ``progress(events checked, events the
     open found)`` after each member.
 
-    ``parallel`` (None: when the log is large, more than one CPU is free to this process and
-    it runs no other thread; True: whenever the side index offers a member to split at): the
+    ``parallel`` (False, the default: this process only, never a fork; "auto": when the log
+    is large, more than one CPU is free to this process and it runs no other thread; True:
+    whenever the side index offers a member to split at and it runs no other thread): the
     members from one near the middle on are checked in a forked process at the same time,
     and its first event must link to the last event of the first half. Anything unusual in
     either half (damage, a torn tail, a split that is not a member boundary) is reported by
@@ -201,12 +208,12 @@ def _verify_serial(
     return tally
 
 
-def _may_split(parallel: bool | None, size: int) -> bool:
+def _may_split(parallel: Parallel, size: int) -> bool:
     """Whether a second process may check half the log: asked for (and :func:`can_fork`), or
-    a large log and :func:`second_cpu`."""
-    if parallel is None:
+    "auto", a large log and :func:`second_cpu`."""
+    if parallel == "auto":
         return size >= PARALLEL_FROM and second_cpu()
-    return parallel and can_fork()
+    return parallel is True and can_fork()
 
 
 def can_fork() -> bool:

@@ -188,7 +188,12 @@ def verify_open(
     progress: Progress | None = None,
 ) -> Verification:
     """:func:`verify` on a log already open (``Ledger.open_readonly``), which stays open: a
-    command that reads the log next opens it once."""
+    command that reads the log next opens it once.
+
+    For the commands a person runs (``verify``, ``prove``, ``redact``'s check), in their own
+    process: a large log or snapshot is checked with forked second processes where a CPU is
+    free and no other thread runs (:func:`ledger.verify.second_cpu`). Library code calls
+    ``Ledger.verify``, which forks only when asked to."""
     vc_anchor, vc_problem = context_anchor(context or ledger.checkpoint_dir / VERIFIED_CONTEXT_NAME)
     events = ledger.last_seq
     cursor = _snapshot_cursor(ledger)
@@ -204,7 +209,7 @@ def verify_open(
         # The snapshot's check is the longer job: a second process for half the log would
         # only take CPU from it, unless the snapshot holds little of the log.
         alone = beside is not None and SNAPSHOT_CHECK_COST * cursor >= events
-        report = verify_log(ledger, anchors, log_part, parallel=False if alone else None)
+        report = verify_log(ledger, anchors, log_part, parallel=False if alone else "auto")
         snapshot = None
         if report.reason is None:
             waiting = None if progress is None or beside is None else lambda: progress(events + beside.done(), total)

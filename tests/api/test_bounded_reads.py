@@ -29,7 +29,7 @@ from ledger.ari_import import BACKUP_NAME, read_ari_file
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, compress_member
 from ledger.safe_io import MEMBER_ENV, UnsafeFile, inflate, read_file
-from support.env import subprocess_env
+from support.env import ari_ledger, subprocess_env
 
 ZEROS = 10 * 1024 * 1024  # what the bombs inflate to
 LOW = "1"  # MiB: the limits the tests lower the defaults to
@@ -180,13 +180,7 @@ def test_inflate_holds_no_more_than_its_limit() -> None:
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "run"
-    run = subprocess.run(
-        [sys.executable, "-m", "projections", "demo", str(out)],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
+    run = ari_ledger("demo", out)
     assert run.returncode == 0, run.stderr
     return out
 

@@ -4,11 +4,17 @@ damage, wherever it is: in the second half, a broken link exactly at the split, 
 a side index record that is not a member's start, a redaction across the halves.
 
 Each test writes down the report it expects first (seq, offset, reason), then checks that
-both ways of verifying give exactly it."""
+both ways of verifying give exactly it.
+
+Only a caller that asks (``parallel="auto"``: ``ari-ledger verify``) gets the second process:
+library code may run in a process with threads (ARI's MCP server), which a fork must not copy,
+so ``Ledger.verify`` and the library's callers of it never fork."""
 
 from __future__ import annotations
 
+import errno
 import io
+import os
 import zlib
 from pathlib import Path
 
@@ -19,11 +25,13 @@ import ledger.log
 import ledger.verify
 from ledger import Ledger, VerifyReport
 from ledger.anchor import Anchor
+from ledger.bundle import export_bundle, import_bundle
 from ledger.chain import sign
 from ledger.events import Event, UnsignedEvent
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, Member, compress_member, scan_members
 from ledger.redact import Selector, redact
+from ledger.repair import repair
 from ledger.verify import verify
 
 MEMBERS = 24
@@ -236,3 +244,36 @@ def test_stub_nobody_accounts_for_in_the_second_half(ckpt: Path) -> None:
     expected = f"seq {seq}'s body was removed but no redaction event records it (edited log)"
     assert (serial.ok, serial.first_bad_seq, serial.offset, serial.reason) == (False, seq, None, expected)
     assert parallel == serial
+
+
+@pytest.fixture
+def refused_forks(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A log written whose size makes it "large", a second CPU free and no other thread (forced),
+    and every fork counted and refused (as a system out of processes refuses it: verify then
+    checks the log in one process)."""
+    write_log(ckpt)
+    monkeypatch.setattr(ledger.verify, "PARALLEL_FROM", log_path(ckpt).stat().st_size)
+    monkeypatch.setattr(ledger.verify, "can_fork", lambda: True)
+    monkeypatch.setattr(ledger.verify, "second_cpu", lambda: True)
+    forks: list[int] = []
+
+    def refused() -> int:
+        forks.append(1)
+        raise OSError(errno.EAGAIN, "fork refused by the test")
+
+    monkeypatch.setattr(os, "fork", refused)
+    return forks
+
+
+def test_library_verify_never_forks(ckpt: Path, tmp_path: Path, refused_forks: list[int]) -> None:
+    total = MEMBERS * PER_MEMBER
+    with Ledger.open_readonly(ckpt) as lg:
+        assert lg.verify(parallel="auto").ok and refused_forks == [1]  # these conditions do ask for a fork
+        refused_forks.clear()
+        report = lg.verify()
+    assert report.ok and report.events == total
+    manifest = export_bundle(ckpt, tmp_path / "bundle.tar")
+    assert import_bundle(tmp_path / "bundle.tar", tmp_path / "copy") == manifest
+    repaired = repair(ckpt)
+    assert (repaired.kept, repaired.reason) == (total, None)  # nothing to repair
+    assert refused_forks == []
