@@ -198,6 +198,21 @@ def make_item(name: str, item_id: str, seq: int, cleared: int, record: bytes | m
     return Entry(item_id, name, seq, e.ts, e.body, e.kind, cleared)
 
 
+def row_of(event: Event) -> tuple[str, bytes] | None:
+    """The row a ``memory_added`` (in its node's collection) or ``react_step`` (in the trace)
+    makes: (collection, encoded record), or None for a redacted stub, which makes none."""
+    body = event.body
+    if is_stub_body(body):
+        return None
+    if event.type == "react_step":
+        step = event.body_as(ReactStep)
+        return REACT, _ENCODE(StepRecord(event.node, event_time(event), step.content, step.metadata))
+    return event.node, _ENCODE(EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {}))))
+
+
+Row = tuple[str, str, int, int, bytes]  # (collection, id, seq, cleared at, encoded record): a row as stored
+
+
 class Fresh:
     """Rows of one collection folded after the stored ones: in memory, records encoded."""
 
@@ -268,19 +283,10 @@ class Catalog:
     def apply(self, event: Event) -> None:
         _APPLY[event.type](self, event)
 
-    def _entry(self, event: Event) -> None:
-        body = event.body
-        if is_stub_body(body):
-            return  # redacted: no row; the redaction event that follows records what stays visible
-        record = EntryRecord(event_time(event), body, typed_kind(body.get("metadata", {})))
-        self._add(event.node, event.id, event.seq, _ENCODE(record))
-
-    def _step(self, event: Event) -> None:
-        if is_stub_body(event.body):
-            return
-        step = event.body_as(ReactStep)
-        record = StepRecord(event.node, event_time(event), step.content, step.metadata)
-        self._add(REACT, event.id, event.seq, _ENCODE(record))
+    def _row(self, event: Event) -> None:
+        row = row_of(event)
+        if row is not None:  # None: redacted, no row; the redaction event that follows records what stays visible
+            self._add(row[0], event.id, event.seq, row[1])
 
     def _clear(self, event: Event) -> None:
         self.clears.setdefault(event.node, []).append(event.seq)
@@ -431,6 +437,11 @@ class Catalog:
         Every stored collection is read (and so checked) before the first item is returned,
         so a scan never stops half way on damage.
         """
+        return (make_item(*row) for row in self.scan_rows(steps))
+
+    def scan_rows(self, steps: bool) -> Iterator[Row]:
+        """:meth:`scan` as the rows are stored, records encoded (a check compares them
+        with :func:`row_of` without decoding them)."""
         names = [n for n in self.collections() if (n == REACT) == steps]
         stored = [
             (n, rows, effective_cleared(rows, self.after(n))) for n in names if (rows := self.stored(n)) is not None
@@ -443,7 +454,7 @@ class Catalog:
     def scan_steps(self) -> Iterator[Step]:
         return cast(Iterator[Step], self.scan(True))
 
-    def _scan(self, names: list[str], stored: list[tuple[str, Rows, np.ndarray]]) -> Iterator[Item]:
+    def _scan(self, names: list[str], stored: list[tuple[str, Rows, np.ndarray]]) -> Iterator[Row]:
         if stored:
             seqs = np.concatenate([rows.seqs for _, rows, _ in stored])
             which = np.repeat(np.arange(len(stored)), [rows.n for _, rows, _ in stored])
@@ -452,11 +463,11 @@ class Catalog:
                 b = int(which[k])
                 name, rows, cleared = stored[b]
                 i = k - int(starts[b])
-                yield make_item(name, rows.id(i), int(rows.seqs[i]), int(cleared[i]), rows.record(i))
+                yield name, rows.id(i), int(rows.seqs[i]), int(cleared[i]), rows.record(i)
         fresh = sorted((f.seqs[i], n, i) for n in names if (f := self._fresh.get(n)) for i in range(len(f.ids)))
         for seq, name, i in fresh:
             f = self._fresh[name]
-            yield make_item(name, f.ids[i], seq, f.cleared[i], f.records[i])
+            yield name, f.ids[i], seq, f.cleared[i], f.records[i]
 
     def state(self) -> CatalogState:
         """Everything, materialised in log order (for tests and ``verify``; O(checkpoint))."""
@@ -520,8 +531,8 @@ class Catalog:
 _APPLY: PerEventType[Callable[[Catalog, Event], None]] = handlers(
     "Catalog.apply",
     {
-        "memory_added": Catalog._entry,
-        "react_step": Catalog._step,
+        "memory_added": Catalog._row,
+        "react_step": Catalog._row,
         "node_cleared": Catalog._clear,
         "checkpoint_purged": Catalog._purge,
         "node_started": Catalog._node,

@@ -161,6 +161,42 @@ def test_a_snapshot_that_disagrees_with_the_log_is_rebuilt(ckpt: Path, what: str
     backend.close()
 
 
+@pytest.mark.parametrize(
+    ("change", "sound"),
+    [
+        ("keys-reordered", True),  # the same record in other bytes: what it says is compared
+        ("whitespace", True),
+        ("ts", False),
+        ("kind", False),
+        ("metadata", False),
+        ("text-in-other-key-order", False),
+    ],
+)
+def test_a_record_is_compared_by_what_it_says_not_by_its_bytes(ckpt: Path, change: str, sound: bool) -> None:
+    make_checkpoint(ckpt)
+
+    def edit(rows, block) -> None:
+        ts, body, kind = msgspec.json.decode(rows.records[3])
+        if change == "ts":
+            ts += 1.0
+        elif change == "kind":
+            kind = "experiment_result"
+        elif change == "metadata":
+            body = {**body, "metadata": {"i": 4}}
+        elif change == "text-in-other-key-order":
+            body = {**body, "text": body["text"] + "!"}
+        reordered = dict(reversed(list(body.items())))
+        separators = (", ", ": ") if change == "whitespace" else (",", ":")
+        rows.records[3] = json.dumps([ts, reordered, kind], separators=separators).encode()
+        assert rows.records[3] != msgspec.json.encode(EntryRecord(ts, body, kind))  # other bytes, always
+
+    _forge(ckpt, edit)
+    check = check_snapshot(Ledger.open_readonly(ckpt))
+    assert (check.problem is None) == sound, check
+    if not sound:
+        assert "its entry at seq" in check.problem and "differs from the log's fold" in check.problem
+
+
 def test_an_older_format_snapshot_is_rebuilt(ckpt: Path, caplog: pytest.LogCaptureFixture) -> None:
     make_checkpoint(ckpt)
     (store_dir(ckpt) / SNAPSHOT_NAME).write_bytes(bytes.fromhex("28b52ffd") + b"format 4 bytes")
