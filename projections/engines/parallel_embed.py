@@ -4,12 +4,10 @@ A cold fold spends most of its time embedding, and :class:`~projections.models.e
 runs on one core. Its heavy parts (the tokenizer's ``encode_batch``, the gather of token
 vectors and the matmul) release the GIL, so threads can share the work.
 
-A row's vector depends on the batch it was embedded in (its padded length changes the order
-in which BLAS sums its tokens), so splitting a call anyhow would change the last bits of
-some vectors, and a replay would no longer equal an incremental fold. :class:`ParallelEmbedder`
-therefore cuts a call only between the batches the embedder itself would make of it, and gives
-each thread its batches' texts in the embedder's own order: each thread's call makes exactly
-those batches again, so every row is bit-identical to a single-threaded ``embed``.
+A row's vector does not depend on the texts embedded with it, so any split gives the same
+bits; :class:`ParallelEmbedder` still cuts a call only between the batches the embedder itself
+would make of it (``StaticEmbedder.batch_plan``), and gives each thread its batches' texts in
+that order: each thread's call makes exactly those batches again, no smaller ones.
 
 Threads live for one call (started and joined inside it): there is no pool to leak at close or
 to be inherited, dead, by a forked child. A call too small to share runs on the caller's thread.
@@ -23,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from projections.models.embedder import StaticEmbedder, _batches
+from projections.models.embedder import StaticEmbedder
 from projections.models.semantic import Embedder
 
 __all__ = ["MIN_SHARED_TEXTS", "ParallelEmbedder", "usable_cores"]
@@ -91,10 +89,9 @@ class ParallelEmbedder:
             return []
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             return []  # the inner embedder says what is wrong with them
-        lengths = np.fromiter((0 if t.isspace() else len(t) for t in texts), np.int64, len(texts))
-        batches = list(_batches(lengths))
+        batches = self.inner.batch_plan(texts)
         # A batch costs about its padded size: its texts times its longest (the last, sorted).
-        costs = np.cumsum([len(b) * int(lengths[b[-1]]) for b in batches])
+        costs = np.cumsum([len(b) * len(texts[b[-1]]) for b in batches])
         if not len(costs):
             return []
         cuts = np.searchsorted(costs, costs[-1] * np.arange(1, self.workers) / self.workers)

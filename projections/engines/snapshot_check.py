@@ -188,11 +188,11 @@ def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int, progress: Pro
 def vectors_problem(index: SemanticIndex, embedder: Embedder, items: list[Entry | Step]) -> str | None:
     """Why the stored vectors of ``items`` are not the embedding of their text, or None.
 
-    They are compared to the precision they are stored in (int8 codes, ``frozen.quantise``):
-    each component within one quantisation step (its row's largest magnitude / 127). Rounding
-    leaves half a step; an embedding is not bitwise the same in every batch (padding to the
-    batch's longest text changes the order BLAS sums in), so a component on a rounding
-    boundary may land one code away.
+    They are compared to the precision they are stored in (12-bit codes, ``frozen.quantise``):
+    each component within one quantisation step (its row's largest magnitude / 2047). Rounding
+    leaves half a step; a vector stored by an earlier version of the embedder may differ from
+    today's in its last bits (before batch-invariant sums: ~3e-8), so a component on a
+    rounding boundary may land one code away.
     """
     if not items:
         return None

@@ -17,7 +17,7 @@ import mmap
 import os
 import struct
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -161,17 +161,24 @@ def _load_inference() -> WordLlamaInference:
     return inference_cls(weights, Tokenizer.from_file(str(_resource(_TOKENIZER))))
 
 
-def _batches(lengths: np.ndarray) -> Iterator[list[int]]:
-    """Indices of the non-blank texts, shortest first, in batches of similar length."""
-    order = np.argsort(lengths, kind="stable")
-    order = order[np.searchsorted(lengths[order], 1) :].tolist()  # blank texts are skipped
-    start = 0
-    while start < len(order):
-        end = min(start + _MAX_BATCH, len(order))
-        longest = int(lengths[order[end - 1]])
-        end = start + max(1, min(end - start, _BATCH_CHAR_BUDGET // longest))
-        yield order[start:end]
-        start = end
+def _sums(mask: np.ndarray, table: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Each text's sum of its token vectors: its mask times its tokens' vectors over its own
+    length, the product ``_embed_single`` makes of the text alone.
+
+    A product over the batch's padded length sums in another order (BLAS blocks by that
+    length), so a text's vector would depend on the texts beside it. Texts of as many tokens
+    share a call, a few at a time (the widened token vectors held at once stay near
+    _GATHER_TOKENS rows)."""
+    counts = mask.sum(axis=1).astype(np.intp)
+    sums = np.empty((len(mask), table.shape[1]), dtype=np.float32)
+    order = np.argsort(counts, kind="stable")
+    for group in np.split(order, np.flatnonzero(np.diff(counts[order])) + 1):
+        n = int(counts[group[0]])
+        step = max(1, _GATHER_TOKENS // max(1, n))
+        for at in range(0, len(group), step):
+            part = group[at : at + step]
+            sums[part] = np.matmul(mask[part, None, :n], table[local[part, :n]])[:, 0, :]
+    return sums
 
 
 class StaticEmbedder:
@@ -226,25 +233,33 @@ class StaticEmbedder:
         if len(texts) == 1:
             return self._embed_single(texts[0])
         model = self._model
-        lengths = np.fromiter((0 if t.isspace() else len(t) for t in texts), np.int64, len(texts))
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         tokens = 0
-        for rows in _batches(lengths):
+        for rows in self.batch_plan(texts):
             encodings = model.tokenize([texts[k] for k in rows])
             ids = np.array([e.ids for e in encodings], dtype=np.intp)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
             tokens += int(mask.sum())
-            # Sum of the real (unpadded) token vectors; the mean's divisor cancels in the norm.
-            # Gathered a few texts at a time (each text's product is its own), so the widened
-            # token vectors held at once stay near _GATHER_TOKENS rows.
-            table, local = model.widened(ids)
-            sums = np.empty((len(rows), self.dim), dtype=np.float32)
-            step = max(1, _GATHER_TOKENS // ids.shape[1])
-            for at in range(0, len(rows), step):
-                part = slice(at, at + step)
-                sums[part] = np.matmul(mask[part, None, :], table[local[part]])[:, 0, :]
-            out[rows] = sums
+            # Sums of the real (unpadded) token vectors; the mean's divisor cancels in the norm.
+            out[rows] = _sums(mask, *model.widened(ids))
         return _normalised(out), tokens
+
+    def batch_plan(self, texts: Sequence[str]) -> list[list[int]]:
+        """The indices of the non-blank texts, in the batches ``embed`` makes of them and in
+        the order it embeds them: shortest first, at most _MAX_BATCH texts and about
+        _BATCH_CHAR_BUDGET characters of padded text a batch. Blank texts (empty or white
+        space) are in none: their rows stay zero."""
+        lengths = np.fromiter((0 if t.isspace() else len(t) for t in texts), np.int64, len(texts))
+        order = np.argsort(lengths, kind="stable")
+        order = order[np.searchsorted(lengths[order], 1) :].tolist()
+        plan, start = [], 0
+        while start < len(order):
+            end = min(start + _MAX_BATCH, len(order))
+            longest = int(lengths[order[end - 1]])
+            end = start + max(1, min(end - start, _BATCH_CHAR_BUDGET // longest))
+            plan.append(order[start:end])
+            start = end
+        return plan
 
     def _embed_single(self, text: str) -> tuple[np.ndarray, int]:
         """One text (a query) with the batch path's arithmetic, without its machinery."""

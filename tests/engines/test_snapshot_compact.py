@@ -20,8 +20,10 @@ from projections.api.backend import MemoryBackend
 from projections.engines import snapshot as snapshot_module
 from projections.engines.local import Projector
 from projections.engines.snapshot import SNAPSHOT_FORMAT, SNAPSHOT_NAME, open_snapshot
+from projections.engines.snapshot_check import vectors_problem
 from projections.models.embedder import get_embedder
 from projections.models.frozen import QUANT_STEPS, VectorCache, dequantise, join, quantise, split
+from projections.models.semantic import SemanticIndex
 
 
 @settings(max_examples=200, deadline=None)
@@ -164,3 +166,68 @@ def test_a_format_6_snapshot_is_refused_and_rebuilt(ckpt: Path, caplog: pytest.L
         reopened.close()
     assert "not used: unreadable (format 6, expected 7); rebuilding from the log" in caplog.text
     assert open_snapshot(path).preamble.format == 7  # saved again in the new format
+
+
+# What the snapshot's vector check says of a stored vector, changed thus from what was stored
+# (``fresh`` is the text's embedding now, ``step`` one 12-bit step of it): True = accepted.
+TOLERANCE_VERDICTS = {
+    "as stored": True,
+    "one component 0.9 step from the embedding": True,
+    "every component 0.9 step from the embedding": True,
+    "one component 3 steps from the embedding": False,
+    "another row's vector": False,
+    "no vector": False,
+}
+_CHANGES = {
+    "as stored": lambda stored, fresh, other, step: stored,
+    "one component 0.9 step from the embedding": lambda stored, fresh, other, step: _moved(stored, fresh, 0.9 * step),
+    "every component 0.9 step from the embedding": lambda stored, fresh, other, step: (
+        fresh + np.float32(0.9 * step) * np.where(np.arange(len(fresh)) % 2, 1, -1).astype(np.float32)
+    ),
+    "one component 3 steps from the embedding": lambda stored, fresh, other, step: _moved(stored, fresh, 3 * step),
+    "another row's vector": lambda stored, fresh, other, step: other,
+    "no vector": lambda stored, fresh, other, step: None,
+}
+
+
+def _moved(stored: np.ndarray, fresh: np.ndarray, by: float) -> np.ndarray:
+    """``stored`` with its component 7 set ``by`` above the embedding's."""
+    out = stored.copy()
+    out[7] = fresh[7] + np.float32(by)
+    return out
+
+
+class _Changed:
+    """A semantic index whose row ``item_id`` reads as ``vector`` (the others as stored)."""
+
+    def __init__(self, index: SemanticIndex, item_id: str, vector: np.ndarray | None) -> None:
+        self.index, self.item_id, self.vector = index, item_id, vector
+
+    def vector_of(self, name: str, item_id: str) -> np.ndarray | None:
+        return self.vector if item_id == self.item_id else self.index.vector_of(name, item_id)
+
+
+def test_the_vector_check_allows_one_12_bit_step_and_no_more(ckpt: Path) -> None:
+    backend = MemoryBackend(ckpt)
+    backend.start_node("root", current_node="root")
+    _fill(backend, "root", 6)
+    backend.close()
+    reopened = MemoryBackend(ckpt)
+    projector = reopened.session.projector
+    assert projector.loaded_from_snapshot  # the vectors are the snapshot's 12-bit codes
+    items = projector.catalog.entries_of("root")
+    embedder = get_embedder()
+    fresh = embedder.embed([item.text for item in items])
+    target = items[2]
+    stored = projector.index.vector_of("root", target.entry_id)
+    assert stored is not None and not np.array_equal(stored, fresh[2])  # quantised, not the float32 vector
+    step = float(np.max(np.abs(fresh[2]))) / QUANT_STEPS
+    other = projector.index.vector_of("root", items[4].entry_id)
+    verdicts = {}
+    for case, change in _CHANGES.items():
+        index = _Changed(projector.index, target.entry_id, change(stored, fresh[2], other, step))
+        problem = vectors_problem(index, embedder, items)  # type: ignore[arg-type]
+        assert problem in (None, f"its vector of seq {target.seq} is not the embedding of that entry's text")
+        verdicts[case] = problem is None
+    reopened.close()
+    assert verdicts == TOLERANCE_VERDICTS
