@@ -49,16 +49,17 @@ def write_output(path: Path, write: Callable[[BinaryIO], None]) -> None:
     fsync_dir(path.parent)
 
 
-def replace_file(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def replace_file(path: Path, data: bytes, *, mode: int | None = None, hidden: bool = False) -> None:
     """Replace ``path`` with ``data`` so a crash at any point leaves the old file or the whole new
     one, never an empty or partial one: a temporary file (``<name>.tmp-<random>`` beside it, made
-    exclusively) written and fsynced, renamed over ``path``, the directory fsynced (the rename is
-    durable when this returns). The new file has ``mode`` when given (a set-aside copy: 0600),
-    else the old file's permission bits, else 0644 (less the umask). A link at ``path`` is
-    replaced, never followed. A killed run's temporary file is left (a ``<name>.tmp-*`` beside
-    it), never written over."""
+    exclusively; with a leading dot when ``hidden``, so no glob of the real files takes it)
+    written and fsynced, renamed over ``path``, the directory fsynced (the rename is durable
+    when this returns). The new file has ``mode`` when given (a set-aside copy: 0600), else the
+    old file's permission bits, else 0644 (less the umask). A link at ``path`` is replaced,
+    never followed. A killed run's temporary file is left (a ``<name>.tmp-*`` beside it), never
+    written over."""
     keep = mode if mode is not None else kept_mode(path)
-    fd, tmp = create_temp(path, mode=0o644 if keep is None else 0o600)
+    fd, tmp = create_temp(path, mode=0o644 if keep is None else 0o600, hidden=hidden)
     try:
         try:
             write_all(fd, data)

@@ -28,8 +28,8 @@ import msgspec
 from ledger import config, layout
 from ledger.anchor import HeadFile
 from ledger.events import utc_now
-from ledger.log import fsync_dir
-from ledger.safe_io import create_temp, open_file, write_all
+from ledger.output import replace_file
+from ledger.safe_io import open_file
 from projections import settings
 from projections.access.chain import link, rechain
 from projections.access.writer import HEAD_ID, LineWriter
@@ -301,21 +301,10 @@ class ReadCapture(AccessLines):
 
 
 def _replace(path: Path, fd: int, data: bytes) -> None:
-    """Replace ``path`` (open as ``fd``) with ``data``: a temporary file made exclusively beside it
-    under an unpredictable name, given the old file's permission bits, synced, renamed over it."""
-    out, tmp = create_temp(path, hidden=True)  # never taken for an access log by a glob
-    try:
-        try:
-            os.fchmod(out, stat.S_IMODE(os.fstat(fd).st_mode))
-            write_all(out, data)
-            os.fsync(out)
-        finally:
-            os.close(out)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)  # the rename is what a redaction's promise rests on
+    """Replace ``path`` (open as ``fd``) with ``data``, atomically and durably (the rename is
+    what a redaction's promise rests on), keeping the old file's permission bits; the
+    temporary file is hidden, never taken for an access log by a glob."""
+    replace_file(path, data, mode=stat.S_IMODE(os.fstat(fd).st_mode), hidden=True)
 
 
 def _encode(line: dict[str, Any]) -> bytes:
