@@ -19,14 +19,13 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from ledger import Ledger
 from ledger.events import Event, EventType, PerEventType, handlers, is_stub_body
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotView
-from projections.models.catalog import NEVER, REACT, Catalog, Entry, Row, Step, make_item, row_of
+from projections.models.catalog import REACT, Catalog, Entry, Row, Step, make_item, row_of
 from projections.models.frozen import QUANT_STEPS
 from projections.models.semantic import Embedder, SemanticIndex
 
@@ -102,8 +101,8 @@ def event_problem(catalog: Catalog, event: Event) -> str | None:
 def _row_problem(catalog: Catalog, event: Event) -> str | None:
     if is_stub_body(event.body):
         return None if catalog.lookup(event.id) is None else f"it holds the body a redaction removed (seq {event.seq})"
-    item = catalog.lookup(event.id)
-    if item is None or _normalised(item) != _fold_one(event):
+    item, made = catalog.lookup(event.id), row_of(event)
+    if item is None or made is None or item != _made(event, made, item.cleared_at):
         return f"its record of seq {event.seq} is not the log's event seq {event.seq}"
     return None
 
@@ -214,17 +213,16 @@ def random_items(view: SnapshotView, catalog: Catalog, count: int = VECTORS_ON_V
 
 
 def _fold_one(event: Event) -> Any:
-    """The catalog record one event makes on its own (None when it makes none)."""
+    """The node or core seed one event makes on its own (None when it makes none)."""
     fresh = Catalog()
     fresh.apply(event)
-    if event.type in ("memory_added", "react_step"):
-        return fresh.lookup(event.id)
     return next(iter([*fresh.nodes.values(), *fresh.seeds]), None)
 
 
-def _normalised(item: Entry | Step) -> Entry | Step:
-    """A record as its event alone makes it: a later tombstone's stamp removed."""
-    return msgspec.structs.replace(item, cleared_at=NEVER)
+def _made(event: Event, made: tuple[str, bytes], cleared: int) -> Entry | Step:
+    """The entry or step ``event`` makes (``made``: :func:`row_of`), with the tombstone stamp
+    ``cleared`` (a later event's, which the event alone cannot know)."""
+    return make_item(made[0], event.id, event.seq, cleared, made[1])
 
 
 def _same_row(mine: Row, event: Event, made: tuple[str, bytes]) -> bool:
@@ -234,7 +232,7 @@ def _same_row(mine: Row, event: Event, made: tuple[str, bytes]) -> bool:
     name, item_id, seq, _cleared, record = mine
     if (name, item_id, seq) != (made[0], event.id, event.seq):
         return False
-    return bytes(record) == made[1] or make_item(*mine) == make_item(made[0], event.id, event.seq, mine[3], made[1])
+    return bytes(record) == made[1] or make_item(*mine) == _made(event, made, mine[3])
 
 
 def _what(kind: EventType) -> str:
