@@ -197,6 +197,22 @@ def test_a_record_is_compared_by_what_it_says_not_by_its_bytes(ckpt: Path, chang
         assert "its entry at seq" in check.problem and "differs from the log's fold" in check.problem
 
 
+@pytest.mark.parametrize("column", ["id", "seq"])
+def test_a_record_under_another_id_or_seq_is_not_the_log_s(ckpt: Path, column: str) -> None:
+    """The same bytes under another id or seq: the record says the same, the row does not."""
+    make_checkpoint(ckpt)
+
+    def edit(rows, block) -> None:
+        if column == "id":
+            rows.ids[3] = block.ids[3] = "01a234eb-0000-7000-8000-000000000000"
+        else:
+            rows.seqs[3] += 1
+
+    _forge(ckpt, edit)
+    check = check_snapshot(Ledger.open_readonly(ckpt))
+    assert check.problem and "disagrees with the log" in check.problem, check
+
+
 def test_an_older_format_snapshot_is_rebuilt(ckpt: Path, caplog: pytest.LogCaptureFixture) -> None:
     make_checkpoint(ckpt)
     (store_dir(ckpt) / SNAPSHOT_NAME).write_bytes(bytes.fromhex("28b52ffd") + b"format 4 bytes")
