@@ -18,7 +18,6 @@ import os
 import struct
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ledger.errors import InvalidInput, LedgerError
+from projections.models.tokenizer import BpeTokenizer
 
 if TYPE_CHECKING:
-    from tokenizers import Encoding, Tokenizer
+    from tokenizers import Tokenizer
     from wordllama.inference import WordLlamaInference
 
 MODEL_NAME = "wordllama/l2_supercat_256"
@@ -43,6 +43,9 @@ _MAX_BATCH = 64
 _WORD_CACHE = 1000
 _BATCH_CHAR_BUDGET = _MAX_BATCH * 2048
 _GATHER_TOKENS = 1024  # token vectors widened to float32 at once (1 MB at dim 256)
+# New pieces the Python tokenizer merges before the Rust library takes over (see _Model):
+# ~2 s of merging, ~100,000 words of notes.
+_PYTHON_PIECES = 50_000
 
 
 def _import_wordllama() -> type[WordLlamaInference]:
@@ -126,16 +129,52 @@ def _load_tokenizer(path: Path) -> Tokenizer:
     return tok
 
 
-@dataclass(frozen=True)
 class _Model:
-    """The loaded model: the tokenizer and the mapped token vectors (read-only, so shared by threads)."""
+    """The mapped token vectors (read-only, so shared by threads) and two tokenizers of one
+    rule: the Python one (``tokenizer.BpeTokenizer``, ~6 MB) first, and the Rust library
+    (~25 MB) once the Python one has merged _PYTHON_PIECES new pieces in this process. Most
+    pieces of research notes repeat, and the Python reader serves a repeated piece from its
+    cache faster than Rust tokenises it; a new piece costs it tens of µs, Rust a few, so a
+    process that keeps meeting new ones (a cold fold of a large log) is better served by
+    Rust, which also releases the GIL for the fold's second thread. Both give the same ids
+    (``tests/engines/test_tokenizer.py``)."""
 
-    tokenizer: Tokenizer
-    weights: np.ndarray
+    def __init__(self, weights: np.ndarray) -> None:
+        self.weights = weights
+        self._small: BpeTokenizer | None = None
+        self._bulk: Tokenizer | None = None
+        self._lock = threading.Lock()
 
-    def tokenize(self, texts: list[str]) -> list[Encoding]:
-        """WordLlama's tokenisation: no special tokens, padded to the batch's longest text."""
-        return self.tokenizer.encode_batch(texts, is_pretokenized=False, add_special_tokens=False)
+    def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """WordLlama's tokenisation (no special tokens) as ids padded with 0 to the longest
+        text, and the mask of the real tokens."""
+        if self._bulk is None and self.small.merged < _PYTHON_PIECES:
+            rows = [self.small.encode(text) for text in texts]
+            ids = np.zeros((len(rows), max(map(len, rows), default=0)), dtype=np.intp)
+            mask = np.zeros(ids.shape, dtype=np.float32)
+            for k, row in enumerate(rows):
+                ids[k, : len(row)] = row
+                mask[k, : len(row)] = 1.0
+            return ids, mask
+        encodings = self.bulk.encode_batch(texts, is_pretokenized=False, add_special_tokens=False)
+        ids = np.array([e.ids for e in encodings], dtype=np.intp)
+        return ids, np.array([e.attention_mask for e in encodings], dtype=np.float32)
+
+    @property
+    def small(self) -> BpeTokenizer:
+        if self._small is None:
+            with self._lock:
+                if self._small is None:
+                    self._small = BpeTokenizer(_resource(_TOKENIZER))
+        return self._small
+
+    @property
+    def bulk(self) -> Tokenizer:
+        if self._bulk is None:
+            with self._lock:
+                if self._bulk is None:
+                    self._bulk = _load_tokenizer(_resource(_TOKENIZER))
+        return self._bulk
 
     def widened(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The distinct tokens of ``ids`` as float32 rows, and ``ids`` as indices into them.
@@ -148,8 +187,8 @@ class _Model:
 
 
 def _load_model() -> _Model:
-    """The tokenizer and the mapped weights, from the files inside the installed wheel."""
-    return _Model(_load_tokenizer(_resource(_TOKENIZER)), _map_weights(_resource(_WEIGHTS)))
+    """The mapped weights of the installed wheel; its tokenizers load when first used."""
+    return _Model(_map_weights(_resource(_WEIGHTS)))
 
 
 def _load_inference() -> WordLlamaInference:
@@ -184,8 +223,8 @@ def _sums(mask: np.ndarray, table: np.ndarray, local: np.ndarray) -> np.ndarray:
 class StaticEmbedder:
     """L2-normalised sentence vectors from the wheel's static WordLlama model.
 
-    The model (the tokenizer, ~15 MB resident, and the weights, mapped from the wheel's file
-    at their stored float16) is loaded by the first embedding, not by the constructor: a
+    The model (the weights, mapped from the wheel's file at their stored float16, and a
+    tokenizer: see ``_Model``) is loaded by the first embedding, not by the constructor: a
     backend that only reads entries, the Letta engine's setup and ``status`` never pay for
     it. ``name`` and ``dim`` are known without it. ``embed`` may be called from several threads.
     """
@@ -236,9 +275,7 @@ class StaticEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         tokens = 0
         for rows in self.batch_plan(texts):
-            encodings = model.tokenize([texts[k] for k in rows])
-            ids = np.array([e.ids for e in encodings], dtype=np.intp)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+            ids, mask = model.token_ids([texts[k] for k in rows])
             tokens += int(mask.sum())
             # Sums of the real (unpadded) token vectors; the mean's divisor cancels in the norm.
             out[rows] = _sums(mask, *model.widened(ids))
@@ -266,12 +303,10 @@ class StaticEmbedder:
         if not text or text.isspace():
             return np.zeros((1, self.dim), dtype=np.float32), 0
         model = self._model
-        encoding = model.tokenize([text])[0]
-        ids = np.array([encoding.ids], dtype=np.intp)
-        mask = np.array([encoding.attention_mask], dtype=np.float32)
+        ids, mask = model.token_ids([text])
         # A query's few tokens are widened where they stand (np.unique costs more than it saves).
         out = np.matmul(mask[:, None, :], model.weights[ids].astype(np.float32))[:, 0, :]
-        return _normalised(out), len(encoding.ids)
+        return _normalised(out), ids.shape[1]
 
     def embed_one(self, text: str) -> np.ndarray:
         """Embed a single text; shape ``(dim,)``."""

@@ -4,7 +4,8 @@ never use stay out of its process.
 pydantic (the node_report models) and ``importlib.metadata`` cost ~10 MB of a client's peak
 RSS, ~14 % of it. They load with the first node report consolidated, the retired
 ``ledger.get_backend`` door, or a ``status`` asking for the version, never with
-``add_memory`` and ``search_memory``. Each case runs in a fresh interpreter, the way ARI
+``add_memory`` and ``search_memory``. The Rust ``tokenizers`` library (~25 MB) loads only
+once the Python tokenizer has merged many new pieces (``projections.models.embedder._Model``). Each case runs in a fresh interpreter, the way ARI
 starts one.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from support.env import subprocess_env
 
-HEAVY = ("pydantic", "pydantic_core", "importlib.metadata", "ledger.node_report")
+HEAVY = ("pydantic", "pydantic_core", "importlib.metadata", "ledger.node_report", "tokenizers")
 
 
 def loaded_after(script: str, ckpt: Path) -> dict[str, bool]:
