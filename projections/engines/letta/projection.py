@@ -24,6 +24,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, Literal, assert_never
 
 import msgspec
@@ -391,15 +392,18 @@ class LettaProjection:
         if not self.interrupted:
             self._save_cursor(pushing=True)
         # Letta answers with every passage it made, each with its embedding padded to 4,096
-        # floats: ~4 MB of JSON per 200 passages, ~30 MB as parsed models. Nothing here reads
-        # them, so the answers are taken raw (an error status still raises) and never parsed.
+        # floats: ~4 MB of JSON per 200 passages, ~30 MB as parsed models, twice that while
+        # httpx joins the chunks it read. Nothing here reads them, so each answer is streamed
+        # past a chunk at a time (an error status still raises) and never held.
         if self.archive_id is None:  # Letta makes the archive with the agent's first passage
             first = passages[0]
-            self.pusher.agents.passages.with_raw_response.create(self.agent_id, **first)
+            _discard(self.pusher.agents.passages.with_streaming_response.create(self.agent_id, **first))
             self.archive_id = every(self.pusher.archives.list, agent_id=self.agent_id)[0].id
             passages = passages[1:]
         if passages:
-            self.pusher.archives.passages.with_raw_response.create_many(self.archive_id, passages=passages)
+            _discard(
+                self.pusher.archives.passages.with_streaming_response.create_many(self.archive_id, passages=passages)
+            )
 
     def _seed_blocks(self, core: CoreSeeded | Seed | None) -> None:
         values = {
@@ -475,3 +479,11 @@ _ACTIONS: PerEventType[LettaAction] = handlers(
 def _event_id(result: Any) -> str | None:
     """The ledger event id a passage was pushed for (its ``e:`` tag)."""
     return next((t[2:] for t in result.tags or () if t.startswith("e:")), None)
+
+
+def _discard(response: AbstractContextManager[Any]) -> None:
+    """Read a streamed answer to its end, keeping none of it: the connection goes back to the
+    pool, and an error status has already raised when the stream opened."""
+    with response as opened:
+        for _chunk in opened.iter_bytes():
+            pass
