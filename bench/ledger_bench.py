@@ -1,7 +1,9 @@
 """Ledger benchmark (issues 2 and 12): durable appends, group commit, streamed verify of 1M events.
 
     python -m bench.ledger_bench [--events 1000000] [--dir DIR] [--gaps] [--only-verify]
-                                 [--cli-verify [--checkpoint CKPT | --entries 1000000]]
+                                 [--cli-verify [--checkpoint CKPT | --entries 1000000] [--before DIR]]
+
+``--events 0`` leaves the ledger's own verify out (with ``--cli-verify``: only the command's).
 
 Every figure is printed beside the raw limit measured in the same run on the same disk.
 """
@@ -202,9 +204,14 @@ print(json.dumps({"ok": report.ok, "events": report.events, "seconds": dt, "rss"
 """
 
 CLI_CHILD = """
-import json, subprocess, sys, time
+import json, os, subprocess, sys, time
+# another checkout's code: first on the path, and where `-m` looks first (the working directory)
+env = {**os.environ, "PYTHONPATH": sys.argv[2]} if sys.argv[2] else None
 t = time.perf_counter()
-done = subprocess.run([sys.executable, "-m", "projections", "verify", "--json", sys.argv[1]], capture_output=True, text=True)
+done = subprocess.run(
+    [sys.executable, "-m", "projections", "verify", "--json", sys.argv[1]],
+    capture_output=True, text=True, env=env, cwd=sys.argv[2] or None,
+)
 dt = time.perf_counter() - t
 found = json.loads(done.stdout)
 print(json.dumps({"ok": done.returncode == 0, "events": found["events"], "seconds": dt, "out": done.stdout[-2000:]}))
@@ -293,32 +300,39 @@ def bench_verify(work: Path, events: int, rounds: int = 3) -> list[Figure]:
     ]
 
 
-def bench_cli_verify(ckpt: Path, rounds: int = 3) -> list[Figure]:
+def bench_cli_verify(ckpt: Path, rounds: int = 3, before: str | None = None) -> list[Figure]:
     """``ari-ledger verify CKPT`` (a fresh process: the log, its anchors, the snapshot against
-    a fresh fold of the log) alternated with raw gunzip + decode of the same log."""
+    the log) alternated with raw gunzip + decode of the same log, and with the command of the
+    checkout ``before`` (its code first on PYTHONPATH) when given."""
     log = str(store_dir(ckpt) / LOG_NAME)
-    cli_s = raw_s = 0.0
-    ratios = []
+    sides = ["", *([before] if before else [])]
+    seconds = dict.fromkeys(sides, 0.0)
+    ratios: dict[str, list[float]] = {side: [] for side in sides}
+    raw_s, loads = 0.0, []
     for _ in range(rounds):
-        cli = json.loads(run_child(CLI_CHILD, str(ckpt)))
-        raw = json.loads(run_child(RAW_CHILD, log, "generic"))
-        if not cli["ok"] or cli["events"] != raw["events"]:
-            raise RuntimeError(f"ari-ledger verify {ckpt} did not pass: {cli['out']}")
-        cli_s += cli["seconds"]
-        raw_s += raw["seconds"]
-        ratios.append(raw["seconds"] / cli["seconds"])
+        for side in sides:
+            cli = json.loads(run_child(CLI_CHILD, str(ckpt.resolve()), side and str(Path(side).resolve())))
+            raw = json.loads(run_child(RAW_CHILD, log, "generic"))
+            if not cli["ok"] or cli["events"] != raw["events"]:
+                raise RuntimeError(f"ari-ledger verify {ckpt} did not pass: {cli['out']}")
+            seconds[side] += cli["seconds"]
+            raw_s += raw["seconds"]
+            ratios[side].append(raw["seconds"] / cli["seconds"])
+            loads.append(os.getloadavg()[0])
     events = raw["events"]
-    cli_rate, raw_rate = rounds * events / cli_s, rounds * events / raw_s
+    raw_rate = len(sides) * rounds * events / raw_s
     return [
         Figure(
-            f"ari-ledger verify of a checkpoint of {events:,} events with its snapshot (whole command; per round: "
-            f"ratio {min(ratios):.2f}-{max(ratios):.2f})",
-            cli_rate,
+            f"ari-ledger verify{' (' + side + ')' if side else ''} of a checkpoint of {events:,} events with its "
+            f"snapshot (whole command; per round: ratio {min(ratios[side]):.2f}-{max(ratios[side]):.2f}; "
+            f"load average {min(loads):.1f}-{max(loads):.1f})",
+            rounds * events / seconds[side],
             "events/s",
             raw_rate,
-            f">= {CLI_VERIFY_RATIO} x raw gunzip + msgspec decode of its log",
-            cli_rate >= CLI_VERIFY_RATIO * raw_rate,
+            f">= {CLI_VERIFY_RATIO} x raw gunzip + msgspec decode of its log" if not side else "reported",
+            rounds * events / seconds[side] >= CLI_VERIFY_RATIO * raw_rate or bool(side),
         )
+        for side in sides
     ]
 
 
@@ -356,15 +370,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--checkpoint", default=None, help="that checkpoint (default: one built, minutes at 1M)")
     parser.add_argument("--entries", type=int, default=1_000_000, help="entries of the checkpoint built")
+    parser.add_argument("--before", default=None, help="also time the command of this checkout (alternated)")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ari-ledger-bench-", dir=args.dir))
     try:
         figures = [] if args.only_verify else bench_single(work)
         figures += bench_gaps(work) + bench_wake(work) if args.gaps else []
-        figures += ([] if args.only_verify else bench_group(work)) + bench_verify(work, args.events)
+        figures += ([] if args.only_verify else bench_group(work)) + (
+            bench_verify(work, args.events) if args.events else []
+        )
         if args.cli_verify:
             ckpt = Path(args.checkpoint) if args.checkpoint else build_checkpoint(work, args.entries)
-            figures += bench_cli_verify(ckpt)
+            figures += bench_cli_verify(ckpt, before=args.before)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return report(figures)

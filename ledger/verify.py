@@ -86,55 +86,128 @@ def verify(
     and its first event must link to the last event of the first half. Anything unusual in
     either half (damage, a torn tail, a split that is not a member boundary) is reported by
     checking the whole log again in this process, so every report is the one-process one."""
-    anchors = list(anchors)
-    problems: list[str] = []
-    try:
-        head = ledger.head_file.read()
-    except AnchorUnreadable as exc:
-        head = None
-        problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
-    if head is not None:
-        anchors.insert(0, head)
-    if head is not None and ledger.head_file.damaged_slot:
-        problems.append(
-            f"{ledger.head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
+    return LogCheck(ledger, anchors, progress, parallel=parallel).run()[0]
+
+
+class Ride(Protocol):
+    """Work that rides along a verify's read of the log (``ari-ledger verify`` compares the
+    snapshot so, instead of reading the log a second time): it sees the events of each member
+    the process it runs in checked, in order, and what it found (``outcome``, picklable) is
+    sent back from a second process."""
+
+    def see(self, batch: list[Event]) -> None: ...
+
+    def outcome(self) -> object: ...
+
+
+Riding = Callable[[], Ride]  # makes a ride, in the process that reads the events it sees
+
+
+class LogCheck:
+    """One :func:`verify`, begun: the head file read and, when the log is split, its second half
+    already being checked in a forked process (started here, so that it runs while this
+    process does other work before :meth:`run`). ``riding`` makes the ride of each process
+    that reads events; ``share``: the part of the log's bytes this process keeps when split."""
+
+    def __init__(
+        self,
+        ledger: OpenLog,
+        anchors: Iterable[Anchor] = (),
+        progress: Progress | None = None,
+        *,
+        parallel: Parallel = False,
+        riding: Riding | None = None,
+        share: float = 0.5,
+    ) -> None:
+        self.ledger, self.progress, self.riding = ledger, progress, riding
+        self.anchors = list(anchors)
+        self.problems: list[str] = []
+        try:
+            head = ledger.head_file.read()
+        except AnchorUnreadable as exc:
+            head = None
+            self.problems.append(f"{exc}: a rollback of the newest events cannot be detected by it")
+        if head is not None:
+            self.anchors.insert(0, head)
+        if head is not None and ledger.head_file.damaged_slot:
+            self.problems.append(
+                f"{ledger.head_file.source}: one of its two records is damaged; the other (seq {head.seq}) is used"
+            )
+        self.want_seq = {a.seq for a in self.anchors if a.seq is not None}
+        self.heads = [a.hash for a in self.anchors if a.seq is None]
+        index = ledger.file.read_index()
+        self.size = ledger.file.size()
+        self.shape = index_shape_problem(index, self.size)
+        self.records = [] if self.shape else index
+        split = _split_offset(self.records, self.size, share) if _may_split(parallel, self.size) else None
+        self.split_seq = next((seq for offset, seq in self.records if offset == split), None)
+        self._second = self._start(split) if split is not None else None
+
+    def _start(self, split: int) -> _Second | None:
+        later = [r for r in self.records if r[0] >= split]
+        ledger, want_seq, heads, riding = self.ledger, self.want_seq, self.heads, self.riding
+        try:
+            return _Second(
+                split, Beside(lambda report: _second_half(ledger, split, later, want_seq, heads, report, riding))
+            )
+        except OSError:
+            return None  # no process to spare (fork refused): one process checks it all
+
+    def run(self, riding: Riding | None = None) -> tuple[VerifyReport, list[object]]:
+        """The report, and the outcome of each ride (``riding`` makes this process's), in log
+        order: one per process whose events were used (none when the log is damaged)."""
+        try:
+            tally = _verify_split(self, self._second, riding) if self._second is not None else None
+        finally:
+            self.cancel()  # before the whole log is read again here, if it must be
+            self._second = None
+        if tally is None:
+            found = _verify_serial(self, riding() if riding is not None else None)
+            if isinstance(found, VerifyReport):
+                return found, []
+            tally = found
+        return self._report(tally), tally.outcomes
+
+    def cancel(self) -> None:
+        """Stop the second process if it still runs (idempotent)."""
+        if self._second is not None:
+            self._second.beside.cancel()
+
+    def _report(self, tally: _Tally[IndexCheck, Redactions]) -> VerifyReport:
+        events, found, size = tally.events, tally.found, self.size
+        unaccounted = tally.redactions.problem()
+        if unaccounted:
+            seq, reason = unaccounted
+            return VerifyReport(False, events, events, size, seq, None, reason)
+        problems = list(self.problems)
+        index_problem = self.shape or tally.check.finish(tally.end)
+        if index_problem:
+            problems.append(
+                f"side index {self.ledger.file.idx_path.name}: {index_problem} (derived data: reads that reach a "
+                "wrong record fall back to the log; delete the file and the next writable open rebuilds it)"
+            )
+        rollback = [
+            p
+            for a in self.anchors
+            if a.seq is not None and (p := anchor_problem(a, tally.ckpt, events, tally.at_seq.get))
+        ]
+        rollback += [
+            f"{h[:12]}… (--head) is not the hash of any event of this log (last seq {events}): "
+            "the log was cut back, rewritten, or is another log"
+            for h in self.heads
+            if h not in found
+        ]
+        return VerifyReport(
+            not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
         )
-    want_seq = {a.seq for a in anchors if a.seq is not None}
-    heads = [a.hash for a in anchors if a.seq is None]
-    index = ledger.file.read_index()
-    size = ledger.file.size()
-    shape = index_shape_problem(index, size)
-    records = [] if shape else index
-    split = _split_offset(records, size) if _may_split(parallel, size) else None
-    tally = _verify_split(ledger, records, split, want_seq, heads, progress) if split is not None else None
-    if tally is None:
-        found_or_damage = _verify_serial(ledger, records, want_seq, heads, size, progress)
-        if isinstance(found_or_damage, VerifyReport):
-            return found_or_damage
-        tally = found_or_damage
-    events, found = tally.events, tally.found
-    unaccounted = tally.redactions.problem()
-    if unaccounted:
-        seq, reason = unaccounted
-        return VerifyReport(False, events, events, size, seq, None, reason)
-    index_problem = shape or tally.check.finish(tally.end)
-    if index_problem:
-        problems.append(
-            f"side index {ledger.file.idx_path.name}: {index_problem} (derived data: reads that reach a wrong "
-            "record fall back to the log; delete the file and the next writable open rebuilds it)"
-        )
-    rollback = [
-        p for a in anchors if a.seq is not None and (p := anchor_problem(a, tally.ckpt, events, tally.at_seq.get))
-    ]
-    rollback += [
-        f"{h[:12]}… (--head) is not the hash of any event of this log (last seq {events}): "
-        "the log was cut back, rewritten, or is another log"
-        for h in heads
-        if h not in found
-    ]
-    return VerifyReport(
-        not rollback, events, events, size, rollback=tuple(rollback), problems=tuple(problems), found=found
-    )
+
+
+@dataclass(frozen=True)
+class _Second:
+    """The second half's process and where it starts."""
+
+    split: int
+    beside: Beside[_Half | None]
 
 
 class _Members(Protocol):
@@ -154,8 +227,8 @@ class _Tally(Generic[M, S]):
     member's end and event hash, the anchors' seqs and ``--head`` hashes met, and what the
     side index (``check``) and the redactions (``redactions``) need to see."""
 
-    def __init__(self, check: M, redactions: S, want_seq: set[int], heads: list[str]) -> None:
-        self.check, self.redactions = check, redactions
+    def __init__(self, check: M, redactions: S, want_seq: set[int], heads: list[str], ride: Ride | None) -> None:
+        self.check, self.redactions, self.ride = check, redactions, ride
         self.want_seq, self.heads = want_seq, heads
         self.events, self.end = 0, 0
         self.ckpt: str | None = None
@@ -163,9 +236,12 @@ class _Tally(Generic[M, S]):
         self.last_hash = ""
         self.at_seq: dict[int, str] = {}
         self.found: dict[str, int] = {}
+        self.outcomes: list[object] = []  # the rides' outcomes, in log order, once they are done
 
     def add(self, member: Member, batch: list[Event]) -> None:
         self.redactions.see(batch)
+        if self.ride is not None:
+            self.ride.see(batch)
         if batch:
             first = batch[0].seq  # seqs run on without a gap inside a checked member
             if self.first is None:
@@ -180,17 +256,11 @@ class _Tally(Generic[M, S]):
         self.end = member.end
 
 
-def _verify_serial(
-    ledger: OpenLog,
-    records: list[tuple[int, int]],
-    want_seq: set[int],
-    heads: list[str],
-    size: int,
-    progress: Progress | None,
-) -> _Tally[IndexCheck, Redactions] | VerifyReport:
+def _verify_serial(check: LogCheck, ride: Ride | None) -> _Tally[IndexCheck, Redactions] | VerifyReport:
     """Every member from byte 0 in this process: what they hold, or the report of the first
     damage or torn tail."""
-    tally = _Tally(IndexCheck(records), Redactions(), want_seq, heads)
+    ledger, progress, size = check.ledger, check.progress, check.size
+    tally = _Tally(IndexCheck(check.records), Redactions(), check.want_seq, check.heads, ride)
     with ledger.file.reader() as f:
         try:
             for member, batch in walk(ledger, f, 0, seq=1, prev=""):
@@ -205,6 +275,7 @@ def _verify_serial(
             if why != IN_FLIGHT:  # (else: the log verified so far ends where a writer is appending)
                 reason = bad.reason if why is None else f"{bad.reason}; {why}"
                 return VerifyReport(False, events, events, size, events + 1, bad.offset, reason, torn_tail=why is None)
+    tally.outcomes = [ride.outcome()] if ride is not None else []
     return tally
 
 
@@ -228,51 +299,40 @@ def second_cpu() -> bool:
     return cpus > 1 and can_fork()
 
 
-def _split_offset(records: list[tuple[int, int]], size: int) -> int | None:
-    """The side index record nearest the middle of the log, past its first member (None when
-    the index names none). The index is only a hint: the first half must end there."""
+def _split_offset(records: list[tuple[int, int]], size: int, share: float = 0.5) -> int | None:
+    """The side index record nearest ``share`` of the log (its middle by default), past its first
+    member (None when the index names none). The index is only a hint: the first half must end
+    there."""
     offsets = [offset for offset, _seq in records if offset > 0]
-    return min(offsets, key=lambda offset: abs(2 * offset - size)) if offsets else None
+    return min(offsets, key=lambda offset: abs(offset - share * size)) if offsets else None
 
 
-def _verify_split(
-    ledger: OpenLog,
-    records: list[tuple[int, int]],
-    split: int,
-    want_seq: set[int],
-    heads: list[str],
-    progress: Progress | None,
-) -> _Tally[IndexCheck, Redactions] | None:
-    """The members before ``split`` checked here while a forked process checks those from it
-    to the end; joined when the first half ends exactly at ``split`` and the second half's
+def _verify_split(check: LogCheck, second: _Second, riding: Riding | None) -> _Tally[IndexCheck, Redactions] | None:
+    """The members before the split checked here while the forked process checks those from it
+    to the end; joined when the first half ends exactly at the split and the second half's
     first event links to its last. None on anything else (the caller checks it all again)."""
-    later = [r for r in records if r[0] >= split]
-    try:
-        second = Beside(lambda report: _second_half(ledger, split, later, want_seq, heads, report))
-    except OSError:
-        return None  # no process to spare (fork refused): one process checks it all
-    try:
-        tally = _Tally(IndexCheck(records), Redactions(), want_seq, heads)  # the second half's members join it
-        with ledger.file.reader() as f:
-            try:
-                for member, batch in walk(ledger, f, 0, seq=1, prev=""):
-                    if member.end > split:
-                        return None  # the index's record is not the start of a member
-                    tally.add(member, batch)
-                    if progress is not None:
-                        done = tally.events + second.done()
-                        progress(done, max(done, ledger.state.head.seq))
-                    if member.end == split:
-                        break
-                else:
-                    return None  # the log ended before the split
-            except (LogCorrupted, BadMember):
-                return None
-        half = second.result(
-            None if progress is None else lambda: progress(tally.events + second.done(), ledger.state.head.seq)
-        )
-    finally:
-        second.cancel()
+    ledger, progress, split, beside = check.ledger, check.progress, second.split, second.beside
+    ride = riding() if riding is not None else None
+    # the second half's members join this tally
+    tally = _Tally(IndexCheck(check.records), Redactions(), check.want_seq, check.heads, ride)
+    with ledger.file.reader() as f:
+        try:
+            for member, batch in walk(ledger, f, 0, seq=1, prev=""):
+                if member.end > split:
+                    return None  # the index's record is not the start of a member
+                tally.add(member, batch)
+                if progress is not None:
+                    done = tally.events + beside.done()
+                    progress(done, max(done, ledger.state.head.seq))
+                if member.end == split:
+                    break
+            else:
+                return None  # the log ended before the split
+        except (LogCorrupted, BadMember):
+            return None
+    half = beside.result(
+        None if progress is None else lambda: progress(tally.events + beside.done(), ledger.state.head.seq)
+    )
     if not isinstance(half, _Half) or half.first is None:
         return None
     seq, prev, ckpt = half.first
@@ -285,6 +345,7 @@ def _verify_split(
     tally.found.update(half.found)
     tally.events += half.events
     tally.end = half.end
+    tally.outcomes = [ride.outcome(), half.ride] if ride is not None else []
     if progress is not None:
         progress(tally.events, max(tally.events, ledger.state.head.seq))
     return tally
@@ -301,6 +362,7 @@ class _Half:
     stubs: list[Event]  # its stubs and redaction events, in order
     at_seq: dict[int, str]
     found: dict[str, int]
+    ride: object  # its ride's outcome (None without one)
 
 
 class _IndexedMembers:
@@ -336,11 +398,12 @@ def _second_half(
     want_seq: set[int],
     heads: list[str],
     progress: Progress,
+    riding: Riding | None = None,
 ) -> _Half | None:
     """In the forked process: the members from ``split`` to the end, each checked as the
     one-process scan does, starting from whatever the first event says; None on anything
     but a clean end of file."""
-    tally = _Tally(_IndexedMembers(records), _StubEvents(), want_seq, heads)
+    tally = _Tally(_IndexedMembers(records), _StubEvents(), want_seq, heads, riding() if riding is not None else None)
     with ledger.file.reader() as f:
         try:
             for member, batch in walk(ledger, f, split):
@@ -349,7 +412,8 @@ def _second_half(
         except (LogCorrupted, BadMember):
             return None
     stubs, members = tally.redactions.events, tally.check.seen
-    return _Half(tally.events, tally.first, tally.end, members, stubs, tally.at_seq, tally.found)
+    outcome = tally.ride.outcome() if tally.ride is not None else None
+    return _Half(tally.events, tally.first, tally.end, members, stubs, tally.at_seq, tally.found, outcome)
 
 
 T = TypeVar("T")

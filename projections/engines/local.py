@@ -42,7 +42,13 @@ from projections.engines.snapshot import (
     remove_stale_temps,
     write_snapshot,
 )
-from projections.engines.snapshot_check import catalog_problem, random_items, sample_problem, vectors_problem
+from projections.engines.snapshot_check import (
+    OneRead,
+    catalog_problem,
+    random_items,
+    sample_problem,
+    vectors_problem,
+)
 from projections.models.catalog import Catalog, Entry, Step
 from projections.models.frozen import DamagedCache
 from projections.models.semantic import Embedder, SemanticIndex
@@ -437,14 +443,20 @@ class SnapshotCheck:
 
 
 def check_snapshot(
-    ledger: Ledger, embedder: Embedder | None = None, *, deep: bool = True, progress: Progress | None = None
+    ledger: Ledger,
+    embedder: Embedder | None = None,
+    *,
+    deep: bool = True,
+    progress: Progress | None = None,
+    one_read: OneRead | None = None,
 ) -> SnapshotCheck:
     """Check the checkpoint's snapshot against the log, read-only.
 
     ``deep`` (``verify``): every checksum and collection of the file, the catalog against a
     fresh fold of the log and a sample of vectors against a fresh embedding. Otherwise
     (``status``): the header's own checksum and its anchor only. ``progress(events compared,
-    the snapshot's cursor)`` as the catalog is compared.
+    the snapshot's cursor)`` as the catalog is compared; ``one_read``: the catalog compared
+    through the log's own check (see :class:`~projections.engines.snapshot_check.OneRead`).
     """
     path = ledger.path.with_name(SNAPSHOT_NAME)
     try:
@@ -458,7 +470,7 @@ def check_snapshot(
         return _problem(damage.reason)
     except SnapshotError as exc:
         return _problem(f"unreadable ({exc})")
-    return _deep_check(ledger, view, embedder, progress)
+    return _deep_check(ledger, view, embedder, progress, one_read)
 
 
 def _problem(reason: str, preamble: SnapshotPreamble | None = None) -> SnapshotCheck:
@@ -469,7 +481,11 @@ def _problem(reason: str, preamble: SnapshotPreamble | None = None) -> SnapshotC
 
 
 def _deep_check(
-    ledger: Ledger, view: SnapshotView, embedder: Embedder | None, progress: Progress | None = None
+    ledger: Ledger,
+    view: SnapshotView,
+    embedder: Embedder | None,
+    progress: Progress | None = None,
+    one_read: OneRead | None = None,
 ) -> SnapshotCheck:
     preamble = view.preamble
     found = SnapshotCheck(True, preamble.cursor, preamble.rebuilt, rollback_problem(ledger, preamble))
@@ -484,7 +500,7 @@ def _deep_check(
     catalog, index = Catalog(view, view.tables), SemanticIndex(embedder, view)
     try:
         view.check_all()
-        problem = catalog_problem(ledger, catalog, preamble.cursor, progress) or vectors_problem(
+        problem = catalog_problem(ledger, catalog, preamble.cursor, progress, one_read) or vectors_problem(
             index, embedder, random_items(view, catalog)
         )
         reason = f"its content disagrees with the log: {problem}" if problem else None

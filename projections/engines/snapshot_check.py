@@ -15,17 +15,21 @@ The catalog and the semantic index are both derived from the events, so:
 
 from __future__ import annotations
 
+import hashlib
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ledger import Ledger
+from ledger import Ledger, VerifyReport
+from ledger.anchor import Anchor
 from ledger.events import Event, EventType, PerEventType, handlers, is_stub_body
+from ledger.verify import LogCheck
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotView
-from projections.models.catalog import REACT, Catalog, Entry, Row, Step, make_item, row_of
+from projections.models.catalog import REACT, Catalog, Entry, Row, RowColumns, Step, make_item, row_of
 from projections.models.frozen import QUANT_STEPS
 from projections.models.semantic import Embedder, SemanticIndex
 
@@ -154,10 +158,21 @@ _CHECKS: PerEventType[Callable[[Catalog, Event], str | None]] = handlers(
 PROGRESS_EVERY = 1024  # events compared between two progress calls
 
 
-def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int, progress: Progress | None = None) -> str | None:
+def catalog_problem(
+    ledger: Ledger,
+    catalog: Catalog,
+    cursor: int,
+    progress: Progress | None = None,
+    one_read: OneRead | None = None,
+) -> str | None:
     """Why the catalog is not the fold of the log's events 1..cursor, or None. Rows are
     compared in seq order as both are streamed; only the small tables are folded whole.
-    ``progress(events compared, cursor)`` every :data:`PROGRESS_EVERY` events and at the end."""
+    ``progress(events compared, cursor)`` every :data:`PROGRESS_EVERY` events and at the end.
+
+    With ``one_read`` (``ari-ledger verify``) the rows are compared through the log's own
+    check instead, which then reads the log once for both."""
+    if one_read is not None and one_read.cursor == cursor:  # (else another snapshot than it read)
+        return one_read.compare(catalog)
     tables = Catalog()
     stored: dict[EventType, Iterator[Row]] = {
         "memory_added": catalog.scan_rows(False),
@@ -177,10 +192,16 @@ def catalog_problem(ledger: Ledger, catalog: Catalog, cursor: int, progress: Pro
         extra = next(rest, None)
         if extra is not None:
             return f"it holds a {_what(kind)} of seq {extra[2]}, the log's fold up to seq {cursor} does not"
+    problem = _tables_problem(tables, catalog, cursor)
+    if progress is not None and problem is None:
+        progress(cursor, cursor)
+    return problem
+
+
+def _tables_problem(tables: Catalog, catalog: Catalog, cursor: int) -> str | None:
+    """Why the catalog's small tables are not those of ``tables`` (the log's fold up to ``cursor``)."""
     if tables.tables() != catalog.tables():
         return f"its nodes, seeds or tombstones differ from the log's fold up to seq {cursor}"
-    if progress is not None:
-        progress(cursor, cursor)
     return None
 
 
@@ -237,3 +258,167 @@ def _same_row(mine: Row, event: Event, made: tuple[str, bytes]) -> bool:
 
 def _what(kind: EventType) -> str:
     return "entry" if kind == "memory_added" else "ReAct step"
+
+
+class RowDigest:
+    """A digest of rows in seq order, a column at a time (collections, ids, seqs, records; each
+    item's length too, so no two lists of rows give the same bytes): two folds whose digests
+    are equal hold the same rows, as encoded bytes. Fed in chunks of any size."""
+
+    def __init__(self) -> None:
+        self._columns = [hashlib.sha256() for _ in range(5)]
+        self.rows = 0
+
+    def add(self, columns: RowColumns) -> None:
+        names, ids, seqs, records = columns
+        lengths = np.array([list(map(len, names)), list(map(len, ids)), list(map(len, records))], np.int64).T
+        for h, data in zip(
+            self._columns,
+            (
+                "".join(names).encode("utf-8", "surrogatepass"),  # (a text the log holds, whatever it is)
+                "".join(ids).encode("utf-8", "surrogatepass"),
+                np.asarray(seqs, np.int64).tobytes(),
+                b"".join(records),
+                lengths.tobytes(),  # a row's three lengths together: the same bytes in chunks of any size
+            ),
+        ):
+            h.update(data)
+        self.rows += len(seqs)
+
+    def digest(self) -> tuple[int, tuple[bytes, ...]]:
+        return self.rows, tuple(h.digest() for h in self._columns)
+
+
+Digests = dict[bool, tuple[int, tuple[bytes, ...]]]  # steps or not → (rows, digests): RowDigest.digest
+
+
+@dataclass(frozen=True)
+class Made:
+    """What one process's part of the log makes up to the snapshot's cursor (picklable: a
+    second process sends it back): from which seq it read, the digests of its entries' and
+    steps' rows, and its other events (a fold of the small tables)."""
+
+    first: int | None
+    rows: Digests
+    tables: list[Event]
+
+
+class MadeRows:
+    """A ride (:class:`ledger.verify.Ride`) along the log's check: the rows the events it sees
+    make, digested as they come (``row_of``, the fold's own rule)."""
+
+    def __init__(self, cursor: int) -> None:
+        self.cursor = cursor
+        self.first: int | None = None
+        self.rows = {False: RowDigest(), True: RowDigest()}
+        self.tables: list[Event] = []
+
+    def see(self, batch: list[Event]) -> None:
+        if batch and self.first is None:
+            self.first = batch[0].seq
+        columns: dict[bool, RowColumns] = {False: ([], [], [], []), True: ([], [], [], [])}
+        for event in batch:
+            if event.seq > self.cursor:
+                break
+            row = row_of(event) if event.type in _ROW_KINDS else None
+            if row is None:  # not a row's event, or a redacted stub: the small tables
+                self.tables.append(event)
+                continue
+            names, ids, seqs, records = columns[event.type == "react_step"]
+            names.append(row[0])
+            ids.append(event.id)
+            seqs.append(event.seq)
+            records.append(row[1])
+        for steps, digest in self.rows.items():
+            if columns[steps][2]:
+                digest.add(columns[steps])
+
+    def outcome(self) -> Made:
+        return Made(self.first, {steps: d.digest() for steps, d in self.rows.items()}, self.tables)
+
+
+_ROW_KINDS = frozenset({"memory_added", "react_step"})
+
+
+def stored_digests(catalog: Catalog, bounds: list[int]) -> list[Digests]:
+    """The digests of the catalog's rows with seqs in each range ``bounds`` cuts (``[b0, b1)``,
+    ``[b1, b2)``, …, the last one open), per kind (steps or not)."""
+    parts: list[dict[bool, RowDigest]] = [{False: RowDigest(), True: RowDigest()} for _ in bounds]
+    cuts = np.asarray(bounds[1:], np.int64)
+    for steps in (False, True):
+        for names, ids, seqs, records in catalog.scan_columns(steps):
+            at = np.searchsorted(np.asarray(seqs, np.int64), cuts, side="left").tolist()
+            for part, lo, hi in zip(parts, [0, *at], [*at, len(seqs)]):
+                if hi > lo:
+                    part[steps].add((names[lo:hi], ids[lo:hi], seqs[lo:hi], records[lo:hi]))
+    return [{steps: d.digest() for steps, d in part.items()} for part in parts]
+
+
+class OneRead:
+    """``ari-ledger verify``'s one read of the log for both its checks: the log's own
+    (:class:`ledger.verify.LogCheck`, its second half begun in a forked process as this is
+    made) and the snapshot's rows, digested as the events are checked (:class:`MadeRows`, in
+    each process) and compared with the stored rows' digests here.
+
+    It is handed to ``check_snapshot`` (its ``one_read``, passed on to :func:`catalog_problem`),
+    so the snapshot's other checks stay where they are; it is also the ``progress`` that counts
+    the snapshot's part after the log's. When the
+    digests differ, or the log's check could not give them, :func:`catalog_problem` compares
+    the rows one by one as it always did, to say which row differs (or that a record in other
+    bytes says the same). :meth:`report` is the log's report, whether or not the snapshot's
+    check compared its rows."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        anchors: Iterable[Anchor],
+        cursor: int,
+        progress: Progress | None = None,
+        share: float = 0.5,
+    ) -> None:
+        self.ledger, self.cursor, self._progress = ledger, cursor, progress
+        self.check = LogCheck(
+            ledger, anchors, self._count, parallel="auto", riding=lambda: MadeRows(cursor), share=share
+        )
+        self._report: VerifyReport | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        """The snapshot's part of the count (after the log's events)."""
+        if self._progress is not None:
+            self._progress(self.ledger.last_seq + done, self.ledger.last_seq + self.cursor)
+
+    def _count(self, done: int, _total: int) -> None:
+        """The log's events checked; each up to the cursor is also a row compared."""
+        if self._progress is not None:
+            self._progress(done + min(done, self.cursor), self.ledger.last_seq + self.cursor)
+
+    def compare(self, catalog: Catalog) -> str | None:
+        """Check the log, its rows' digests riding along; why the catalog is not their fold, or None."""
+        hint = self.check.split_seq
+        planned = [1] if hint is None else [1, hint]
+        stored = stored_digests(catalog, planned)  # while the second process reads its half of the log
+        self._report, outcomes = self.check.run(lambda: MadeRows(self.cursor))
+        if self._report.reason is not None:
+            return f"not compared: the log does not verify ({self._report.summary()})"
+        made = [o for o in outcomes if isinstance(o, Made)]
+        firsts = [m.first for m in made]
+        if not made or len(made) != len(outcomes) or firsts[0] not in (1, None) or None in firsts[1:]:
+            return catalog_problem(self.ledger, catalog, self.cursor)  # (no ride saw the events: never so far)
+        bounds = [1, *(first for first in firsts[1:] if first is not None)]
+        if bounds != planned:  # the log was read again in one process, or split elsewhere
+            stored = stored_digests(catalog, bounds)
+        if [m.rows for m in made] != stored:
+            return catalog_problem(self.ledger, catalog, self.cursor)  # names the row, or finds it says the same
+        tables = Catalog()
+        for event in (event for m in made for event in m.tables):
+            tables.apply(event)
+        problem = _tables_problem(tables, catalog, self.cursor)
+        if problem is None:
+            self(self.cursor, self.cursor)
+        return problem
+
+    def report(self) -> VerifyReport:
+        """The log's report (the log is checked here if the snapshot's check did not compare)."""
+        if self._report is None:
+            self._report = self.check.run()[0]
+        return self._report

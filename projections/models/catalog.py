@@ -211,6 +211,7 @@ def row_of(event: Event) -> tuple[str, bytes] | None:
 
 
 Row = tuple[str, str, int, int, bytes]  # (collection, id, seq, cleared at, encoded record): a row as stored
+RowColumns = tuple[list[str], list[str], list[int], list[bytes]]  # rows as columns: collections, ids, seqs, records
 
 
 class Fresh:
@@ -447,6 +448,33 @@ class Catalog:
             (n, rows, effective_cleared(rows, self.after(n))) for n in names if (rows := self.stored(n)) is not None
         ]
         return self._scan(names, stored)
+
+    def scan_columns(self, steps: bool, chunk: int = 4096) -> Iterator[RowColumns]:
+        """:meth:`scan_rows` a chunk of rows at a time, as columns (collections, ids, seqs,
+        records): a check that digests the rows whole spares a tuple and a lookup per row.
+        (The stored rows of every collection are one base's: one records section, one unpack.)"""
+        names = [n for n in self.collections() if (n == REACT) == steps]
+        stored = [rows for n in names if (rows := self.stored(n)) is not None]
+        if stored:
+            seqs = np.concatenate([rows.seqs for rows in stored])
+            order = np.argsort(seqs, kind="stable")
+            which = np.repeat(np.arange(len(stored)), [rows.n for rows in stored])[order].tolist()
+            ids = np.concatenate([rows.ids for rows in stored])[order].tolist()
+            starts = np.concatenate([rows.offsets[:-1] for rows in stored])[order].tolist()
+            ends = np.concatenate([rows.offsets[1:] for rows in stored])[order].tolist()
+            seqs = seqs[order].tolist()
+            records, unpack = stored[0].records, stored[0].unpack
+            for lo in range(0, len(seqs), chunk):
+                hi = lo + chunk
+                yield (
+                    [stored[b].name for b in which[lo:hi]],
+                    [i.decode() for i in ids[lo:hi]],
+                    seqs[lo:hi],
+                    [unpack(records[a:b]) for a, b in zip(starts[lo:hi], ends[lo:hi])],
+                )
+        fresh = list(self._scan(names, []))
+        if fresh:
+            yield [r[0] for r in fresh], [r[1] for r in fresh], [r[2] for r in fresh], [r[4] for r in fresh]
 
     def scan_entries(self) -> Iterator[Entry]:
         return cast(Iterator[Entry], self.scan(False))

@@ -23,7 +23,6 @@ from ledger.repair import INTENT_SUFFIX as REPAIR_INTENT
 from ledger.repair import RepairReport
 from ledger.repair import repair as repair_log
 from ledger.rollback import accept_rollback as accept_log_rollback
-from ledger.verify import Beside, second_cpu
 from ledger.verify import verify as verify_log
 from projections import settings
 from projections.api.verified import VERIFIED_CONTEXT_NAME, context_anchor, verified_context_anchor
@@ -37,9 +36,14 @@ from projections.engines.local import (
 )
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotError, read_preamble
+from projections.engines.snapshot_check import OneRead
 
-BESIDE_FROM = 20_000  # a snapshot's cursor from which verify checks it in a second process
-SNAPSHOT_CHECK_COST = 4  # the snapshot's check of an event costs about this many times the log's
+ONE_READ_FROM = 20_000  # a snapshot's cursor from which verify reads the log once for the log's and its checks
+# This process's other work in verify, against checking one event of the log with its row
+# (measured at 160,000 and 1,000,000 events): digesting a stored row costs ~0.27 of it, and
+# loading, checking the snapshot's file and embedding a sample ~100,000 events' worth.
+ROW_DIGEST_COST = 0.27
+FIXED_EVENTS = 100_000
 
 
 def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
@@ -197,30 +201,24 @@ def verify_open(
     vc_anchor, vc_problem = context_anchor(context or ledger.checkpoint_dir / VERIFIED_CONTEXT_NAME)
     events = ledger.last_seq
     cursor = _snapshot_cursor(ledger)
-    total = events + cursor
-    # The snapshot's check (a fresh fold of the log up to its cursor) runs in a second process
-    # while this one checks the log; its result counts only once the log checked out.
-    beside = _snapshot_beside(ledger) if cursor >= BESIDE_FROM and second_cpu() else None
-    try:
-        log_part = counted(progress, 0, total)
-        if beside is not None and progress is not None:
-            log_part = _with(progress, beside, total)
-        anchors = [Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else [])
-        # The snapshot's check is the longer job: a second process for half the log would
-        # only take CPU from it, unless the snapshot holds little of the log.
-        alone = beside is not None and SNAPSHOT_CHECK_COST * cursor >= events
-        report = verify_log(ledger, anchors, log_part, parallel=False if alone else "auto")
+    anchors = [Anchor("--head", h) for h in heads] + ([vc_anchor] if vc_anchor else [])
+    snapshot: SnapshotCheck | None
+    if cursor >= ONE_READ_FROM:
+        # The snapshot's rows are compared with the log's events as the log's check reads them
+        # (each half in its own process where a CPU is free); its result counts only once the
+        # log checked out.
+        read = OneRead(ledger, anchors, cursor, progress, share=own_share(events))
+        try:
+            snapshot = check_snapshot(ledger, progress=read, one_read=read)
+            report = read.report()
+        finally:
+            read.check.cancel()
+        snapshot = snapshot if report.reason is None else None
+    else:
+        report = verify_log(ledger, anchors, counted(progress, 0, events + cursor), parallel="auto")
         snapshot = None
         if report.reason is None:
-            waiting = None if progress is None or beside is None else lambda: progress(events + beside.done(), total)
-            snapshot = beside.result(waiting) if beside is not None else None
-            if waiting is not None and snapshot is not None:
-                waiting()  # its last count, written before its result
-            if snapshot is None:  # not run beside, or it failed there: here, as it always ran
-                snapshot = check_snapshot(ledger, progress=counted(progress, events, total))
-    finally:
-        if beside is not None:
-            beside.cancel()
+            snapshot = check_snapshot(ledger, progress=counted(progress, events, events + cursor))
     rollback = [*report.rollback, *([snapshot.rollback] if snapshot and snapshot.rollback else [])]
     problems = [
         *report.problems,
@@ -230,22 +228,10 @@ def verify_open(
     return Verification(report, rollback, problems, snapshot)
 
 
-def _snapshot_beside(ledger: Ledger) -> Beside[SnapshotCheck] | None:
-    """The snapshot's check started in a forked process (None when no process could be made)."""
-    try:
-        return Beside(lambda part: check_snapshot(ledger, progress=part))
-    except OSError:
-        return None
-
-
-def _with(progress: Progress, beside: Beside[SnapshotCheck], total: int) -> Progress:
-    """The log's count plus what the snapshot's check beside it has compared, as one count."""
-
-    def part(done: int, _total: int) -> None:
-        both = done + beside.done()
-        progress(both, max(total, both))
-
-    return part
+def own_share(events: int) -> float:
+    """The part of the log this process checks when a second process checks the rest, so that
+    both end together once this one's other work is counted (at least 5 %, at most half)."""
+    return min(0.5, max(0.05, (1 - ROW_DIGEST_COST - FIXED_EVENTS / max(events, 1)) / 2))
 
 
 def counted(progress: Progress | None, base: int, total: int) -> Progress | None:
