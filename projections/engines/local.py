@@ -3,13 +3,14 @@
 State and cursor are snapshotted together next to the log (``snapshot``), so a resume maps
 the snapshot and folds only the tail; the snapshot's rows are read in place, on demand, and
 only the events folded since it are held in memory (a save writes them into a new snapshot
-and reads them from there on). The snapshot is a cache, never trusted blindly: one that
-fails a checksum, was made with another embedding model or for another checkpoint, or
-whose content disagrees with the log (``snapshot_check``) is rebuilt from the log, with a
-warning and a note the next snapshot keeps for ``status`` — also when the damage is found
-only when its rows are first read. One that has folded events the log no longer holds is an
-alarm (RollbackDetected) until a person acts, never a silent rebuild. Rebuilding from
-scratch yields exactly the state of incremental folding.
+and reads them from there on; a large fold saves as it goes, so a fold from scratch of any
+size holds at most FOLD_SAVE_EVERY events' rows in memory). The snapshot is a cache, never
+trusted blindly: one that fails a checksum, was made with another embedding model or for
+another checkpoint, or whose content disagrees with the log (``snapshot_check``) is rebuilt
+from the log, with a warning and a note the next snapshot keeps for ``status`` — also when
+the damage is found only when its rows are first read. One that has folded events the log
+no longer holds is an alarm (RollbackDetected) until a person acts, never a silent rebuild.
+Rebuilding from scratch yields exactly the state of incremental folding.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ FOLD_CHUNK = 2048  # events embedded together
 # A fold of at least this many events embeds each chunk on several threads; onto an empty state
 # (a cold fold) it also embeds on a thread while the catalog folds and the next chunk is read.
 PARALLEL_FOLD = 4 * FOLD_CHUNK
+# Such a fold also saves the snapshot whenever this many events are folded since the last save,
+# and reads the rows from it from then on: what it holds in memory (~1.4 KB a row: the records,
+# ids and vector codes) stays bounded, at the price of rewriting the snapshot every so often
+# (O(n^2 / FOLD_SAVE_EVERY) bytes written in all; ~0.54 KB a row on disk).
+FOLD_SAVE_EVERY = 150_000
 
 
 class Projector:
@@ -186,13 +192,39 @@ class Projector:
         if expected < PARALLEL_FOLD:
             return self._fold_in_turn(events, told)
         one_thread, self.index.embedder = self.index.embedder, ParallelEmbedder(self.embedder)
+        between = self._saving(_freezing(told))
         try:
             if self.index.base is None:
-                return self._fold_ahead(events, _freezing(told))
-            return self._fold_in_turn(events, _freezing(told))
+                return self._fold_ahead(events, between)
+            return self._fold_in_turn(events, between)
         finally:
             self.index.embedder = one_thread
             gc.unfreeze()  # what the fold froze is collectable again (see _freezing)
+
+    def _saving(self, told: Callable[[int], None]) -> Callable[[int], None]:
+        """``told``, after saving the snapshot between two chunks of a large fold whenever
+        FOLD_SAVE_EVERY events were folded since the last save: the fold then reads those rows
+        from the file, so its memory stays bounded whatever the log's size. Each save is a
+        whole snapshot of the fold so far, written like any other, so a fold killed between two
+        saves leaves the last one, which the next open checks against the log and goes on from.
+        After a save that could not be written, the next try waits another FOLD_SAVE_EVERY
+        events. Nothing is saved while the log holds a redaction the fold has not reached
+        (``save`` would have to fold it first)."""
+        if self.ledger.readonly:
+            return told
+        due = FOLD_SAVE_EVERY
+
+        def tell(done: int) -> None:
+            nonlocal due
+            if self._unsaved >= due and self.ledger.redacted_at <= self.cursor:
+                due = FOLD_SAVE_EVERY if self.save() is not None else self._unsaved + FOLD_SAVE_EVERY
+                # The snapshot replaced holds cycles (its rows point back at it), frozen with the
+                # rest (``_freezing``): collect them now, while what is alive is small.
+                gc.unfreeze()
+                gc.collect()
+            told(done)
+
+        return tell
 
     def _fold_in_turn(self, events: Iterator[Event], told: Callable[[int], None] | None) -> int:
         folded = 0
@@ -210,8 +242,9 @@ class Projector:
         ``told`` and the redaction check run here once both hold it, before the next starts, so
         a Ctrl-C raised by ``told`` leaves a settled state; one that lands anywhere else first
         waits for the index's fold in flight, and leaves the state settled only when the chunk
-        is whole in both. Only onto an empty state: no stored rows, so no repair (``_heal``)
-        can start while the thread folds."""
+        is whole in both. Only onto an empty state, or the snapshots ``told`` saves on the way
+        (``_saving``): folding an event into the catalog or the index only counts a base's rows,
+        never reads them, so no repair (``_heal``) can start while the thread folds."""
         folded = 0
         with ThreadPoolExecutor(1, thread_name_prefix="fold") as pool:
             chunk = list(islice(events, FOLD_CHUNK))

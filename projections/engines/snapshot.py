@@ -680,17 +680,18 @@ def _write_sections(out: _Out, catalog: Catalog, index: SemanticIndex, dim: int)
         else np.empty(0, f"S{width}")
     )
     order = np.argsort(ids, kind="stable")
+    ids = ids[order]  # sorted (one copy of the ids at a time: 36 MB at a million rows)
     start = out.align(CHUNK if dictionary else _ALIGN)
-    out.write(ids[order])
+    out.write(ids)
     sections["sorted"] = (start, out.pos - start)
     start = out.align()
-    out.write(order.astype("<i8"))
+    out.write(order.astype("<i8", copy=False))
     sections["id_rows"] = (start, out.pos - start)
     spans, at = [], 0
     for c in collections:
         spans.append((c.name, at, c.n))
         at += c.n
-    fence = [i.decode() for i in ids[order][::FENCE]]
+    fence = [i.decode() for i in ids[::FENCE]]
     return Layout(n, width, sections, spans, fence, catalog.tables())
 
 

@@ -1,14 +1,20 @@
 """A large fold embeds on several threads and reads ahead, with the state and the vectors of
 a fold on one thread, bit for bit; Ctrl-C and errors leave no thread and a state as settled as
-a fold on one thread leaves it."""
+a fold on one thread leaves it. It saves the snapshot as it goes, so its memory is bounded,
+and ends with the state of a fold that never saved; a kill on the way leaves a snapshot the
+next open checks and goes on from."""
 
 from __future__ import annotations
 
 import json
 import random
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,8 +22,9 @@ import pytest
 from ledger import Ledger
 from ledger.events import Event
 from projections.engines import local
-from projections.engines.local import Projector
+from projections.engines.local import Projector, check_snapshot
 from projections.engines.parallel_embed import ParallelEmbedder
+from projections.engines.snapshot import SnapshotPreamble
 from projections.models.embedder import get_embedder
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -262,3 +269,137 @@ def test_a_fold_stopped_on_its_thread_is_settled_or_starts_again(
         whole = Projector(ledger, get_embedder(), use_snapshot=False)
         whole.catch_up()
         assert _state(p) == _state(whole)
+
+
+# -- a large fold saves as it goes (issue 30): bounded memory, the same state ------------------
+
+SAVE_EVERY = 1000  # with chunks of 400: a save after the chunks ending at 1200 and 2400
+
+
+def _fresh_rows(p: Projector) -> int:
+    """Rows the projector holds in memory (folded since its last save), in the catalog and the index."""
+    names = p.catalog.collections()
+    in_catalog = sum(len(f.ids) for n in names if (f := p.catalog.fresh(n)) is not None)
+    in_index = sum(block.n for block in p.index.blocks.values())
+    assert in_catalog == in_index
+    return in_catalog
+
+
+def _recorded_saves(monkeypatch: pytest.MonkeyPatch, fail_first: bool = False) -> list[int]:
+    """The cursor of every snapshot the projector writes (``fail_first``: the first finds the disk full)."""
+    cursors: list[int] = []
+    write = local.write_snapshot
+
+    def recording(path: Path, preamble: SnapshotPreamble, *rest: Any) -> None:
+        cursors.append(preamble.cursor)
+        if fail_first and len(cursors) == 1:
+            raise OSError(28, "No space left on device")
+        write(path, preamble, *rest)
+
+    monkeypatch.setattr(local, "write_snapshot", recording)
+    return cursors
+
+
+def _one_shot(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> Projector:
+    """The fold from scratch with no save on the way (today's fold before issue 30)."""
+    with monkeypatch.context() as m:
+        m.setattr(local, "FOLD_SAVE_EVERY", 10**9)
+        m.setattr(local, "write_snapshot", lambda *a: pytest.fail("a one-shot fold saved"))
+        whole = Projector(ledger, get_embedder(), use_snapshot=False)
+        whole.catch_up()
+    return whole
+
+
+def _answers(p: Projector) -> list[list[tuple[str, float]]]:
+    names = p.catalog.collections()
+    queries = ["stencil tiling", "roofline of the kernel", "numa prefetch halo"]
+    return [p.index.search(get_embedder().embed_one(q), names, 7) for q in queries]
+
+
+def test_a_large_fold_saves_as_it_goes_and_ends_as_a_one_shot_fold(
+    ckpt: Path, small_chunks: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _write_log(ckpt, 2500)
+    monkeypatch.setattr(local, "FOLD_SAVE_EVERY", SAVE_EVERY)
+    held: list[int] = []
+    with Ledger.open(ckpt) as ledger:
+        whole = _one_shot(ledger, monkeypatch)
+        saves = _recorded_saves(monkeypatch)
+        p = Projector(ledger, get_embedder(), use_snapshot=False)
+        p.progress = lambda done, total: held.append(_fresh_rows(p))
+        assert p.catch_up() == ledger.last_seq
+        assert saves == [3 * small_chunks, 6 * small_chunks]  # between chunks, once 1000 were folded since
+        assert max(held) < SAVE_EVERY and _fresh_rows(p) == ledger.last_seq - saves[-1]  # the bound
+        assert _state(p) == _state(whole) and _answers(p) == _answers(whole)
+        assert not _threads() and p.index.embedder is p.embedder
+        reopened = Projector(ledger, get_embedder())  # from the last snapshot saved on the way
+        assert reopened.loaded_from_snapshot and reopened.cursor == saves[-1]
+        reopened.catch_up()
+        assert _state(reopened) == _state(whole) and _answers(reopened) == _answers(whole)
+
+
+def test_a_save_that_fails_on_the_way_is_tried_again_later(
+    ckpt: Path, small_chunks: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _write_log(ckpt, 2500)
+    monkeypatch.setattr(local, "FOLD_SAVE_EVERY", SAVE_EVERY)
+    with Ledger.open(ckpt) as ledger:
+        whole = _one_shot(ledger, monkeypatch)
+        saves = _recorded_saves(monkeypatch, fail_first=True)
+        p = Projector(ledger, get_embedder(), use_snapshot=False)
+        p.catch_up()
+        assert saves == [3 * small_chunks, 6 * small_chunks]  # not at every chunk after the failure
+        assert "could not save the projection snapshot" in caplog.text
+        assert not list(p.snapshot_path.parent.glob("*.tmp"))
+        assert _state(p) == _state(whole)
+    with Ledger.open(ckpt, readonly=True) as ledger:  # a read-only ledger's fold never saves
+        saves.clear()
+        p = Projector(ledger, get_embedder(), use_snapshot=False)
+        p.catch_up()
+        assert not saves and _state(p) == _state(whole)
+
+
+KILLED_FOLD = """
+import os, signal, sys
+from pathlib import Path
+import projections.engines.local as local
+from ledger import Ledger
+from projections.models.embedder import get_embedder
+local.FOLD_CHUNK, local.PARALLEL_FOLD, local.FOLD_SAVE_EVERY = 400, 800, 1000
+ckpt, where = sys.argv[1], sys.argv[2]
+replace, saved = os.replace, []
+def replacing(src, dst):
+    if Path(dst).name == local.SNAPSHOT_NAME:
+        if where == "while saving" and saved:
+            os.kill(os.getpid(), signal.SIGKILL)  # the second snapshot written whole, not renamed
+        saved.append(dst)
+    replace(src, dst)
+os.replace = replacing
+with Ledger.open(ckpt) as ledger:
+    p = local.Projector(ledger, get_embedder(), use_snapshot=False)
+    def progress(done, total):
+        if where == "between saves" and p.cursor >= 2000:
+            os.kill(os.getpid(), signal.SIGKILL)
+    p.progress = progress
+    p.catch_up()
+"""
+
+
+@pytest.mark.parametrize("where", ["between saves", "while saving"])
+def test_a_fold_killed_on_the_way_leaves_a_snapshot_the_next_open_goes_on_from(
+    ckpt: Path, small_chunks: int, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    _write_log(ckpt, 2500)
+    killed = subprocess.run([sys.executable, "-c", KILLED_FOLD, str(ckpt), where], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    monkeypatch.setattr(local, "FOLD_SAVE_EVERY", SAVE_EVERY)
+    with Ledger.open(ckpt) as ledger:
+        whole = _one_shot(ledger, monkeypatch)
+        p = Projector(ledger, get_embedder())  # checked against the log, as every snapshot is
+        assert p.loaded_from_snapshot and p.rebuilt is None and p.cursor == 3 * small_chunks
+        assert not list(p.snapshot_path.parent.glob("*.tmp"))  # the killed save's file is gone
+        saves = _recorded_saves(monkeypatch)
+        p.catch_up()  # the tail, onto the snapshot: it saves on the way too
+        assert saves == [6 * small_chunks]
+        assert _state(p) == _state(whole) and _answers(p) == _answers(whole)
+        assert check_snapshot(ledger, get_embedder()).problem is None
