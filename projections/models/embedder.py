@@ -131,7 +131,7 @@ def _load_tokenizer(path: Path) -> Tokenizer:
 
 class _Model:
     """The mapped token vectors (read-only, so shared by threads) and two tokenizers of one
-    rule: the Python one (``tokenizer.BpeTokenizer``, ~6 MB) first, and the Rust library
+    rule: the Python one (``tokenizer.BpeTokenizer``, ~5 MB) first, and the Rust library
     (~25 MB) once the Python one has merged _PYTHON_PIECES new pieces in this process. Most
     pieces of research notes repeat, and the Python reader serves a repeated piece from its
     cache faster than Rust tokenises it; a new piece costs it tens of µs, Rust a few, so a

@@ -1,16 +1,17 @@
-"""WordLlama's tokenizer in Python, for the embedder's small calls (a query, a write).
+"""WordLlama's tokenizer in Python: what the embedder tokenises with until a process has met
+many new words.
 
 The Rust ``tokenizers`` library costs a process ~25 MB (its import, its code and a heap for a
-32,000-token vocabulary), more than ARI's whole memory client. This reads the same
-``tokenizer.json`` (Llama's BPE with byte fallback and no pre-tokenizer) into ~6 MB and gives
-the same ids for every text (``tests/engines/test_tokenizer.py`` holds it to the Rust library on
-generated and real texts). It refuses any other configuration, so a changed file can never be
-tokenised by a rule it does not follow.
+32,000-token vocabulary), nearly half of ARI's whole memory client. This reads the same
+``tokenizer.json`` (Llama's BPE with byte fallback and no pre-tokenizer) into ~5 MB (8 MB
+while it loads) and gives the same ids for every text (``tests/engines/test_tokenizer.py``
+holds it to the Rust library on generated and real texts). It refuses any other
+configuration, so a changed file can never be tokenised by a rule it does not follow.
 
 Why it is fast enough: no token has ``▁`` after another character, so no merge crosses the
 start of a ``▁``-run and each piece "▁*[^▁]*" of the normalised text is tokenised alone; pieces
-repeat (words), so their ids are cached. A new piece costs tens of µs (Rust's few), which is why
-large calls still go to the Rust library.
+repeat (words), so their ids are cached. A new piece costs tens of µs (Rust's few), which is
+why a process that keeps meeting new ones moves to the Rust library (``embedder._Model``).
 """
 
 from __future__ import annotations
