@@ -11,6 +11,7 @@ person runs (``ari-ledger verify``, ``prove``) ask for ``parallel="auto"``.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import ctypes
 import hashlib
@@ -23,7 +24,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Protocol, TypeVar, cast
+from typing import BinaryIO, Generic, Literal, Protocol, TypeVar, cast
 
 from .anchor import Anchor, AnchorUnreadable, anchor_problem
 from .chain import canonical
@@ -65,7 +66,9 @@ class VerifyReport:
         return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
 
 
-PARALLEL_FROM = 4 << 20  # bytes of log from which "auto" checks half of it in a second process (fork: milliseconds)
+PARALLEL_FROM = 4 << 20  # bytes of log from which "auto" shares it with a second process (fork: milliseconds)
+PIECES = 64  # a split log's pieces, taken from either end by the two processes (a piece of 1M events: ~0.2 s)
+MAX_PIECES = 250  # (each process's claim is one byte)
 POLL_S = 0.25  # how often progress is reported while waiting for the second process
 
 Parallel = bool | Literal["auto"]
@@ -81,11 +84,13 @@ def verify(
 
     ``parallel`` (False, the default: this process only, never a fork; "auto": when the log
     is large, more than one CPU is free to this process and it runs no other thread; True:
-    whenever the side index offers a member to split at and it runs no other thread): the
-    members from one near the middle on are checked in a forked process at the same time,
-    and its first event must link to the last event of the first half. Anything unusual in
-    either half (damage, a torn tail, a split that is not a member boundary) is reported by
-    checking the whole log again in this process, so every report is the one-process one."""
+    whenever the side index offers a member to split at and it runs no other thread): the log
+    is cut at side index records into up to :data:`PIECES` pieces, which a forked process
+    checks from the last one back while this one checks them from the first, until the two
+    meet (so both end together, whatever else either has to do), and each piece's first event
+    must link to the last event of the piece before. Anything unusual in any piece (damage, a
+    torn tail, a record that is not a member's start) is reported by checking the whole log
+    again in this process, so every report is the one-process one."""
     return LogCheck(ledger, anchors, progress, parallel=parallel).run()[0]
 
 
@@ -104,10 +109,10 @@ Riding = Callable[[], Ride]  # makes a ride, in the process that reads the event
 
 
 class LogCheck:
-    """One :func:`verify`, begun: the head file read and, when the log is split, its second half
-    already being checked in a forked process (started here, so that it runs while this
-    process does other work before :meth:`run`). ``riding`` makes the ride of each process
-    that reads events; ``share``: the part of the log's bytes this process keeps when split."""
+    """One :func:`verify`, begun: the head file read and, when the log is split, a forked process
+    already checking its pieces from the end (started here, so that it runs while this process
+    does other work before :meth:`run`, which then takes pieces from the start until the two
+    meet). ``riding`` makes the ride of each piece (or of the whole log, read in one process)."""
 
     def __init__(
         self,
@@ -117,7 +122,6 @@ class LogCheck:
         *,
         parallel: Parallel = False,
         riding: Riding | None = None,
-        share: float = 0.5,
     ) -> None:
         self.ledger, self.progress, self.riding = ledger, progress, riding
         self.anchors = list(anchors)
@@ -139,25 +143,29 @@ class LogCheck:
         self.size = ledger.file.size()
         self.shape = index_shape_problem(index, self.size)
         self.records = [] if self.shape else index
-        split = _split_offset(self.records, self.size, share) if _may_split(parallel, self.size) else None
-        self.split_seq = next((seq for offset, seq in self.records if offset == split), None)
-        self._second = self._start(split) if split is not None else None
+        # where each piece of a split log starts (offset, first seq; [] when it is not split)
+        self.pieces = _pieces(self.records, self.size) if _may_split(parallel, self.size) else []
+        self._second = self._start() if self.pieces else None
 
-    def _start(self, split: int) -> _Second | None:
-        later = [r for r in self.records if r[0] >= split]
-        ledger, want_seq, heads, riding = self.ledger, self.want_seq, self.heads, self.riding
+    def _start(self) -> _Second | None:
+        plan, meet, ledger = (
+            _Plan(self.pieces, self.records, self.want_seq, self.heads, self.riding),
+            _Meet(len(self.pieces)),
+            self.ledger,
+        )
         try:
-            return _Second(
-                split, Beside(lambda report: _second_half(ledger, split, later, want_seq, heads, report, riding))
-            )
+            work = Beside(lambda report: _from_the_end(ledger, plan, meet, report))
         except OSError:
-            return None  # no process to spare (fork refused): one process checks it all
+            self.pieces = []  # no process to spare (fork refused): one process checks it all
+            return None
+        return _Second(meet, work)
 
     def run(self, riding: Riding | None = None) -> tuple[VerifyReport, list[object]]:
         """The report, and the outcome of each ride (``riding`` makes this process's), in log
-        order: one per process whose events were used (none when the log is damaged)."""
+        order: one per piece, or one for the whole log read in one process (none when the log
+        is damaged)."""
         try:
-            tally = _verify_split(self, self._second, riding) if self._second is not None else None
+            tally = _verify_pieces(self, self._second, riding) if self._second is not None else None
         finally:
             self.cancel()  # before the whole log is read again here, if it must be
             self._second = None
@@ -204,10 +212,45 @@ class LogCheck:
 
 @dataclass(frozen=True)
 class _Second:
-    """The second half's process and where it starts."""
+    """The second process, and where the two processes' claims on the pieces meet."""
 
-    split: int
-    beside: Beside[_Half | None]
+    meet: _Meet
+    beside: Beside[dict[int, _Piece] | None]
+
+
+class _Meet:
+    """Two processes taking a log's pieces from either end: this one from the first, the second
+    from the last, until they meet. Each writes its claim (one byte each, in memory shared
+    across the fork: a byte is never read half written) before it reads the other's, and gives
+    way only to a claim past its own: this process at piece ``i`` once the other claimed one
+    before ``i`` (so it checked ``i`` already), the other at ``j`` once this one claimed ``j``
+    or later. A late read of the other's byte sees an older, farther claim, so at worst both
+    check one piece (either result is the same); no piece is left to neither."""
+
+    def __init__(self, pieces: int) -> None:
+        if pieces > MAX_PIECES:
+            raise ValueError(f"at most {MAX_PIECES} pieces, not {pieces}")
+        self._claims = mmap.mmap(-1, 2)  # [this process's claim + 1, the other's claim + 1]
+        self._claims[1] = pieces + 1
+
+    def claim(self, last: bool, piece: int) -> None:
+        """Write a claim: this process's (``last`` False) or the second process's (True)."""
+        self._claims[last] = piece + 1
+
+    def may_check(self, last: bool, piece: int) -> bool:
+        """After :meth:`claim`: whether the claimed piece is still this side's to check."""
+        other = self._claims[not last] - 1
+        return other < piece if last else other >= piece
+
+    def first_claims(self, i: int) -> bool:
+        """This process claims piece ``i`` (``i`` = the count: it has none left): may it check it?"""
+        self.claim(False, i)
+        return self.may_check(False, i)
+
+    def last_claims(self, j: int) -> bool:
+        """The second process claims piece ``j`` (-1: it checked the first): may it check it?"""
+        self.claim(True, j)
+        return self.may_check(True, j)
 
 
 class _Members(Protocol):
@@ -280,7 +323,7 @@ def _verify_serial(check: LogCheck, ride: Ride | None) -> _Tally[IndexCheck, Red
 
 
 def _may_split(parallel: Parallel, size: int) -> bool:
-    """Whether a second process may check half the log: asked for (and :func:`can_fork`), or
+    """Whether a second process may check pieces of the log: asked for (and :func:`can_fork`), or
     "auto", a large log and :func:`second_cpu`."""
     if parallel == "auto":
         return size >= PARALLEL_FROM and second_cpu()
@@ -299,65 +342,95 @@ def second_cpu() -> bool:
     return cpus > 1 and can_fork()
 
 
-def _split_offset(records: list[tuple[int, int]], size: int, share: float = 0.5) -> int | None:
-    """The side index record nearest ``share`` of the log (its middle by default), past its first
-    member (None when the index names none). The index is only a hint: the first half must end
-    there."""
-    offsets = [offset for offset, _seq in records if offset > 0]
-    return min(offsets, key=lambda offset: abs(offset - share * size)) if offsets else None
+def _pieces(records: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """Where the pieces of a split log start, (offset, first seq): byte 0 and the side index
+    records nearest each :data:`PIECES`-th of the log, each once ([] when the index offers no
+    record past the first member). The index is only a hint: each piece must end at the next."""
+    later = [r for r in records if r[0] > 0]
+    offsets = [offset for offset, _seq in later]
+    nearest: set[int] = set()
+    for k in range(1, PIECES if later else 0):
+        target = k * size / PIECES
+        i = bisect.bisect_left(offsets, target)
+        nearest.add(min((c for c in (i - 1, i) if 0 <= c < len(offsets)), key=lambda c: abs(offsets[c] - target)))
+    return [(0, 1), *(later[i] for i in sorted(nearest))] if later else []
 
 
-def _verify_split(check: LogCheck, second: _Second, riding: Riding | None) -> _Tally[IndexCheck, Redactions] | None:
-    """The members before the split checked here while the forked process checks those from it
-    to the end; joined when the first half ends exactly at the split and the second half's
-    first event links to its last. None on anything else (the caller checks it all again)."""
-    ledger, progress, split, beside = check.ledger, check.progress, second.split, second.beside
-    ride = riding() if riding is not None else None
-    # the second half's members join this tally
-    tally = _Tally(IndexCheck(check.records), Redactions(), check.want_seq, check.heads, ride)
+@dataclass(frozen=True)
+class _Plan:
+    """What either process needs to check pieces of a log: where they start, the side index's
+    records, the anchors' seqs and ``--head`` hashes looked for, and what makes a piece's ride."""
+
+    pieces: list[tuple[int, int]]
+    records: list[tuple[int, int]]
+    want_seq: set[int]
+    heads: list[str]
+    riding: Riding | None
+
+
+def _verify_pieces(check: LogCheck, second: _Second, riding: Riding | None) -> _Tally[IndexCheck, Redactions] | None:
+    """The pieces from the first on checked here while the forked process checks them from the
+    last, until the two meet; joined when every piece ends exactly where the next starts and
+    each piece's first event links to the last event of the one before. None on anything else
+    (the caller checks it all again in one process, which names what is wrong)."""
+    ledger, progress, meet, beside = check.ledger, check.progress, second.meet, second.beside
+    plan = _Plan(check.pieces, check.records, check.want_seq, check.heads, riding)
+    pieces = plan.pieces
+    mine: dict[int, _Piece] = {}
+    checked = 0
+
+    def told(done: int, _total: int) -> None:
+        if progress is not None:  # (a piece both processes checked counts twice until they are joined)
+            total = ledger.state.head.seq
+            progress(min(checked + done + beside.done(), total), total)
+
     with ledger.file.reader() as f:
-        try:
-            for member, batch in walk(ledger, f, 0, seq=1, prev=""):
-                if member.end > split:
-                    return None  # the index's record is not the start of a member
-                tally.add(member, batch)
-                if progress is not None:
-                    done = tally.events + beside.done()
-                    progress(done, max(done, ledger.state.head.seq))
-                if member.end == split:
-                    break
-            else:
-                return None  # the log ended before the split
-        except (LogCorrupted, BadMember):
-            return None
-    half = beside.result(
-        None if progress is None else lambda: progress(tally.events + beside.done(), ledger.state.head.seq)
-    )
-    if not isinstance(half, _Half) or half.first is None:
+        i = 0
+        while i < len(pieces) and meet.first_claims(i):
+            piece = _check_piece(ledger, f, plan, i, told)
+            if piece is None:
+                return None
+            mine[i] = piece
+            checked += piece.events
+            i += 1
+        meet.first_claims(i)  # (past the last when this process checked it: the other stops)
+    theirs = beside.result(None if progress is None else lambda: told(0, 0))
+    if theirs is None:
         return None
-    seq, prev, ckpt = half.first
-    if seq != tally.events + 1 or prev != tally.last_hash or ckpt != tally.ckpt:
-        return None  # not the next link: the one-process check names what is wrong
-    for offset, first_seq in half.members:
-        tally.check.member(offset, first_seq)
-    tally.redactions.see(half.stubs)
-    tally.at_seq.update(half.at_seq)
-    tally.found.update(half.found)
-    tally.events += half.events
-    tally.end = half.end
-    tally.outcomes = [ride.outcome(), half.ride] if ride is not None else []
-    if progress is not None:
-        progress(tally.events, max(tally.events, ledger.state.head.seq))
+    return _joined(check, [mine.get(k) or theirs.get(k) for k in range(len(pieces))], riding is not None)
+
+
+def _joined(check: LogCheck, pieces: list[_Piece | None], riding: bool) -> _Tally[IndexCheck, Redactions] | None:
+    """One tally of the whole log from its pieces in order, or None when one is missing or does
+    not link to the one before."""
+    tally = _Tally(IndexCheck(check.records), Redactions(), check.want_seq, check.heads, None)
+    for piece in pieces:
+        if piece is None or piece.first is None:
+            return None
+        seq, prev, ckpt = piece.first
+        if tally.events and (seq != tally.events + 1 or prev != tally.last_hash or ckpt != tally.ckpt):
+            return None  # not the next link
+        for offset, first_seq in piece.members:
+            tally.check.member(offset, first_seq)
+        tally.redactions.see(piece.stubs)
+        tally.at_seq.update(piece.at_seq)
+        tally.found.update(piece.found)
+        tally.events += piece.events
+        tally.end, tally.last_hash, tally.ckpt = piece.end, piece.last_hash, ckpt
+    tally.outcomes = [piece.ride for piece in pieces if piece is not None] if riding else []
+    if check.progress is not None:
+        check.progress(tally.events, max(tally.events, check.ledger.state.head.seq))
     return tally
 
 
 @dataclass(frozen=True)
-class _Half:
-    """What the second half of a log held, as its process sends it back."""
+class _Piece:
+    """What one piece of a log held, as the process that checked it sends it back."""
 
     events: int
     first: tuple[int, str, str] | None  # (seq, prev, ckpt) of its first event
     end: int
+    last_hash: str
     members: list[tuple[int, int]]  # (offset, first seq) of the members a side index record falls to
     stubs: list[Event]  # its stubs and redaction events, in order
     at_seq: dict[int, str]
@@ -391,29 +464,55 @@ class _StubEvents:
         self.events += _stubs_and_redactions(batch)
 
 
-def _second_half(
-    ledger: OpenLog,
-    split: int,
-    records: list[tuple[int, int]],
-    want_seq: set[int],
-    heads: list[str],
-    progress: Progress,
-    riding: Riding | None = None,
-) -> _Half | None:
-    """In the forked process: the members from ``split`` to the end, each checked as the
-    one-process scan does, starting from whatever the first event says; None on anything
-    but a clean end of file."""
-    tally = _Tally(_IndexedMembers(records), _StubEvents(), want_seq, heads, riding() if riding is not None else None)
+def _check_piece(ledger: OpenLog, f: BinaryIO, plan: _Plan, k: int, progress: Progress) -> _Piece | None:
+    """The members of piece ``k``, each checked as the one-process scan does (the first piece
+    from seq 1, any other from whatever its first event says); None unless they end exactly
+    where the next piece starts (the last: at a clean end of file)."""
+    start = plan.pieces[k][0]
+    end = plan.pieces[k + 1][0] if k + 1 < len(plan.pieces) else None
+    inside = [r for r in plan.records if start <= r[0] and (end is None or r[0] < end)]
+    ride = plan.riding() if plan.riding is not None else None
+    tally = _Tally(_IndexedMembers(inside), _StubEvents(), plan.want_seq, plan.heads, ride)
+    try:  # the first piece must start the chain; any other starts wherever its first event says
+        for member, batch in walk(ledger, f, start, seq=1 if k == 0 else None, prev="" if k == 0 else None):
+            if end is not None and member.end > end:
+                return None  # the index's record is not the start of a member
+            tally.add(member, batch)
+            progress(tally.events, 0)
+            if member.end == end:
+                break
+        else:
+            if end is not None:
+                return None  # the log ended before the next piece
+    except (LogCorrupted, BadMember):
+        return None
+    outcome = ride.outcome() if ride is not None else None
+    members, stubs = tally.check.seen, tally.redactions.events
+    return _Piece(
+        tally.events, tally.first, tally.end, tally.last_hash, members, stubs, tally.at_seq, tally.found, outcome
+    )
+
+
+def _from_the_end(ledger: OpenLog, plan: _Plan, meet: _Meet, progress: Progress) -> dict[int, _Piece] | None:
+    """In the forked process: the pieces from the last one back, until the first process's claims
+    meet this one's; None on anything but pieces that end where they must."""
+    found: dict[int, _Piece] = {}
+    checked = 0
+
+    def told(done: int, _total: int) -> None:
+        progress(checked + done, 0)
+
     with ledger.file.reader() as f:
-        try:
-            for member, batch in walk(ledger, f, split):
-                tally.add(member, batch)
-                progress(tally.events, 0)
-        except (LogCorrupted, BadMember):
-            return None
-    stubs, members = tally.redactions.events, tally.check.seen
-    outcome = tally.ride.outcome() if tally.ride is not None else None
-    return _Half(tally.events, tally.first, tally.end, members, stubs, tally.at_seq, tally.found, outcome)
+        j = len(plan.pieces) - 1
+        while j >= 0 and meet.last_claims(j):
+            piece = _check_piece(ledger, f, plan, j, told)
+            if piece is None:
+                return None
+            found[j] = piece
+            checked += piece.events
+            j -= 1
+        meet.last_claims(j)
+    return found
 
 
 T = TypeVar("T")

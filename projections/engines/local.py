@@ -533,9 +533,10 @@ def _deep_check(
     catalog, index = Catalog(view, view.tables), SemanticIndex(embedder, view)
     try:
         view.check_all()
-        problem = catalog_problem(ledger, catalog, preamble.cursor, progress, one_read) or vectors_problem(
-            index, embedder, random_items(view, catalog)
-        )
+        # the vectors first: with ``one_read`` that is work done while a second process checks the
+        # log, not after it; a problem of the catalog is the one reported when both have one
+        vectors = vectors_problem(index, embedder, random_items(view, catalog))
+        problem = catalog_problem(ledger, catalog, preamble.cursor, progress, one_read) or vectors
         reason = f"its content disagrees with the log: {problem}" if problem else None
     except DamagedCache as damage:
         reason = damage.reason

@@ -356,7 +356,7 @@ def stored_digests(catalog: Catalog, bounds: list[int]) -> list[Digests]:
 
 class OneRead:
     """``ari-ledger verify``'s one read of the log for both its checks: the log's own
-    (:class:`ledger.verify.LogCheck`, its second half begun in a forked process as this is
+    (:class:`ledger.verify.LogCheck`, its pieces shared with a forked process begun as this is
     made) and the snapshot's rows, digested as the events are checked (:class:`MadeRows`, in
     each process) and compared with the stored rows' digests here.
 
@@ -374,12 +374,9 @@ class OneRead:
         anchors: Iterable[Anchor],
         cursor: int,
         progress: Progress | None = None,
-        share: float = 0.5,
     ) -> None:
         self.ledger, self.cursor, self._progress = ledger, cursor, progress
-        self.check = LogCheck(
-            ledger, anchors, self._count, parallel="auto", riding=lambda: MadeRows(cursor), share=share
-        )
+        self.check = LogCheck(ledger, anchors, self._count, parallel="auto", riding=lambda: MadeRows(cursor))
         self._report: VerifyReport | None = None
 
     def __call__(self, done: int, total: int) -> None:
@@ -394,9 +391,8 @@ class OneRead:
 
     def compare(self, catalog: Catalog) -> str | None:
         """Check the log, its rows' digests riding along; why the catalog is not their fold, or None."""
-        hint = self.check.split_seq
-        planned = [1] if hint is None else [1, hint]
-        stored = stored_digests(catalog, planned)  # while the second process reads its half of the log
+        planned = [seq for _offset, seq in self.check.pieces] or [1]
+        stored = stored_digests(catalog, planned)  # while the second process checks pieces of the log
         self._report, outcomes = self.check.run(lambda: MadeRows(self.cursor))
         if self._report.reason is not None:
             return f"not compared: the log does not verify ({self._report.summary()})"

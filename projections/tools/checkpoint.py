@@ -39,11 +39,6 @@ from projections.engines.snapshot import SnapshotError, read_preamble
 from projections.engines.snapshot_check import OneRead
 
 ONE_READ_FROM = 20_000  # a snapshot's cursor from which verify reads the log once for the log's and its checks
-# This process's other work in verify, against checking one event of the log with its row
-# (measured at 160,000 and 1,000,000 events): digesting a stored row costs ~0.27 of it, and
-# loading, checking the snapshot's file and embedding a sample ~100,000 events' worth.
-ROW_DIGEST_COST = 0.27
-FIXED_EVENTS = 100_000
 
 
 def projection_state(ledger: Ledger, *, deep: bool = False) -> dict[str, Any]:
@@ -205,9 +200,9 @@ def verify_open(
     snapshot: SnapshotCheck | None
     if cursor >= ONE_READ_FROM:
         # The snapshot's rows are compared with the log's events as the log's check reads them
-        # (each half in its own process where a CPU is free); its result counts only once the
+        # (pieces of it in a second process where a CPU is free); its result counts only once the
         # log checked out.
-        read = OneRead(ledger, anchors, cursor, progress, share=own_share(events))
+        read = OneRead(ledger, anchors, cursor, progress)
         try:
             snapshot = check_snapshot(ledger, progress=read, one_read=read)
             report = read.report()
@@ -226,12 +221,6 @@ def verify_open(
         *([snapshot.problem] if snapshot and snapshot.problem else []),
     ]
     return Verification(report, rollback, problems, snapshot)
-
-
-def own_share(events: int) -> float:
-    """The part of the log this process checks when a second process checks the rest, so that
-    both end together once this one's other work is counted (at least 5 %, at most half)."""
-    return min(0.5, max(0.05, (1 - ROW_DIGEST_COST - FIXED_EVENTS / max(events, 1)) / 2))
 
 
 def counted(progress: Progress | None, base: int, total: int) -> Progress | None:

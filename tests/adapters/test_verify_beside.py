@@ -1,11 +1,11 @@
 """``ari-ledger verify`` reads the log once for both of its checks (issue 30, item 4): the log's,
 and the snapshot's rows, compared as digests of what the events make with digests of the
-stored rows, each half of the log in its own process. Its verification is the one the
-two separate checks give (the log checked, then the snapshot against a fresh read of it), on
-a sound checkpoint, on damage in either half of the log, and on a snapshot row that differs
-in either half (then named by the row-by-row comparison), with one count of progress that
-ends at the total. It also checks half of a large log in a second process, which library
-verify never does.
+stored rows, the log's pieces shared with a second process (one digest per piece). Its
+verification is the one the two separate checks give (the log checked, then the snapshot
+against a fresh read of it), on a sound checkpoint, on damage early or late in the log, and on
+a snapshot row that differs early or late (then named by the row-by-row comparison), with one
+count of progress that ends at the total. It also shares a large log with a second process,
+which library verify never does.
 
 A free CPU is forced, so each test fails where the second process is not used, whatever the
 machine running it has free."""
@@ -36,8 +36,8 @@ from support.env import ari_ledger
 MEMBERS = 12
 PER_MEMBER = 25
 EVENTS = MEMBERS * PER_MEMBER
-FIRST_HALF_SEQ = 10  # a seq of the first quarter of the log, which this process checks
-SECOND_HALF_SEQ = EVENTS - 20  # a seq the second process checks
+FIRST_HALF_SEQ = 10  # a seq of the first piece of the log, where this process starts
+SECOND_HALF_SEQ = EVENTS - 20  # a seq of the last piece, where the second process starts
 NODES_AT = {4, EVENTS - 10}  # (0-based) events that start a node instead of adding an entry
 
 
@@ -92,7 +92,6 @@ def both(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, list[in
         return by_rows(*args, **kwargs)
 
     monkeypatch.setattr(checkpoint, "ONE_READ_FROM", 0)
-    monkeypatch.setattr(checkpoint, "own_share", lambda _events: 0.5)  # halves: FIRST_HALF_SEQ is this process's
     monkeypatch.setattr(ledger.verify, "PARALLEL_FROM", 0)
     monkeypatch.setattr(ledger.verify, "Beside", counted_beside(forks))
     monkeypatch.setattr(snapshot_check, "catalog_problem", counted_by_rows)  # its fall-back, not check_snapshot's call
@@ -107,7 +106,7 @@ def both(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any, list[in
 
 def test_sound_checkpoint(folded: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     alone, beside, counts, rows_compared, again = both(folded, monkeypatch)
-    assert again == [], "the halves were not joined"
+    assert again == [], "the pieces were not joined"
     assert alone.passed and alone.snapshot is not None and alone.snapshot.cursor == EVENTS
     assert beside.as_dict() == alone.as_dict()
     assert rows_compared == [], "the digests disagreed on a sound snapshot"
@@ -227,7 +226,7 @@ def test_large_log_is_checked_in_two_processes(ckpt: Path, monkeypatch: pytest.M
 
 @pytest.mark.parametrize("node", ["node_4", "node_3"], ids=["first_half", "second_half"])
 def test_a_node_the_snapshot_lacks_in_either_half(folded: Path, monkeypatch: pytest.MonkeyPatch, node: str) -> None:
-    """The small tables (nodes, seeds, tombstones) folded from both halves' events, in order."""
+    """The small tables (nodes, seeds, tombstones) folded from every piece's events, in order."""
     with Ledger.open(folded) as lg:
         p = Projector(lg, get_embedder(), use_snapshot=False)
         p.catch_up()

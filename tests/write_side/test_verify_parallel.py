@@ -1,7 +1,8 @@
-"""Verify in two processes (issue 30, item 4): the second half of a log checked in a forked
-process gives the report the one-process check gives, on a sound log and on every kind of
-damage, wherever it is: in the second half, a broken link exactly at the split, a torn tail,
-a side index record that is not a member's start, a redaction across the halves.
+"""Verify in two processes (issue 30, item 4): a log's pieces shared with a forked process (it
+takes them from the last back, this one from the first, until the two meet) give the report
+the one-process check gives, on a sound log and on every kind of damage, wherever it is: in a
+later piece, a broken link exactly where a piece starts, a torn tail, a side index record that
+is not a member's start, a redaction across pieces; and whoever checks more of the pieces.
 
 Each test writes down the report it expects first (seq, offset, reason), then checks that
 both ways of verifying give exactly it.
@@ -15,11 +16,16 @@ from __future__ import annotations
 import errno
 import io
 import os
+import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ledger.log
 import ledger.verify
@@ -63,11 +69,18 @@ def members(ckpt: Path) -> list[Member]:
 
 
 def split_of(ckpt: Path) -> int:
-    """Where verify splits this log (the side index record nearest the middle)."""
+    """Where the middle one of the pieces verify cuts this log into starts."""
     with Ledger.open_readonly(ckpt) as lg:
-        split = ledger.verify._split_offset(lg.file.read_index(), lg.file.size())
-    assert split is not None
-    return split
+        pieces = ledger.verify._pieces(lg.file.read_index(), lg.file.size())
+    assert len(pieces) > 2
+    return pieces[len(pieces) // 2][0]
+
+
+def reindex(ckpt: Path) -> None:
+    """A side index record for every member of the log as it is now."""
+    idx = log_path(ckpt).with_name(LOG_NAME + ".idx")
+    records = [(m.offset, first_seq_at(ckpt, m.offset)) for m in members(ckpt)]
+    idx.write_bytes(b"".join(ledger.log._IDX_RECORD.pack(*r) for r in records))
 
 
 def first_seq_at(ckpt: Path, offset: int) -> int:
@@ -146,7 +159,7 @@ def test_sound_log_same_report_and_counts(ckpt: Path) -> None:
     assert counts == sorted(counts) and counts[-1] == total
 
 
-def test_damage_in_the_second_half(ckpt: Path) -> None:
+def test_damage_in_a_later_piece(ckpt: Path) -> None:
     write_log(ckpt)
     split = split_of(ckpt)
     victim = [m for m in members(ckpt) if m.offset > split][2]
@@ -171,7 +184,7 @@ def test_damage_in_the_second_half(ckpt: Path) -> None:
         ({"seq_shift": 1}, "expected seq {seq}, found seq {next} (missing, repeated or reordered event)"),
     ],
 )
-def test_broken_link_exactly_at_the_split(ckpt: Path, change: dict[str, object], why: str) -> None:
+def test_broken_link_exactly_where_a_piece_starts(ckpt: Path, change: dict[str, object], why: str) -> None:
     write_log(ckpt)
     split = split_of(ckpt)
     seq = first_seq_at(ckpt, split)
@@ -207,22 +220,22 @@ def test_index_record_not_at_a_member(ckpt: Path) -> None:
     idx = log_path(ckpt).with_name(LOG_NAME + ".idx")
     records = [(o + 3 if o == split else o, s) for o, s in ledger.log._IDX_RECORD.iter_unpack(idx.read_bytes())]
     idx.write_bytes(b"".join(ledger.log._IDX_RECORD.pack(*r) for r in records))
-    serial, parallel, _ = both(ckpt, joined=False)  # the first half does not end at the record
+    serial, parallel, _ = both(ckpt, joined=False)  # the piece before does not end at the record
     assert serial.ok and serial.problems[0].startswith(
         f"side index {idx.name}: record ({split + 3}, seq {seq}) does not point at the start of a member"
     )
     assert parallel == serial
 
 
-def test_redaction_across_the_halves(ckpt: Path) -> None:
-    write_log(ckpt, secret_at=2)  # the stub in the first half, the redaction event at the end
+def test_redaction_across_pieces(ckpt: Path) -> None:
+    write_log(ckpt, secret_at=2)  # the stub in the first piece, the redaction event in the last
     redact(ckpt, Selector(text="the secret key"), reason="leak", by="tester")
     serial, parallel, _ = both(ckpt, joined=True)
     assert serial.ok and serial.events == MEMBERS * PER_MEMBER + 1
     assert parallel == serial
 
 
-def test_stub_nobody_accounts_for_in_the_second_half(ckpt: Path) -> None:
+def test_stub_nobody_accounts_for_in_a_later_piece(ckpt: Path) -> None:
     write_log(ckpt)
     split = split_of(ckpt)
     seq = first_seq_at(ckpt, split) + PER_MEMBER + 1
@@ -240,7 +253,8 @@ def test_stub_nobody_accounts_for_in_the_second_half(ckpt: Path) -> None:
             prev = event.hash
         out.append(compress_member(b"".join(lines)))
     path.write_bytes(b"".join(out))
-    serial, parallel, _ = both(ckpt, joined=True)  # found once the halves are joined
+    reindex(ckpt)  # (the members re-signed differ in size: each piece must end where the next starts)
+    serial, parallel, _ = both(ckpt, joined=True)  # found once the pieces are joined
     expected = f"seq {seq}'s body was removed but no redaction event records it (edited log)"
     assert (serial.ok, serial.first_bad_seq, serial.offset, serial.reason) == (False, seq, None, expected)
     assert parallel == serial
@@ -277,3 +291,63 @@ def test_library_verify_never_forks(ckpt: Path, tmp_path: Path, refused_forks: l
     repaired = repair(ckpt)
     assert (repaired.kept, repaired.reason) == (total, None)  # nothing to repair
     assert refused_forks == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.integers(1, 12), schedule=st.lists(st.booleans(), max_size=80))
+def test_meeting_claims_leave_no_piece_unchecked(pieces: int, schedule: list[bool]) -> None:
+    """The two processes' claims (:class:`ledger.verify._Meet`), in any interleaving of their
+    steps: every piece is checked, each process's pieces run on from its own end, and at most
+    one piece is checked twice (both claimed it before either saw the other's claim)."""
+    meet = ledger.verify._Meet(pieces)
+    first: list[int] = []
+    last: list[int] = []
+
+    def claims(from_last: bool, order: range, checked: list[int]) -> Iterator[None]:
+        """One process's steps, each a point where the other may run: the claim written, then
+        read back against the other's, then the piece checked."""
+        for piece in order:
+            meet.claim(from_last, piece)
+            yield
+            if not meet.may_check(from_last, piece):
+                return
+            yield
+            checked.append(piece)
+        meet.claim(from_last, order.stop)  # none left: the other stops at its next claim
+
+    steps = [claims(False, range(pieces), first), claims(True, range(pieces - 1, -1, -1), last)]
+    for which in schedule:
+        next(steps[which], None)
+    for rest in steps:
+        for _ in rest:
+            pass
+    assert sorted(set(first) | set(last)) == list(range(pieces))
+    assert first == list(range(len(first))) and last == list(range(pieces - 1, pieces - 1 - len(last), -1))
+    assert len(set(first) & set(last)) <= 1
+
+
+def test_the_second_process_checks_every_piece_while_this_one_is_busy(ckpt: Path) -> None:
+    """This process busy until the forked one has checked the whole log (as ``ari-ledger
+    verify`` is while it checks the snapshot): it then checks no piece, and the report is the
+    one-process one; the same when it starts at once and they share the pieces."""
+    write_log(ckpt)
+    total = MEMBERS * PER_MEMBER
+    mine: list[int] = []
+    check_piece = ledger.verify._check_piece
+
+    def counted(*args: Any) -> Any:
+        mine.append(1)  # (the forked process counts in its own copy of this list)
+        return check_piece(*args)
+
+    with Ledger.open_readonly(ckpt) as lg, pytest.MonkeyPatch.context() as mp:
+        serial = verify(lg, parallel=False)
+        mp.setattr(ledger.verify, "_check_piece", counted)
+        mp.setattr(ledger.verify, "can_fork", lambda: True)
+        busy = ledger.verify.LogCheck(lg, parallel=True)
+        assert busy._second is not None and len(busy.pieces) > 2
+        deadline = time.monotonic() + 60
+        while busy._second.beside.done() < total and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert busy.run()[0] == serial and mine == []
+        at_once = ledger.verify.LogCheck(lg, parallel=True)
+        assert at_once.run()[0] == serial and 0 < len(mine) <= len(at_once.pieces)
