@@ -6,10 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from support.engines import ENGINES, backends_on
 from support.env import ARI_VARS
 from support.letta import letta_server  # noqa: F401 - the session fixture, for every test module
+
+# Property tests are judged on what they find, not on how fast one example runs: on a machine of
+# two cores another process's work (a benchmark, a second pytest) can stall any example past
+# hypothesis' default 200 ms deadline, which then fails a test whose property held.
+settings.register_profile("ledger", deadline=None)
+settings.load_profile("ledger")
 
 
 def pytest_configure(config: pytest.Config) -> None:
