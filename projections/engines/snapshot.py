@@ -51,7 +51,7 @@ import secrets
 import struct
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, assert_never, cast
 
@@ -86,6 +86,7 @@ DICTIONARY_F = 16  # log2 of the dictionary trainer's frequency table
 DICTIONARY_SAMPLES = 20000  # records a dictionary is trained on, chosen at random
 RECORD_LEVEL = 3  # zstd level of the records (higher levels are larger with a dictionary, and slower)
 LAYOUT_LEVEL = 3  # zstd level of the header's layout
+RECORD_MOST = 1 << 30  # a record said to be larger is decompressed alone (``unpack_many``)
 _ALIGN = 64
 _LEN = struct.Struct("<Q")
 _TRAILER = struct.Struct("<QQ32s8s")
@@ -185,11 +186,13 @@ class SnapshotView:
             self._collections = {name: (start, count) for name, start, count in layout.collections}
             self.names = [name for name, _start, _count in layout.collections]
             self._starts = [start for _name, start, _count in layout.collections]
+            self._counts = [count for _name, _start, count in layout.collections]
             self._fence = [i.encode() for i in layout.fence]
             self._sections = layout.sections
             self._arrays(layout)
             self.cache = VectorCache(VECTOR_CACHE_BYTES)
             self._decompress: Callable[[memoryview], bytes] | None = None  # made when a record is first read
+            self._dctx: zstandard.ZstdDecompressor | None = None  # and this, when records are compressed
             if check or (check is None and self._data_end <= CHECK_WHOLE_UP_TO):
                 self.check_all()
         except BaseException:
@@ -214,6 +217,9 @@ class SnapshotView:
         self._offsets = view("offsets", "<i8", (n + 1,))
         offset, size = self._sections["records"]
         self._records = memoryview(self._map)[offset : offset + size]
+        # each byte of the records with the 15 after it (the file goes on after them: offsets, header, trailer)
+        heads = len(self._map) - offset - _HEAD + 1
+        self._heads = np.ndarray((max(heads, 0),), f"S{_HEAD}", self._map, offset, (1,))
         self._sorted = view("sorted", ids, (n,))
         self._id_rows = view("id_rows", "<i8", (n,))
 
@@ -226,17 +232,47 @@ class SnapshotView:
     def unpack(self, record: memoryview) -> bytes:
         """A stored record's JSON (raises SnapshotDamaged when it does not decompress). The
         dictionary is read, and its chunks checked, when the first record is."""
-        if self._decompress is None:
-            dictionary = self.dictionary()
-            self._decompress = (
-                zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary)).decompress
-                if dictionary
-                else bytes
-            )
+        decompress = self._decompress or self._decompressor()
         try:
-            return self._decompress(record)
+            return decompress(record)
         except zstandard.ZstdError as exc:
             raise disagrees(f"a record does not decompress ({exc})") from None
+
+    def unpack_many(self, starts: np.ndarray, ends: np.ndarray) -> list[bytes]:
+        """The records at [starts, ends) of the records section, as ``unpack`` gives them one by
+        one (the same bytes, the same SnapshotDamaged), decompressed in one call. The frames'
+        headers are read here first, and the batch is given their sizes: zstandard's batch call
+        misreads some frames ``unpack`` reads right (a first frame of size 0 frees memory twice,
+        a size near 2**64 overflows its buffer, a skippable frame reads as empty). So when any
+        frame is not a plain one of 1..RECORD_MOST bytes, or the batch fails, the records are
+        decompressed one by one, and ``unpack`` has the last word (names the first bad one)."""
+        if self._decompress is None:
+            self._decompressor()
+        if self._dctx is not None and len(starts):
+            sizes = _content_sizes(self._heads, starts, ends)
+            if sizes is not None:
+                segments = np.stack([starts, ends - starts], 1).astype("<u8").tobytes()
+                frames = zstandard.BufferWithSegments(self._records, segments)
+                try:
+                    found = self._dctx.multi_decompress_to_buffer(frames, decompressed_sizes=sizes.tobytes(), threads=0)
+                except (zstandard.ZstdError, ValueError, MemoryError):
+                    pass  # (the record that fails is named below, as unpack names it)
+                else:
+                    segments_found = cast(Iterable[zstandard.BufferSegment], found)  # (iterable, unlike its stub says)
+                    return [segment.tobytes() for segment in segments_found]
+        records = self._records
+        return [self.unpack(records[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+    def _decompressor(self) -> Callable[[memoryview], bytes]:
+        """How a record is decompressed: with the dictionary (read now, its chunks checked), or
+        ``bytes`` when records are stored raw."""
+        dictionary = self.dictionary()
+        if dictionary:
+            self._dctx = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(dictionary))
+            self._decompress = self._dctx.decompress
+        else:
+            self._decompress = bytes
+        return self._decompress
 
     # -- the Frozen protocol -----------------------------------------------------------
 
@@ -301,8 +337,15 @@ class SnapshotView:
         return _pread(self._fd, hi - lo, lo)
 
     def check_all(self) -> None:
-        """Check every chunk and every collection's structure."""
+        """Check every chunk and every collection's structure: all the collections at once
+        (``_sound``), then alone those it leaves out, in order, so the first wrong one is named."""
         self._check_bytes(0, self._data_end)
+        sound = self._sound()
+        if any(sound):
+            hidden = np.add.reduceat(self._cleared != NEVER, self._starts, dtype=np.int64).tolist()
+            for name, ok, start, count, hides in zip(self.names, sound, self._starts, self._counts, hidden):
+                if ok and name not in self._rows:
+                    self._rows[name] = self._make_rows(name, start, start + count, hides)
         for name in self.names:
             self.rows(name)
         if self.rows_total:
@@ -341,7 +384,14 @@ class SnapshotView:
             raise disagrees(f"record offsets of {_label(name)} are out of order or out of range")
         records_at = self._sections["records"][0]
         self._check_bytes(records_at + int(offsets[0]), records_at + int(offsets[-1]))
-        rows = Rows(
+        rows = self._make_rows(name, start, stop, int(np.count_nonzero(self._cleared[start:stop] != NEVER)))
+        problem = _rows_problem(name, rows, self.tables, self.cursor)
+        if problem:
+            raise disagrees(problem)
+        return rows
+
+    def _make_rows(self, name: str, start: int, stop: int, hidden: int) -> Rows:
+        return Rows(
             name,
             self._seqs[start:stop],
             self._cleared[start:stop],
@@ -349,16 +399,42 @@ class SnapshotView:
             self._vectors[start:stop],
             self._low[start:stop],
             self._scales[start:stop],
-            offsets,
+            self._offsets[start : stop + 1],
             self._records,
-            int(np.count_nonzero(self._cleared[start:stop] != NEVER)),
+            hidden,
             self.cache,
             self.unpack,
+            self.unpack_many,
         )
-        problem = _rows_problem(name, rows, self.tables, self.cursor)
-        if problem:
-            raise disagrees(problem)
-        return rows
+
+    def _sound(self) -> list[bool]:
+        """Which collections ``_load`` would pass, checked all at once once every chunk is
+        (``check_all``): record offsets in order and in range, seqs increasing within 1..cursor,
+        tombstones those the purges make. Collections with node_cleared tombstones of their own
+        are left to ``_load``, and so is every collection when any check fails anywhere."""
+        none = [False] * len(self.names)
+        offsets, seqs, n = self._offsets, self._seqs, self.rows_total
+        if not n or len(self._collections) != len(self.names):
+            return none
+        if offsets[0] < 0 or offsets[-1] > len(self._records) or np.any(offsets[1:] < offsets[:-1]):
+            return none
+        firsts = np.asarray(self._starts, np.int64)
+        lasts = np.append(firsts[1:], n) - 1
+        increasing = seqs[1:] > seqs[:-1]
+        increasing[lasts[:-1]] = True  # (from one collection to the next)
+        if np.any(seqs[firsts] < 1) or np.any(seqs[lasts] > self.cursor) or not np.all(increasing):
+            return none
+        alone = [name != REACT and bool(self.tables.clears.get(name)) for name in self.names]
+        try:
+            expected = _tombstones_after(sorted(self.tables.purges), seqs)
+        except OverflowError:
+            return none  # (a tombstone beyond int64: _load says what it says)
+        wrong = expected != self._cleared
+        if any(alone):
+            wrong &= ~np.repeat(np.asarray(alone), self._counts)
+        if np.any(wrong):
+            return none
+        return [not own for own in alone]
 
     def _check_id_index(self) -> None:
         """The sorted ids are this file's ids, each once (``check_all`` only: O(rows))."""
@@ -387,19 +463,59 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
     return b"".join(parts)
 
 
+def _frame_tables() -> tuple[np.ndarray, ...]:
+    """By a zstd frame's descriptor byte (RFC 8878 3.1.1.1.1): where its header ends, and the
+    shift, mask and addend that read its content size from the header's first 16 bytes as two
+    little-endian words. A frame without a content size, with a dictionary id (never written)
+    or a reserved bit set ends "never": it is read alone."""
+    descriptor = np.arange(256)
+    single, flag = (descriptor >> 5) & 1, descriptor >> 6
+    width = np.array([0, 2, 4, 8, 1, 2, 4, 8])[(single << 2) | flag]
+    at = 6 - single
+    plain = (width > 0) & ((descriptor & 0b1011) == 0)
+    end = np.where(plain, at + width, 1 << 62)
+    mask = np.array([(1 << 8 * int(w)) - 1 for w in width], np.uint64)
+    return end, (8 * at).astype(np.uint64), (64 - 8 * at).astype(np.uint64), mask, np.where(width == 2, 256, 0)
+
+
+_FRAME_END, _SIZE_SHIFT, _SIZE_CARRY, _SIZE_MASK, _SIZE_ADD = _frame_tables()
+_FRAME_MAGIC = 0xFD2FB528
+_HEAD = 16  # bytes of a record read for its frame header
+
+
+def _content_sizes(heads: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The content size each zstd frame at [starts, ends) of ``heads`` (the records section, as
+    S16: the 16 bytes from each byte on) declares in its header, or None unless every one is a
+    plain frame header whole in its record with a size in 1..RECORD_MOST."""
+    if not len(starts) or int(starts.max()) >= len(heads):
+        return None
+    head = heads[starts].view(np.uint8).reshape(-1, _HEAD)
+    descriptor = head[:, 4]
+    if np.any(head.view("<u4")[:, 0] != _FRAME_MAGIC) or np.any(_FRAME_END[descriptor] > ends - starts):
+        return None  # not a frame, not a plain one, or its header cut short
+    lo, hi = head.view("<u8").T
+    sizes = (lo >> _SIZE_SHIFT[descriptor] | hi << _SIZE_CARRY[descriptor]) & _SIZE_MASK[descriptor]
+    sizes += _SIZE_ADD[descriptor].astype(np.uint64)
+    if np.any(sizes < 1) or np.any(sizes > RECORD_MOST):
+        return None
+    return sizes
+
+
+def _tombstones_after(tombstones: list[int], seqs: np.ndarray) -> np.ndarray:
+    """Each row's tombstone: the first of ``tombstones`` (sorted) after its seq, or NEVER."""
+    if not tombstones:
+        return np.full(len(seqs), NEVER, np.int64)
+    after = np.searchsorted(np.asarray(tombstones, np.int64), seqs, side="right")
+    return np.append(np.asarray(tombstones, np.int64), NEVER)[after]
+
+
 def _rows_problem(name: str, rows: Rows, tables: CatalogTables, cursor: int) -> str | None:
     """Why a collection's rows cannot be the fold of a log up to ``cursor``, or None."""
     seqs = rows.seqs
     if rows.n == 0 or seqs[0] < 1 or seqs[-1] > cursor or np.any(np.diff(seqs) <= 0):
         return f"seqs of {_label(name)} are not increasing within 1..{cursor}"
     tombstones = sorted([*tables.purges, *([] if name == REACT else tables.clears.get(name, []))])
-    if tombstones:
-        after = np.searchsorted(np.asarray(tombstones, np.int64), seqs, side="right")
-        padded = np.append(np.asarray(tombstones, np.int64), NEVER)
-        expected = padded[after]
-    else:
-        expected = np.full(rows.n, NEVER, np.int64)
-    if not np.array_equal(expected, rows.cleared):
+    if not np.array_equal(_tombstones_after(tombstones, seqs), rows.cleared):
         return f"tombstones of {_label(name)} are not those its node_cleared and checkpoint_purged events make"
     return None
 

@@ -452,7 +452,8 @@ class Catalog:
     def scan_columns(self, steps: bool, chunk: int = 4096) -> Iterator[RowColumns]:
         """:meth:`scan_rows` a chunk of rows at a time, as columns (collections, ids, seqs,
         records): a check that digests the rows whole spares a tuple and a lookup per row.
-        (The stored rows of every collection are one base's: one records section, one unpack.)"""
+        (The stored rows of every collection are one base's: one records section, decompressed a
+        chunk at a time.)"""
         names = [n for n in self.collections() if (n == REACT) == steps]
         stored = [rows for n in names if (rows := self.stored(n)) is not None]
         if stored:
@@ -460,17 +461,17 @@ class Catalog:
             order = np.argsort(seqs, kind="stable")
             which = np.repeat(np.arange(len(stored)), [rows.n for rows in stored])[order].tolist()
             ids = np.concatenate([rows.ids for rows in stored])[order].tolist()
-            starts = np.concatenate([rows.offsets[:-1] for rows in stored])[order].tolist()
-            ends = np.concatenate([rows.offsets[1:] for rows in stored])[order].tolist()
+            starts = np.concatenate([rows.offsets[:-1] for rows in stored])[order]
+            ends = np.concatenate([rows.offsets[1:] for rows in stored])[order]
             seqs = seqs[order].tolist()
-            records, unpack = stored[0].records, stored[0].unpack
+            unpack_many, name_of = stored[0].unpack_many, [rows.name for rows in stored].__getitem__
             for lo in range(0, len(seqs), chunk):
                 hi = lo + chunk
                 yield (
-                    [stored[b].name for b in which[lo:hi]],
+                    list(map(name_of, which[lo:hi])),
                     [i.decode() for i in ids[lo:hi]],
                     seqs[lo:hi],
-                    [unpack(records[a:b]) for a, b in zip(starts[lo:hi], ends[lo:hi])],
+                    unpack_many(starts[lo:hi], ends[lo:hi]),
                 )
         fresh = list(self._scan(names, []))
         if fresh:

@@ -123,6 +123,7 @@ class Rows:
     hidden: int  # rows with a tombstone
     cache: VectorCache  # where the dequantised rows are kept
     unpack: Callable[[memoryview], bytes]  # a stored record → its JSON
+    unpack_many: Callable[[np.ndarray, np.ndarray], list[bytes]]  # records at [starts, ends) → their JSON
 
     @property
     def n(self) -> int:
