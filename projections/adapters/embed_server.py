@@ -22,13 +22,15 @@ import signal
 import sys
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import numpy as np
-
 from ledger.errors import InvalidInput, LedgerError
-from projections.models.embedder import StaticEmbedder, get_embedder
+
+if TYPE_CHECKING:  # (numpy and the model load when a server starts, not with the command line's parser)
+    import numpy as np
+
+    from projections.models.embedder import StaticEmbedder
 
 # Big enough for a few thousand long passages per request, small enough that a
 # confused client cannot make the server buffer gigabytes.
@@ -183,8 +185,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 def make_server(
     host: str = "127.0.0.1", port: int = 0, *, verbose: bool = False, api_key: str | None = None
-) -> ThreadingHTTPServer:
+) -> EmbeddingServer:
     """Bind the endpoint (port 0 picks a free one) with the model already loaded."""
+    from projections.models.embedder import get_embedder
+
     return EmbeddingServer((host, port), get_embedder(), verbose, api_key)
 
 
@@ -237,7 +241,7 @@ def serve(args: argparse.Namespace) -> int:
         raise LedgerError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     if args.user:
         try:
-            _run_as(args.user, get_embedder())
+            _run_as(args.user, server.embedder)
         except BaseException:
             server.server_close()
             raise

@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard, cast, get_args
+from typing import TYPE_CHECKING, Any, TypeGuard, cast, get_args
 
 from ledger import InvalidInput
 from ledger.anchor import Anchor
@@ -45,14 +45,16 @@ from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections import settings
 from projections.api import checks
-from projections.api.context import ExperimentContext
-from projections.api.grounding import Grounding, experiments_roots, run_and_node
-from projections.api.session import Session
 from projections.api.shapes import Claim, ClaimExclusion, Evidence, ValuesView, VerifiedContextView
-from projections.api.views import research_view
-from projections.api.working import is_result_summary
-from projections.models.catalog import Catalog, Entry
-from projections.models.repro import repro_status
+
+# The session, grounding, catalog and views (numpy, the unit tables, the projection engines)
+# load with the first claim ranked, not with this module: ``ari-ledger verify`` and the rest of
+# the command line read only the file name, the anchor and the evidence levels from here.
+if TYPE_CHECKING:
+    from projections.api.context import ExperimentContext
+    from projections.api.grounding import Grounding
+    from projections.api.session import Session
+    from projections.models.catalog import Catalog, Entry
 
 VERIFIED_CONTEXT_NAME = "verified_context.json"
 CLAIM_KINDS = ("experiment_result", "paper_claim")
@@ -128,6 +130,8 @@ def node_verdict(
         said = _report_verdict(report)
         if said is not None:
             return said
+    from projections.api.working import is_result_summary
+
     entries = list(entries)
     for entry in reversed(entries):
         if is_result_summary(entry):
@@ -202,6 +206,8 @@ def own_report(node_id: str, entries: Iterable[Entry], grounding: Grounding | No
     entries' pointers, its own first), or None."""
     if grounding is None:
         return None
+    from projections.api.grounding import run_and_node
+
     refs = [r for e in entries if isinstance(r := e.metadata.get("node_report_ref"), Mapping)]
     runs = [r.get("run_id") for r in refs if r.get("node_id") == node_id] + [r.get("run_id") for r in refs]
     for run in dict.fromkeys(runs):
@@ -282,6 +288,9 @@ def verified_context(
     ``judged``: node id → why it judged its own result unsuccessful (None: it did not), for
     callers that already asked :func:`node_verdict`; other nodes are judged here.
     """
+    from projections.api.views import research_view
+    from projections.models.repro import repro_status
+
     floor = EVIDENCE.index(check_evidence(min_evidence)) if min_evidence else 0
     status = repro_status(repro_events)
     if grounding is not None:
@@ -434,6 +443,8 @@ class VerifiedContext:
         """ARI's verified context (``claims``, ``limitations``, ``usable_for_claims``), each claim
         with its evidence level and ``values`` verdict; artifacts are re-hashed under
         ``experiments_root`` (default: ARI's layout beside the checkpoint)."""
+        from projections.api.grounding import Grounding
+
         scope = checks.node_ids(ancestor_ids)
         if limit is not None:
             checks.limit(limit)
@@ -468,6 +479,8 @@ class VerifiedContext:
 
     def _experiments_roots(self, given: str | Path | None) -> list[Path]:
         """Where node work dirs may be: the given root, else :func:`experiments_roots`."""
+        from projections.api.grounding import experiments_roots
+
         return [Path(given)] if given is not None else experiments_roots(self.session.checkpoint_dir)
 
     def write(self, nodes: Iterable[Mapping[str, Any]], experiments_root: str | Path | None) -> Path | None:

@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -41,7 +41,9 @@ from ledger.safe_io import read_file
 from projections.access.chain import GENESIS, link
 from projections.access.log import ACCESS_LOG_NAME, ReadCapture
 from projections.access.writer import HEAD_ID, ROTATED_GLOB
-from projections.api.backend import MemoryBackend
+
+if TYPE_CHECKING:  # (the backend, its engines and numpy load with a replay, not with the command line)
+    from projections.api.backend import MemoryBackend
 
 SUMMARY_NAME = "memory_access.summary.json"  # what `ari memory compact-access` leaves of rotated files
 REPLAYABLE = (

@@ -12,45 +12,25 @@ starts one.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-from support.env import subprocess_env
+from support.imports import loaded_after as loaded_in_fresh
 
 HEAVY = ("pydantic", "pydantic_core", "importlib.metadata", "ledger.node_report", "tokenizers")
 
 
 def loaded_after(script: str, ckpt: Path) -> dict[str, bool]:
     """Which of HEAVY a fresh interpreter holds after running ``script`` (``backend`` is open on ``ckpt``)."""
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(
-                """
-                import json, sys
-                from projections.api.backend import clear_backend_cache, get_backend
-                backend = get_backend(sys.argv[1])
-                """
-            )
-            + textwrap.dedent(script)
-            + textwrap.dedent(
-                f"""
-                clear_backend_cache()
-                print(json.dumps({{name: name in sys.modules for name in {HEAVY!r}}}))
-                """
-            ),
-            str(ckpt),
-        ],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
+    return loaded_in_fresh(
+        """
+        from projections.api.backend import clear_backend_cache, get_backend
+        backend = get_backend(sys.argv[1])
+        """,
+        script,
+        HEAVY,
+        str(ckpt),
+        epilogue="clear_backend_cache()",
     )
-    assert run.returncode == 0, run.stderr
-    return dict(json.loads(run.stdout.splitlines()[-1]))
 
 
 def test_writes_and_searches_load_neither_pydantic_nor_package_metadata(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
 import logging
 import sys
+from typing import Any
 
 from ledger import LedgerError, layout
 from projections.adapters.cli import checkpoint, files, memory, proof, rebuild, tools  # noqa: F401 - registered in this order
@@ -28,9 +28,8 @@ from projections.adapters.cli.framework import (
     EXIT_OK,
     INTERRUPTED_HELP,
     HelpFormatter,
-    console,
     exit_codes_epilog,
-    no_color,
+    honour_no_color,
     shorten,
 )
 from projections.adapters.cli.progress import interrupted, running
@@ -38,10 +37,27 @@ from projections.adapters.cli.progress import interrupted, running
 
 def version() -> str:
     """``ari-ledger X.Y.Z``: the installed distribution's version."""
+    import importlib.metadata  # ~30 ms, and the look-up as much again: only for --version
+
     try:
         return f"ari-ledger {importlib.metadata.version('ari-memory-ledger')}"
     except importlib.metadata.PackageNotFoundError:  # a checkout on sys.path, not installed
         return "ari-ledger (not installed)"
+
+
+class VersionAction(argparse._VersionAction):
+    """``--version``: prints :func:`version`, looked up when the option is given, not each
+    time the parser is built."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        self.version = version()
+        super().__call__(parser, namespace, values, option_string)
 
 
 TOP_EXIT_CODES = {
@@ -60,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="each command's --help lists its own exit codes\n\n" + exit_codes_epilog(TOP_EXIT_CODES),
         formatter_class=HelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=version(), help="print the version and exit")
+    parser.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (fn, setup, help) in COMMANDS.items():
         p = sub.add_parser(name, help=help, description=help)
@@ -72,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    console.no_color = no_color()  # as the environment says now, not at import
+    honour_no_color()  # as the environment says now, not at import
 
     def error(message: str) -> None:
         print(f"error: {shorten(message, argv)}", file=sys.stderr)

@@ -28,7 +28,9 @@ from projections.adapters.cli.framework import (
     node_arg,
 )
 from projections.adapters.cli.progress import only_reading
-from projections.tools import checkpoint as state
+
+# Each command imports what it runs (``projections.tools.checkpoint`` and the projection engines
+# under it) when it runs: the command line starts without them.
 
 log = logging.getLogger("ledger")
 
@@ -67,6 +69,8 @@ def _verify_args(parser: argparse.ArgumentParser) -> None:
     },
 )
 def cmd_verify(args: argparse.Namespace) -> int:
+    from projections.tools import checkpoint as state
+
     if args.accept_rollback:
         from pathlib import Path
 
@@ -103,6 +107,8 @@ def hash_arg(value: str) -> str:
     exit_codes={EXIT_OK: "no alarm (notes, if any, are printed)", EXIT_CHECK_FAILED: "an alarm: a rollback"},
 )
 def cmd_status(args: argparse.Namespace) -> int:
+    from projections.tools import checkpoint as state
+
     data = state.status(args.checkpoint)
     if args.json:
         emit(data)
@@ -209,6 +215,8 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_repair(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from projections.tools import checkpoint as state
+
     report, aside = state.repair(Path(args.checkpoint))
     found = state.verify(args.checkpoint)
     if args.json:
@@ -257,6 +265,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
     import socket
 
     from ledger.redact import Selector
+    from projections.tools import checkpoint as state
     from projections.tools.redaction import redact_checkpoint
 
     if args.match is not None and args.regex is not None:

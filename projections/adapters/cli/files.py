@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput, layout
 from ledger.ari_import import (
@@ -17,7 +17,6 @@ from ledger.ari_import import (
     ari_files_in,
     read_ari_file,
 )
-from ledger.bundle import check_output_path, export_bundle, import_bundle
 from ledger.layout import SNAPSHOT_NAME
 from ledger.progress import Interrupted
 from projections.adapters.cli.framework import (
@@ -33,7 +32,9 @@ from projections.adapters.cli.framework import (
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import Reporter, folding, safe_points
-from projections.api.backend import MemoryBackend
+
+if TYPE_CHECKING:  # the backend (numpy, the engines) and the bundle's tar and codecs: imported when used
+    from projections.api.backend import MemoryBackend
 
 
 def _export_args(p: argparse.ArgumentParser) -> None:
@@ -61,6 +62,8 @@ def _check_export(args: argparse.Namespace) -> None:
     check=_check_export,
 )
 def cmd_export(args: argparse.Namespace) -> int:
+    from ledger.bundle import check_output_path, export_bundle
+
     check_output_path(Path(args.output), "--output")
     manifest = export_bundle(Path(args.checkpoint), Path(args.output))
     if args.json:
@@ -118,6 +121,8 @@ def _import_ari_args(p: argparse.ArgumentParser) -> None:
     _import_ari_args,
 )
 def cmd_import_ari(args: argparse.Namespace) -> int:
+    from projections.api.backend import MemoryBackend
+
     ckpt = Path(args.checkpoint)
     sources = [Path(s) for s in args.source] if args.source else ari_files_in(ckpt)
     if not sources:
@@ -164,6 +169,8 @@ def _read_all(sources: list[Path]) -> list[AriFile]:
 def _import_bundle(bundle: Path, ckpt: Path) -> dict[str, Any]:
     """``import_bundle`` with a bar as the staged log is verified. Its log is moved into place
     only once all of it verified: Ctrl-C leaves the checkpoint without a ledger, or with all of it."""
+    from ledger.bundle import import_bundle
+
     bar = Reporter("checking the bundle")
     try:
         return import_bundle(bundle, ckpt, progress=bar)

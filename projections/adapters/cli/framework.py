@@ -14,11 +14,12 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable, Mapping
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130
@@ -44,11 +45,30 @@ def no_color() -> bool:
 def make_console(**kwargs: Any) -> Console:
     """Every console the command line makes: ``NO_COLOR`` honoured, markup and highlighting
     off (ids and claims contain [brackets])."""
+    from rich.console import Console
+
     options: dict[str, Any] = {"highlight": False, "soft_wrap": True, "markup": False, "no_color": no_color()}
     return Console(**(options | kwargs))
 
 
-console = make_console()  # main() re-reads NO_COLOR before a command runs
+console: Console  # the console commands print tables and status lines on: made on first use (below)
+
+
+def __getattr__(name: str) -> Any:
+    """``console`` is made, and rich imported (~40 ms), when a command first prints with it,
+    not at import: a command that prints no table or status line never loads rich."""
+    if name == "console":
+        made = globals()["console"] = make_console()
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def honour_no_color() -> None:
+    """``console`` as ``NO_COLOR`` says now (``main``, before a command runs, not at import);
+    a console not made yet reads it when it is made."""
+    made = globals().get("console")
+    if made is not None:
+        made.no_color = no_color()
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

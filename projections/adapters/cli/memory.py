@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
-from ledger.bundle import check_output_path
 from ledger.safe_io import read_json
 from ledger.vocabulary import KINDS
+from projections.adapters.cli import framework
 from projections.adapters.cli.framework import (
     ERROR_HELP,
     EXIT_CHECK_FAILED,
@@ -26,7 +24,6 @@ from projections.adapters.cli.framework import (
     check_seq,
     checkpoint_arg,
     command,
-    console,
     counts,
     emit,
     experiments_arg,
@@ -35,16 +32,18 @@ from projections.adapters.cli.framework import (
     output_arg,
 )
 from projections.adapters.cli.progress import folding
-from projections.api.audit import check_run
-from projections.api.backend import MemoryBackend
-from projections.api.grounding import experiments_roots
 from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, check_evidence, render_grounded_block
+
+if TYPE_CHECKING:  # the backend (numpy, the engines), rich's tables: imported by the commands that use them
+    from projections.api.backend import MemoryBackend
 
 
 def open_backend(path: str) -> MemoryBackend:
     """An existing checkpoint, opened only to read it: a command for people changes nothing
     in the directory (no recovery, no snapshot, no access-log line). A first fold of a large
     log shows its progress on a terminal (``progress.folding``)."""
+    from projections.api.backend import MemoryBackend
+
     if not layout.has_ledger(path):
         raise LedgerNotFound(f"no ledger at {layout.log_path(path)} (is {path} a checkpoint directory?)")
     return MemoryBackend(path, readonly=True, progress=folding(path))
@@ -127,6 +126,8 @@ def _check_search(args: argparse.Namespace) -> None:
     check=_check_search,
 )
 def cmd_search(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     backend = open_backend(args.checkpoint)
     scope = scope_for(backend, args.as_node, args.ancestors)
     check_as_of(backend, args.as_of)
@@ -147,7 +148,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         table.add_column(col)
     for r in results:
         table.add_row(f"{r['score']:.3f}", r["node_id"], r.get("kind") or "note", r["text"])
-    console.print(table)
+    framework.console.print(table)
     return EXIT_OK
 
 
@@ -182,7 +183,7 @@ def cmd_context(args: argparse.Namespace) -> int:
         emit(ctx)
     else:
         for message in ctx["messages"]:
-            console.print(f"{message['role']}:\n{message['content']}\n")
+            framework.console.print(f"{message['role']}:\n{message['content']}\n")
     return EXIT_OK
 
 
@@ -216,6 +217,8 @@ def _check_verified(args: argparse.Namespace) -> None:
     check=_check_verified,
 )
 def cmd_verified(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     backend = open_backend(args.checkpoint)
     if args.as_node:
         lineage = known_lineage(backend, args.as_node, "--as")
@@ -241,11 +244,13 @@ def cmd_verified(args: argparse.Namespace) -> int:
                 "yes" if c["entry_id"] in usable else "no",
                 c["text"],
             )
-        console.print(table)
+        framework.console.print(table)
         for i, c in enumerate(ctx["claims"], 1):
             for x in c.get("exclusions", []):
-                console.print(f"not usable: #{i} {c['node_id']} {x['code']}: {x['text']}")
-        console.print(f"usable for claims: {len(ctx['usable_for_claims'])}; limitations: {len(ctx['limitations'])}")
+                framework.console.print(f"not usable: #{i} {c['node_id']} {x['code']}: {x['text']}")
+        framework.console.print(
+            f"usable for claims: {len(ctx['usable_for_claims'])}; limitations: {len(ctx['limitations'])}"
+        )
     return EXIT_OK
 
 
@@ -284,6 +289,8 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_audit(args: argparse.Namespace) -> int:
+    from projections.api.audit import check_run
+
     backend = open_backend(args.checkpoint)
     root = _experiments_root(Path(args.checkpoint), args.experiments)
     if args.run_id is not None:
@@ -294,13 +301,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
     else:
         for r in audit["results"]:
             if r["status"] != "verified":
-                console.print(f"{r['status']:>9}  {r['node_id']}/{r['path']}", markup=False)
+                framework.console.print(f"{r['status']:>9}  {r['node_id']}/{r['path']}", markup=False)
         for v in audit["values"]:
             for miss in v.get("mismatches", []):
-                console.print(
+                framework.console.print(
                     f"   values  {v['node_id']} {v['entry_id']}: {miss['value']}: {miss['reason']}", markup=False
                 )
-        console.print(
+        framework.console.print(
             f"artifacts: {counts(audit['summary'])}; values: {counts(audit['value_summary'])}; "
             f"chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}"
         )
@@ -308,6 +315,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def _experiments_root(ckpt: Path, given: str | None) -> Path:
+    from projections.api.grounding import experiments_roots
+
     if given:
         return Path(given)
     for candidate in experiments_roots(ckpt):
@@ -369,6 +378,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     check=_check_experiments,
 )
 def cmd_report(args: argparse.Namespace) -> int:
+    from ledger.bundle import check_output_path
     from projections.adapters.report import render_report
     from projections.tools.lineage import lineage_data
 

@@ -25,12 +25,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO, Any
-
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from typing import IO, TYPE_CHECKING, Any
 
 from ledger.progress import Interrupted
 from projections.adapters.cli.framework import make_console
+
+if TYPE_CHECKING:  # rich loads with the first bar drawn, not with every command
+    from rich.progress import Progress, TaskID
 
 REDRAW_S = 0.1  # at most ~10 redraws a second (an import of 50,000 entries spends 0.5% of its CPU on its bar)
 
@@ -61,6 +62,8 @@ class _Command:
 
     def bar(self, reporter: Reporter) -> TaskID:
         if self.bars is None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
             self.bars = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

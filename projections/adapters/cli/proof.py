@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger import InvalidInput
-from ledger.bundle import check_output_path
+from projections.adapters.cli import framework
 from projections.adapters.cli.checkpoint import hash_arg
 from projections.adapters.cli.framework import (
     EXIT_CHECK_FAILED,
@@ -17,7 +17,6 @@ from projections.adapters.cli.framework import (
     check_dir,
     checkpoint_arg,
     command,
-    console,
     emit,
     experiments_arg,
     node_arg,
@@ -25,7 +24,7 @@ from projections.adapters.cli.framework import (
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import only_reading
-from projections.tools.reads import REPLAYED_FIELDS, check_chain, read_records, replay_all
+from projections.tools.reads import REPLAYED_FIELDS  # named in reads' --help
 
 if TYPE_CHECKING:
     from projections.tools.prove import Proof
@@ -65,6 +64,8 @@ def _reads_args(p: argparse.ArgumentParser) -> None:
     exit_codes=READS_EXIT_CODES,
 )
 def cmd_reads(args: argparse.Namespace) -> int:
+    from projections.tools.reads import check_chain, read_records, replay_all
+
     backend = open_backend(args.checkpoint)  # a checkpoint, or exit 2 saying so
     try:
         chain, lines = check_chain(Path(args.checkpoint))
@@ -91,19 +92,19 @@ def cmd_reads(args: argparse.Namespace) -> int:
         done = verdicts.get(id(record))
         mark = f"{done.verdict:>14}  " if done else ""
         at = "?" if record.at is None else record.at
-        console.print(
+        framework.console.print(
             f"{mark}{record.where}  {record.node_id or '-'}  {record.tool} @seq {at}: {len(record.ids)} id(s)"
             + (f"  ({done.why})" if done and done.why else "")
         )
     state = "intact" if chain.ok else "BROKEN"
-    console.print(f"access log: {chain.lines} lines, {chain.chained} chained, chain {state}")
+    framework.console.print(f"access log: {chain.lines} lines, {chain.chained} chained, chain {state}")
     for line in chain.problems:
-        console.print(f"problem: {line}")
+        framework.console.print(f"problem: {line}")
     for line in chain.notes:
-        console.print(f"note: {line}")
+        framework.console.print(f"note: {line}")
     if args.replay:
         same = sum(r.verdict == "same" for r in replayed)
-        console.print(f"replayed {len(replayed)} read(s): {same} same, {len(replayed) - same} not")
+        framework.console.print(f"replayed {len(replayed)} read(s): {same} same, {len(replayed) - same} not")
     return EXIT_CHECK_FAILED if failed else EXIT_OK
 
 
@@ -134,6 +135,7 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_prove(args: argparse.Namespace) -> int:
+    from ledger.bundle import check_output_path
     from projections.tools.prove import Reviewer
 
     if args.output:
@@ -154,27 +156,27 @@ def cmd_prove(args: argparse.Namespace) -> int:
         return code
     for claim in proof.claims:
         head = f"{claim.verdict:>5}  {claim.node_id}  [{claim.evidence}; values {claim.values and claim.values['verdict']}]"
-        console.print(f"{head}  {claim.text}")
+        framework.console.print(f"{head}  {claim.text}")
         if claim.failures:
-            console.print(f"         entry_id: {claim.entry_id}")
+            framework.console.print(f"         entry_id: {claim.entry_id}")
         for why in claim.failures:
-            console.print(f"         fails: {why}")
+            framework.console.print(f"         fails: {why}")
         for why in claim.unchecked:
-            console.print(f"         not checked: {why}")
-    console.print(f"anchors: {', '.join(proof.anchors)}")
-    console.print(
+            framework.console.print(f"         not checked: {why}")
+    framework.console.print(f"anchors: {', '.join(proof.anchors)}")
+    framework.console.print(
         f"reads: {proof.reads['same']} replayed the same, {proof.reads['differs']} differ, "
         f"{proof.reads['not_replayable']} not replayable; access log {proof.access['chained']} chained lines"
     )
     for line in proof.failures:
-        console.print(f"FAIL: {line}")
+        framework.console.print(f"FAIL: {line}")
     for read in proof.read_failures:
-        console.print(f"FAIL: read {read['where']} ({read['tool']} @seq {read['at']}): {read['why']}")
+        framework.console.print(f"FAIL: read {read['where']} ({read['tool']} @seq {read['at']}): {read['why']}")
     for line in proof.unchecked:
-        console.print(f"not checked: {line}")
+        framework.console.print(f"not checked: {line}")
     for line in proof.notes:
-        console.print(f"note: {line}")
-    console.print(_verdict_line(proof) + (f"; report: {args.output}" if args.output else ""))
+        framework.console.print(f"note: {line}")
+    framework.console.print(_verdict_line(proof) + (f"; report: {args.output}" if args.output else ""))
     return code
 
 

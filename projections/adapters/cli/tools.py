@@ -6,27 +6,27 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput, layout
 from projections import settings
+from projections.adapters.cli import framework
 from projections.adapters.cli.framework import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
     checkpoint_arg,
     clip,
     command,
-    console,
     counts,
     emit,
     file_facts,
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import Reporter
-from projections.api.backend import MemoryBackend
 from projections.api.verified import render_grounded_block
+
+if TYPE_CHECKING:  # the backend (numpy, the engines) and rich's tables: imported by the commands that use them
+    from projections.api.backend import MemoryBackend
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
@@ -46,8 +46,11 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
     exit_codes={EXIT_OK: "the demo was written (also when its audit finds the planted problem)"},
 )
 def cmd_demo(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
     from projections.adapters.demo import FIXTURE_RUN, copy_run, demo_output, replay_run, shown
     from projections.adapters.report import render_report
+    from projections.api.backend import MemoryBackend
     from projections.tools.lineage import lineage_data, render_tree
 
     out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))
@@ -61,7 +64,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             plant_reports(experiments)
         backend = MemoryBackend(out / "checkpoint")
         try:
-            with console.status("replaying the fixture run (node start → context → consolidation → re-run → audit)"):
+            with framework.console.status(
+                "replaying the fixture run (node start → context → consolidation → re-run → audit)"
+            ):
                 replay = replay_run(backend, FIXTURE_RUN, experiments)
             rows: list[dict[str, Any]] = []
             for nid, ancestors in replay.tree.items():
@@ -105,13 +110,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
         table.add_row(
             row["node"], " → ".join(row["may_read"]), "\n".join(f"{n} {s:.3f} {t}" for n, s, t in row["top_hits"])
         )
-    console.print(table)
-    console.print(render_tree(data))
+    framework.console.print(table)
+    framework.console.print(render_tree(data))
     ctx = json.loads(replay.verified_path.read_text()) if replay.verified_path else {}
-    console.print(f"\nbest node: {ctx.get('best_node')}; usable claims: {len(ctx.get('usable_for_claims', []))}")
-    console.print(render_grounded_block(ctx) if ctx else "(no claims)")
-    console.print(f"audit: {counts(audit['summary'])}; chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}")
-    console.print(
+    framework.console.print(
+        f"\nbest node: {ctx.get('best_node')}; usable claims: {len(ctx.get('usable_for_claims', []))}"
+    )
+    framework.console.print(render_grounded_block(ctx) if ctx else "(no claims)")
+    framework.console.print(f"audit: {counts(audit['summary'])}; chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}")
+    framework.console.print(
         f"checkpoint:       {out / 'checkpoint'}\nverified context: {replay.verified_path}\nlineage report:   {report_path}"
     )
     if planted is not None:
@@ -129,6 +136,8 @@ def _plant(backend: MemoryBackend, replay: Any, out: Path) -> list[Any]:
 
 
 def _print_detection(out: Path, planted: list[Any]) -> None:
+    from rich.table import Table
+
     from projections.adapters.planted import detection
     from projections.tools.prove import prove
 
@@ -139,7 +148,7 @@ def _print_detection(out: Path, planted: list[Any]) -> None:
         grid.add_column(col)
     for fault, row in table.items():
         grid.add_row(fault, str(row["planted"]), str(row["detected"]), str(row["false_positives"]))
-    console.print(grid)
+    framework.console.print(grid)
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
