@@ -63,7 +63,7 @@ from ledger.layout import SNAPSHOT_NAME
 from ledger.processes import pid_alive
 from ledger.safe_io import UnsafeFile, kept_mode, open_file
 from projections.models.catalog import Catalog, CatalogTables
-from projections.models.frozen import NEVER, REACT, DamagedCache, Rows, VectorCache, effective_cleared
+from projections.models.frozen import NEVER, REACT, DamagedCache, Records, Rows, VectorCache, effective_cleared
 from projections.models.semantic import SemanticIndex
 
 SNAPSHOT_FORMAT = 7
@@ -238,9 +238,10 @@ class SnapshotView:
         except zstandard.ZstdError as exc:
             raise disagrees(f"a record does not decompress ({exc})") from None
 
-    def unpack_many(self, starts: np.ndarray, ends: np.ndarray) -> list[bytes]:
-        """The records at [starts, ends) of the records section, as ``unpack`` gives them one by
-        one (the same bytes, the same SnapshotDamaged), decompressed in one call. The frames'
+    def unpack_many(self, starts: np.ndarray, ends: np.ndarray) -> Records:
+        """The records at [starts, ends) of the records section, end to end with their lengths:
+        the bytes ``unpack`` gives one by one (and the same SnapshotDamaged), decompressed in one
+        call. The frames'
         headers are read here first, and the batch is given their sizes: zstandard's batch call
         misreads some frames ``unpack`` reads right (a first frame of size 0 frees memory twice,
         a size near 2**64 overflows its buffer, a skippable frame reads as empty). So when any
@@ -258,10 +259,11 @@ class SnapshotView:
                 except (zstandard.ZstdError, ValueError, MemoryError):
                     pass  # (the record that fails is named below, as unpack names it)
                 else:
-                    segments_found = cast(Iterable[zstandard.BufferSegment], found)  # (iterable, unlike its stub says)
-                    return [segment.tobytes() for segment in segments_found]
+                    data = b"".join(cast(Iterable[bytes], found))  # (segments: iterable, buffers, unlike its stub says)
+                    if len(data) == int(sizes.sum()):  # (each frame is checked against its size as it is read)
+                        return Records(data, sizes.astype(np.int64))
         records = self._records
-        return [self.unpack(records[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+        return Records.of([self.unpack(records[a:b]) for a, b in zip(starts.tolist(), ends.tolist())])
 
     def _decompressor(self) -> Callable[[memoryview], bytes]:
         """How a record is decompressed: with the dictionary (read now, its chunks checked), or

@@ -30,7 +30,7 @@ from ledger.verify import LogCheck
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotView
 from projections.models.catalog import REACT, Catalog, Entry, Row, RowColumns, Step, make_item, row_of
-from projections.models.frozen import QUANT_STEPS
+from projections.models.frozen import QUANT_STEPS, Records
 from projections.models.semantic import Embedder, SemanticIndex
 
 CHECK_ALL_UP_TO = 32  # a log this short is checked whole against the snapshot on every load
@@ -271,14 +271,18 @@ class RowDigest:
 
     def add(self, columns: RowColumns) -> None:
         names, ids, seqs, records = columns
-        lengths = np.array([list(map(len, names)), list(map(len, ids)), list(map(len, records))], np.int64).T
+        n = len(seqs)
+        lengths = np.empty((n, 3), np.int64)
+        lengths[:, 0] = np.fromiter(map(len, names), np.int64, n)
+        lengths[:, 1] = np.fromiter(map(len, ids), np.int64, n)
+        lengths[:, 2] = records.lengths
         for h, data in zip(
             self._columns,
             (
                 "".join(names).encode("utf-8", "surrogatepass"),  # (a text the log holds, whatever it is)
                 "".join(ids).encode("utf-8", "surrogatepass"),
                 np.asarray(seqs, np.int64).tobytes(),
-                b"".join(records),
+                records.data,
                 lengths.tobytes(),  # a row's three lengths together: the same bytes in chunks of any size
             ),
         ):
@@ -316,7 +320,10 @@ class MadeRows:
     def see(self, batch: list[Event]) -> None:
         if batch and self.first is None:
             self.first = batch[0].seq
-        columns: dict[bool, RowColumns] = {False: ([], [], [], []), True: ([], [], [], [])}
+        columns: dict[bool, tuple[list[str], list[str], list[int], list[bytes]]] = {
+            False: ([], [], [], []),
+            True: ([], [], [], []),
+        }
         for event in batch:
             if event.seq > self.cursor:
                 break
@@ -330,8 +337,9 @@ class MadeRows:
             seqs.append(event.seq)
             records.append(row[1])
         for steps, digest in self.rows.items():
-            if columns[steps][2]:
-                digest.add(columns[steps])
+            names, ids, seqs, records = columns[steps]
+            if seqs:
+                digest.add((names, ids, seqs, Records.of(records)))
 
     def outcome(self) -> Made:
         return Made(self.first, {steps: d.digest() for steps, d in self.rows.items()}, self.tables)
@@ -350,7 +358,7 @@ def stored_digests(catalog: Catalog, bounds: list[int]) -> list[Digests]:
             at = np.searchsorted(np.asarray(seqs, np.int64), cuts, side="left").tolist()
             for part, lo, hi in zip(parts, [0, *at], [*at, len(seqs)]):
                 if hi > lo:
-                    part[steps].add((names[lo:hi], ids[lo:hi], seqs[lo:hi], records[lo:hi]))
+                    part[steps].add((names[lo:hi], ids[lo:hi], seqs[lo:hi], records.part(lo, hi)))
     return [{steps: d.digest() for steps, d in part.items()} for part in parts]
 
 

@@ -32,7 +32,17 @@ from ledger.events import (
     is_stub_body,
 )
 from ledger.typed import kind_label, typed_kind
-from projections.models.frozen import NEVER, REACT, Frozen, OnDamage, Rows, effective_cleared, heals, visible_rows
+from projections.models.frozen import (
+    NEVER,
+    REACT,
+    Frozen,
+    OnDamage,
+    Records,
+    Rows,
+    effective_cleared,
+    heals,
+    visible_rows,
+)
 
 __all__ = [
     "NEVER",
@@ -211,7 +221,7 @@ def row_of(event: Event) -> tuple[str, bytes] | None:
 
 
 Row = tuple[str, str, int, int, bytes]  # (collection, id, seq, cleared at, encoded record): a row as stored
-RowColumns = tuple[list[str], list[str], list[int], list[bytes]]  # rows as columns: collections, ids, seqs, records
+RowColumns = tuple[list[str], list[str], list[int], Records]  # rows as columns: collections, ids, seqs, records
 
 
 class Fresh:
@@ -475,7 +485,7 @@ class Catalog:
                 )
         fresh = list(self._scan(names, []))
         if fresh:
-            yield [r[0] for r in fresh], [r[1] for r in fresh], [r[2] for r in fresh], [r[4] for r in fresh]
+            yield [r[0] for r in fresh], [r[1] for r in fresh], [r[2] for r in fresh], Records.of([r[4] for r in fresh])
 
     def scan_entries(self) -> Iterator[Entry]:
         return cast(Iterator[Entry], self.scan(False))

@@ -15,12 +15,37 @@ import functools
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
 NEVER = 2**62  # cleared_at of a row no tombstone has hidden
 REACT = "\x00react"  # the ReAct trace's collection; never a node id (node ids refuse NUL)
+
+
+class Records(NamedTuple):
+    """Encoded records end to end, and each one's length: a chunk of rows' records read or made
+    in bulk, without a bytes object per record."""
+
+    data: bytes
+    lengths: np.ndarray  # int64, one per record
+
+    @classmethod
+    def of(cls, records: list[bytes]) -> Records:
+        return cls(b"".join(records), np.fromiter(map(len, records), np.int64, len(records)))
+
+    def part(self, lo: int, hi: int) -> Records:
+        """Records ``lo`` to ``hi`` (not included)."""
+        if lo == 0 and hi >= len(self.lengths):
+            return self
+        ends = np.cumsum(self.lengths)
+        start, stop = (int(ends[i - 1]) if i else 0 for i in (lo, hi))
+        return Records(self.data[start:stop], self.lengths[lo:hi])
+
+    def split(self) -> list[bytes]:
+        """Each record on its own."""
+        ends = np.cumsum(self.lengths).tolist()
+        return [self.data[a:b] for a, b in zip([0, *ends[:-1]], ends)]
 
 
 OnDamage = Callable[["DamagedCache"], None]  # what a fold does when its stored rows turn out damaged
@@ -123,7 +148,7 @@ class Rows:
     hidden: int  # rows with a tombstone
     cache: VectorCache  # where the dequantised rows are kept
     unpack: Callable[[memoryview], bytes]  # a stored record → its JSON
-    unpack_many: Callable[[np.ndarray, np.ndarray], list[bytes]]  # records at [starts, ends) → their JSON
+    unpack_many: Callable[[np.ndarray, np.ndarray], Records]  # records at [starts, ends) → their JSON
 
     @property
     def n(self) -> int:

@@ -31,6 +31,7 @@ from projections.engines.local import Projector
 from projections.engines.snapshot import open_snapshot
 from projections.models.catalog import Catalog, EntryRecord
 from projections.models.embedder import get_embedder
+from projections.models.frozen import Records
 from support.env import ari_ledger
 
 MEMBERS = 12
@@ -191,7 +192,7 @@ def test_digests_do_not_depend_on_chunks_and_see_every_column(folded: Path) -> N
             made = [p.outcome().rows for p in parts]
             assert made == snapshot_check.stored_digests(catalog, [1, cut])
     one = snapshot_check.RowDigest()
-    one.add((["a", "b"], ["i1", "i2"], [1, 2], [b"x", b"yz"]))
+    one.add((["a", "b"], ["i1", "i2"], [1, 2], Records.of([b"x", b"yz"])))
     for changed in [
         (["a", "c"], ["i1", "i2"], [1, 2], [b"x", b"yz"]),
         (["a", "b"], ["i1", "i3"], [1, 2], [b"x", b"yz"]),
@@ -199,7 +200,8 @@ def test_digests_do_not_depend_on_chunks_and_see_every_column(folded: Path) -> N
         (["a", "b"], ["i1", "i2"], [1, 2], [b"xy", b"z"]),  # the same bytes, cut elsewhere
     ]:
         other = snapshot_check.RowDigest()
-        other.add(changed)
+        names, ids, seqs, records = changed
+        other.add((names, ids, seqs, Records.of(records)))
         assert other.digest() != one.digest()
 
 
