@@ -264,8 +264,8 @@ def bench_verify(work: Path, events: int, rounds: int = 3) -> list[Figure]:
     raw_rate = rounds * events / seconds["generic"]
     return [
         Figure(
-            f"open + verify + decode, {events:,} events ({size_mb:,.0f} MB log; a second process checks "
-            f"half the log where {os.cpu_count()} CPUs allow)",
+            f"open + verify + decode, {events:,} events ({size_mb:,.0f} MB log; its pieces shared with a second process "
+            f"where {os.cpu_count()} CPUs allow)",
             verify_rate,
             "events/s",
             raw_rate,
