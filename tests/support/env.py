@@ -47,3 +47,18 @@ def ari_ledger(
         env=env if env is not None else subprocess_env(),
         timeout=timeout,
     )
+
+
+def first_line(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> str:
+    """The child's first line on stdout, read a byte at a time from the pipe itself. A buffered
+    ``proc.stdout.readline()`` may take more than the line into the file object's buffer, and
+    ``communicate()`` with two pipes reads the raw pipes, so what was taken would be lost (a
+    writer's first acknowledged ids, say)."""
+    assert proc.stdout is not None
+    fd, line = proc.stdout.fileno(), bytearray()
+    while not line.endswith(b"\n"):
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        line += byte
+    return line.decode()

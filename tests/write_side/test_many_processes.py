@@ -30,7 +30,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from ledger.log import IDX_STRIDE
 from projections.api.backend import MemoryBackend, clear_backend_cache, get_backend
 from projections.tools import checkpoint
-from support.env import FIXTURES, subprocess_env
+from support.env import FIXTURES, first_line, subprocess_env
 
 NODE = "root"
 
@@ -107,7 +107,7 @@ def start_writer(ckpt: Path, tag: str, count: int) -> subprocess.Popen[str]:
         text=True,
         env=subprocess_env(ARI_CURRENT_NODE_ID=NODE),
     )
-    assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-2000:]
+    assert first_line(proc).strip() == "ready", proc.stderr.read()[-2000:]
     return proc
 
 

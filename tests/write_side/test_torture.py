@@ -35,7 +35,7 @@ from ledger import Ledger, LedgerError
 from ledger.errors import LedgerReadOnly
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, scan_members
-from support.env import subprocess_env
+from support.env import first_line, subprocess_env
 
 SCALE = max(1, int(os.environ.get("ARI_TORTURE_SCALE", "1")))
 
@@ -109,8 +109,8 @@ def kill_loop(ckpt: Path, script: str, rounds: int, window: tuple[float, float],
             stderr=subprocess.PIPE,
             env=subprocess_env(ARI_CURRENT_NODE_ID="root"),
         )
-        ready = proc.stdout.readline().split()
-        assert ready and ready[0] == b"ready", proc.stderr.read().decode()[-2000:]
+        ready = first_line(proc).split()
+        assert ready and ready[0] == "ready", proc.stderr.read().decode()[-2000:]
         recovered += int(ready[1])
         time.sleep(rnd.uniform(*window))
         proc.send_signal(signal.SIGKILL)
