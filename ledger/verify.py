@@ -147,6 +147,8 @@ class LogCheck:
         # where each piece of a split log starts (offset, first seq; [] when it is not split)
         self.pieces = _pieces(self.records, self.size) if _may_split(parallel, self.size) else []
         self._second = self._start() if self.pieces else None
+        if progress is not None:  # the work began: a bar's wait counts from here, not from the first piece
+            progress(0, ledger.state.head.seq)
 
     def _start(self) -> _Second | None:
         plan, meet, ledger = (

@@ -41,7 +41,7 @@ from support.env import subprocess_env
 
 ENTRIES = 15_000  # an import of this many takes seconds: far longer than a bar waits to appear
 EVENTS = 40_000  # a first fold of this many takes seconds (embedding them): the same
-CHECKED = 160_000  # verify checks this many in seconds, a log of 40,000 in about one: too near the wait
+CHECKED = 320_000  # verify checks this many in 2-3 s, a log of 40,000 in a fraction of one: too near the wait
 BAR = "━"  # what rich draws a bar with
 ESCAPE = "\x1b["  # any terminal control sequence
 COLOUR = re.compile(r"\x1b\[(?:[0-9;]*;)?(?:3[0-8]|9[0-7])(?:;[0-9;]*)?m")  # a foreground colour
