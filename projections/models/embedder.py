@@ -5,15 +5,15 @@ on a laptop or an air-gapped HPC login node: no GPU, no download, ~20k short tex
 The model is built straight from the wheel's own files, without importing wordllama:
 ``WordLlama.load()`` looks for the tokenizer in a folder the wheel does not have and then
 falls back to Hugging Face, and its import brings requests and a root-logger setup. The
-weights are memory-mapped at their stored precision (float16) and only the rows a batch
-reads are widened to float32, the values a float32 copy of the matrix would hold.
+weights stay at their stored precision (float16), read from the wheel's file a page at a time
+as tokens need them (``token_rows``), and only the rows a batch reads are widened to float32,
+the values a float32 copy of the matrix would hold.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import mmap
 import os
 import struct
 import threading
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ledger.errors import InvalidInput, LedgerError
+from projections.models.token_rows import TokenRows
 from projections.models.tokenizer import BpeTokenizer
 
 if TYPE_CHECKING:
@@ -93,10 +94,8 @@ def _model_dim() -> int:
     return int(_header(_resource(_WEIGHTS))[0][_TENSOR_KEY]["shape"][1])
 
 
-def _map_weights(path: Path) -> np.ndarray:
-    """The embedding matrix as a read-only array over the memory-mapped file, at its stored
-    precision: only the pages of the tokens read become resident, and they are the page
-    cache's, shared by every process on the machine."""
+def _token_rows(path: Path) -> TokenRows:
+    """The embedding matrix of the weights file ``path``, at its stored precision, read as tokens need it."""
     header, start = _header(path)
     tensor = header[_TENSOR_KEY]
     dtype = _DTYPES.get(tensor["dtype"])
@@ -106,9 +105,7 @@ def _map_weights(path: Path) -> np.ndarray:
     begin, end = (int(n) for n in tensor["data_offsets"])
     if end - begin != rows * cols * dtype.itemsize:
         raise LedgerError(f"{path}: {_TENSOR_KEY} holds {end - begin} bytes, not {rows} x {cols} {dtype}")
-    with open(path, "rb") as f:
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)  # the mapping outlives the descriptor
-    return np.frombuffer(mapped, dtype=dtype, count=rows * cols, offset=start + begin).reshape(rows, cols)
+    return TokenRows(path, start + begin, rows, cols, dtype)
 
 
 def _load_tokenizer(path: Path) -> Tokenizer:
@@ -130,7 +127,7 @@ def _load_tokenizer(path: Path) -> Tokenizer:
 
 
 class _Model:
-    """The mapped token vectors (read-only, so shared by threads) and two tokenizers of one
+    """The token vectors (``TokenRows``, safe to share between threads) and two tokenizers of one
     rule: the Python one (``tokenizer.BpeTokenizer``, ~5 MB) first, and the Rust library
     (~25 MB) once the Python one has merged _PYTHON_PIECES new pieces in this process. Most
     pieces of research notes repeat, and the Python reader serves a repeated piece from its
@@ -139,7 +136,7 @@ class _Model:
     Rust, which also releases the GIL for the fold's second thread. Both give the same ids
     (``tests/engines/test_tokenizer.py``)."""
 
-    def __init__(self, weights: np.ndarray) -> None:
+    def __init__(self, weights: TokenRows) -> None:
         self.weights = weights
         self._small: BpeTokenizer | None = None
         self._bulk: Tokenizer | None = None
@@ -183,12 +180,12 @@ class _Model:
         copy of the matrix holds); a batch repeats its tokens, so this is cheaper than widening
         every token of it."""
         distinct, local = np.unique(ids, return_inverse=True)
-        return self.weights[distinct].astype(np.float32), local.reshape(ids.shape)
+        return self.weights.take(distinct).astype(np.float32), local.reshape(ids.shape)
 
 
 def _load_model() -> _Model:
-    """The mapped weights of the installed wheel; its tokenizers load when first used."""
-    return _Model(_map_weights(_resource(_WEIGHTS)))
+    """The weights of the installed wheel, read as tokens need them; its tokenizers load when first used."""
+    return _Model(_token_rows(_resource(_WEIGHTS)))
 
 
 def _load_inference() -> WordLlamaInference:
@@ -196,8 +193,8 @@ def _load_inference() -> WordLlamaInference:
     inference_cls = _import_wordllama()
     from tokenizers import Tokenizer
 
-    weights = _map_weights(_resource(_WEIGHTS))
-    return inference_cls(weights, Tokenizer.from_file(str(_resource(_TOKENIZER))))
+    rows = _token_rows(_resource(_WEIGHTS))
+    return inference_cls(rows.take(np.arange(rows.shape[0])), Tokenizer.from_file(str(_resource(_TOKENIZER))))
 
 
 def _sums(mask: np.ndarray, table: np.ndarray, local: np.ndarray) -> np.ndarray:
@@ -223,7 +220,7 @@ def _sums(mask: np.ndarray, table: np.ndarray, local: np.ndarray) -> np.ndarray:
 class StaticEmbedder:
     """L2-normalised sentence vectors from the wheel's static WordLlama model.
 
-    The model (the weights, mapped from the wheel's file at their stored float16, and a
+    The model (the weights, read from the wheel's file at their stored float16, and a
     tokenizer: see ``_Model``) is loaded by the first embedding, not by the constructor: a
     backend that only reads entries, the Letta engine's setup and ``status`` never pay for
     it. ``name`` and ``dim`` are known without it. ``embed`` may be called from several threads.
@@ -305,7 +302,7 @@ class StaticEmbedder:
         model = self._model
         ids, mask = model.token_ids([text])
         # A query's few tokens are widened where they stand (np.unique costs more than it saves).
-        out = np.matmul(mask[:, None, :], model.weights[ids].astype(np.float32))[:, 0, :]
+        out = np.matmul(mask[:, None, :], model.weights.take(ids).astype(np.float32))[:, 0, :]
         return _normalised(out), ids.shape[1]
 
     def embed_one(self, text: str) -> np.ndarray:

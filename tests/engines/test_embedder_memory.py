@@ -1,4 +1,5 @@
-"""The embedder's light model (issue 30): the weights mapped at their stored float16, the
+"""The embedder's light model (issue 30): the weights at their stored float16 (read as tokens
+need them: tests/engines/test_token_rows.py), the
 tokenizer without wordllama, and the same vectors, bit for bit, as the float32 matrix gave a
 text alone (in a batch the old path multiplied over the padded length, which changed the last
 bits of some vectors: now a text's vector is its vector alone, in any batch)."""
@@ -101,20 +102,6 @@ def test_vectors_and_token_counts_are_bit_identical_to_the_float32_path_alone(be
     diff = float(np.max(np.abs(new_batch - old_batch)))
     assert diff <= 1e-7, f"largest difference from the old batch path: {diff:.3g}"
     assert 0 < np.mean(new_batch != old_batch) < 0.01  # a few last bits differ (0.26% of the values here)
-
-
-def test_the_weights_are_mapped_read_only_at_their_stored_precision() -> None:
-    embedder = get_embedder()
-    embedder.load()
-    weights = embedder._model.weights
-    header, _start = module._header(module._resource(module._WEIGHTS))
-    tensor = header[module._TENSOR_KEY]
-    assert list(weights.shape) == tensor["shape"] and weights.dtype == module._DTYPES[tensor["dtype"]]
-    assert not weights.flags.writeable and not weights.flags.owndata, "the weights were copied, not mapped"
-    ids = np.array([[1, 5, 31_999], [7, 7, 0]], dtype=np.intp)
-    table, local = embedder._model.widened(ids)
-    assert table.dtype == np.float32 and len(table) == len(np.unique(ids)) and local.shape == ids.shape
-    np.testing.assert_array_equal(table[local], weights[ids].astype(np.float32))
 
 
 def test_concurrent_embeds_give_the_sequential_vectors() -> None:
