@@ -8,7 +8,9 @@ endpoint, the same model as the embedded index).
 
 from __future__ import annotations
 
+import importlib.abc
 import json
+import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -152,11 +154,38 @@ def embedding_args(embedding: dict[str, Any]) -> dict[str, Any]:
 def make_client(timeout: float | None = None):
     """A letta-client for ``LETTA_BASE_URL`` (``ARI_MEMORY_LETTA_TIMEOUT_S`` per request, no retries:
     a failure falls back to the embedded engine at once)."""
-    from letta_client import Letta
-
-    return Letta(
+    return _letta_class()(
         base_url=settings.letta_base_url(),
         api_key=settings.letta_api_key(),
         timeout=timeout or settings.letta_timeout_s(),
         max_retries=0,
     )
+
+
+class _NoHttpxCommandLine(importlib.abc.MetaPathFinder):
+    """Refuses ``httpx._main``: httpx's command line, which ``import httpx`` loads with click,
+    rich and pygments whenever they are installed (~6 MB of a client's memory), and which no
+    request uses."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "httpx._main":
+            raise ModuleNotFoundError("httpx's command line is not loaded for a Letta client", name=name)
+        return None
+
+
+def _letta_class() -> type:
+    """letta-client's ``Letta``. When this process has not loaded httpx yet, it is loaded without
+    its command line: the finder stands only for this import, so a later ``import httpx._main``
+    still works (``httpx.main`` then says the command line is not installed: run ``httpx`` as a
+    command instead). A process that loaded httpx already is not touched."""
+    if "httpx" in sys.modules:
+        from letta_client import Letta
+
+        return Letta
+    finder = _NoHttpxCommandLine()
+    sys.meta_path.insert(0, finder)
+    try:
+        from letta_client import Letta
+    finally:
+        sys.meta_path.remove(finder)
+    return Letta
