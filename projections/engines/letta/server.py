@@ -164,7 +164,7 @@ def make_client(timeout: float | None = None):
 
 class _NoHttpxCommandLine(importlib.abc.MetaPathFinder):
     """Refuses ``httpx._main``: httpx's command line, which ``import httpx`` loads with click,
-    rich and pygments whenever they are installed (~6 MB of a client's memory), and which no
+    rich and pygments whenever they are installed (~5 MB of a client's memory), and which no
     request uses."""
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> None:
@@ -178,14 +178,12 @@ def _letta_class() -> type:
     its command line: the finder stands only for this import, so a later ``import httpx._main``
     still works (``httpx.main`` then says the command line is not installed: run ``httpx`` as a
     command instead). A process that loaded httpx already is not touched."""
-    if "httpx" in sys.modules:
-        from letta_client import Letta
-
-        return Letta
-    finder = _NoHttpxCommandLine()
-    sys.meta_path.insert(0, finder)
+    finder = None if "httpx" in sys.modules else _NoHttpxCommandLine()
+    if finder is not None:
+        sys.meta_path.insert(0, finder)
     try:
         from letta_client import Letta
     finally:
-        sys.meta_path.remove(finder)
+        if finder is not None:
+            sys.meta_path.remove(finder)
     return Letta
