@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -32,10 +32,7 @@ from pydantic_core import PydanticCustomError
 
 from ledger.errors import InvalidInput
 from ledger.report_file import MAX_REPORT_BYTES, read_report_file, report_hash
-from ledger.vocabulary import Finding, NodeLabel, ReportRole, is_sha256
-
-ArtifactRole = ReportRole  # one list of roles, defined with the events
-ARTIFACT_ROLES: tuple[str, ...] = get_args(ArtifactRole)
+from ledger.vocabulary import Finding, NodeLabel, is_sha256
 
 __all__ = ["MAX_REPORT_BYTES", "NodeReport", "load_node_report", "read_report_file", "report_findings", "report_hash"]
 
@@ -125,7 +122,10 @@ class SelfAssessment(_Model):
 
 class Artifact(_Model):
     filename: str
-    role: ArtifactRole = "unknown"
+    # ARI's builder writes one of ledger.vocabulary.REPORT_ROLES, and ARI's skill passes any role string through
+    # (``ArtifactRef.role: str``): a report with another role is read, and consolidation records
+    # a finding for it, never a refusal stricter than ARI's
+    role: str = Field(default="unknown", min_length=1)
     sha256: Sha256 | None = None
     size: int | None = Field(default=None, ge=0)
 

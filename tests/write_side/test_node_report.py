@@ -85,7 +85,7 @@ def test_root_report_has_no_parent():
             "64 lowercase hex",
         ),
         ({"files_changed__deleted": ["src/timer.h", 7]}, "files_changed.deleted[1]", "valid string"),
-        ({"artifacts__2__role": "source"}, "artifacts[2].role", "'data_output'"),
+        ({"artifacts__2__role": 7}, "artifacts[2].role", "valid string"),
         ({"artifacts__0__sha256": "g" * 64}, "artifacts[0].sha256", "64 lowercase hex"),
         ({"artifacts__0__size": -1}, "artifacts[0].size", "greater than or equal to 0"),
         ({"artifacts__1__filename": _DROP}, "artifacts[1].filename", "required field is missing"),
