@@ -12,6 +12,7 @@ report), so each cited file is hashed once per command.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -29,6 +30,7 @@ from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections.api.shapes import AuditStatus, ValuesView
 from projections.models.catalog import Entry
+from projections.models.evidence import words_of
 from projections.models.values import (
     Evidence,
     Place,
@@ -40,6 +42,7 @@ from projections.models.values import (
     numeric_metrics,
     summarise,
 )
+from projections.models.verdicts import NOTHING_NUMERIC
 
 REPORT_NAME = "node_report.json"
 # the run's own words a fact may be read from: the experiment context's, and the node report's
@@ -117,6 +120,7 @@ class Grounding:
         self._metrics: dict[str, tuple[dict[str, float], dict[str, dict[str, float]], frozenset[str]]] = {}
         self._runs: dict[str, Mapping[str, Any]] = {}  # node id → a node_report_ref seen for it
         self._consolidated: dict[str, set[str]] = {}  # node id → report hashes its consolidations recorded
+        self._words: dict[tuple[str, str], frozenset[str]] = {}
 
     def learn(self, entries: list[Entry]) -> None:
         """Remember each node's report pointer, so a result summary (which carries none) finds
@@ -220,7 +224,7 @@ class Grounding:
         if report is None:
             found = check_claim(entry.text, Evidence({}))
             if not found and not isinstance(ptr, Mapping):
-                return {"verdict": "unchecked", "checked": 0, "why": "nothing numeric to check", "numbers": []}
+                return {"verdict": "unchecked", "checked": 0, "why": NOTHING_NUMERIC, "numbers": []}
             where = "no work dir found" if own_dir is None else f"no readable {REPORT_NAME} in {own_dir}"
             why = f"{where} for {entry.node_id} (looked under {_roots(self.roots)})"
             view = summarise([Verdict(v.written, v.text, "unchecked", why) for v in found])
@@ -261,7 +265,33 @@ class Grounding:
             others=others,
             facts=facts_in(texts, numbers),
             primary=primary if isinstance(primary, str) else None,
+            words=self._run_words(work_dir, report),
         )
+
+    def _run_words(self, work_dir: Path, report: Mapping[str, Any]) -> frozenset[str]:
+        """The words the run writes about this claim's node: the experiment context, its own and
+        its ancestors' reports (prose, commands, headline), the run's node ids."""
+        key = ("words", str(work_dir))
+        if key not in self._words:
+            texts = [str(v) for k, v in self.context.items() if isinstance(v, str)]
+            reports = [report]
+            ids = report.get("ancestor_ids")
+            for aid in ids if isinstance(ids, list) else []:
+                if isinstance(aid, str) and "/" not in aid and aid not in ("", ".", ".."):
+                    up = self.report(work_dir.parent / aid)
+                    reports.append(up or {})
+            for r in reports:
+                texts += [str(r.get(k) or "") for k in (*REPORT_FACTS, "delta_vs_parent", "status", "label")]
+                assessment = r.get("self_assessment")
+                if isinstance(assessment, Mapping):
+                    texts += [str(assessment.get("headline") or "")] + [
+                        str(c) for c in assessment.get("concerns") or []
+                    ]
+                texts += [str(h) for h in r.get("next_steps_hints") or [] if isinstance(h, str)]
+            with contextlib.suppress(OSError):
+                texts += [p.name for p in work_dir.parent.iterdir()]
+            self._words[key] = frozenset(w for t in texts for w in words_of(t))
+        return self._words[key]
 
     def _numbers(
         self, work_dir: Path, report: Mapping[str, Any]

@@ -162,7 +162,7 @@ class ValuesView(TypedDict, total=False):
 class ClaimExclusion(TypedDict):
     """Added: why a claim ARI's rule would offer is kept out of ``usable_for_claims``."""
 
-    code: Literal["borrowed_report", "self_judged_failure"]
+    code: Literal["borrowed_report", "self_judged_failure", "unchecked_numbers"]
     text: str
 
 

@@ -46,6 +46,7 @@ from ledger.vocabulary import is_sha256
 from projections import settings
 from projections.api import checks
 from projections.api.shapes import Claim, ClaimExclusion, Evidence, ValuesView, VerifiedContextView
+from projections.models.verdicts import NOTHING_NUMERIC
 
 # The session, grounding, catalog and views (numpy, the unit tables, the projection engines)
 # load with the first claim ranked, not with this module: ``ari-ledger verify`` and the rest of
@@ -221,7 +222,7 @@ def own_report(node_id: str, entries: Iterable[Entry], grounding: Grounding | No
     return None
 
 
-def exclusions(entry: Entry, failed: str | None) -> list[ClaimExclusion]:
+def exclusions(entry: Entry, failed: str | None, values: ValuesView | None = None) -> list[ClaimExclusion]:
     """Why a claim may not be stated although ARI's rule would let it (see the module docstring)."""
     out: list[ClaimExclusion] = []
     other = borrowed_report(entry)
@@ -231,7 +232,43 @@ def exclusions(entry: Entry, failed: str | None) -> list[ClaimExclusion]:
         out.append(
             {"code": "self_judged_failure", "text": f"{entry.node_id} judged its own result unsuccessful — {failed}"}
         )
+    unchecked = unchecked_numbers(values)
+    if unchecked:
+        out.append({"code": "unchecked_numbers", "text": f"numbers not checked against its evidence: {unchecked}"})
     return out
+
+
+def unchecked_numbers(values: Mapping[str, Any] | None) -> str | None:
+    """The numbers of a claim that could not be checked, said in one line, or None when every
+    number it states was checked (or it states none). The paper stage renders a usable claim's
+    text under "VERIFIED CONTEXT" with nothing but its re-run status beside it, so a number
+    there that nothing checked would be presented as verified: such a claim is not usable.
+    A mismatch is the stronger finding and is said by the ``values`` verdict itself."""
+    if values is None or values.get("verdict") != "unchecked" or values.get("why") == NOTHING_NUMERIC:
+        return None
+    listed = [u for u in values.get("unchecked") or [] if isinstance(u, Mapping)]
+    if not listed:
+        return str(values.get("why") or "not checked")
+    return "; ".join(f"{u.get('value')} ({u.get('why')})" for u in listed)
+
+
+def not_usable(claim: Mapping[str, Any], floor: int = 0, keep_mismatches: bool = False) -> str | None:
+    """Why a claim of a verified context is not in ``usable_for_claims``, or None when it is:
+    the one rule the library builds the list by and ``prove`` holds a context's list to."""
+    excluded = [x.get("code") for x in claim.get("exclusions") or [] if isinstance(x, Mapping)]
+    if excluded:
+        return f"excluded: {', '.join(map(str, excluded))}"
+    if not claim.get("grounded"):
+        return "it cites no artifacts"
+    if claim.get("repro_status") == "rerun_failed":
+        return "a re-run failed"
+    values = claim.get("values")
+    if not keep_mismatches and isinstance(values, Mapping) and values.get("verdict") == "mismatch":
+        return "its values do not match its evidence"
+    level = claim.get("evidence")
+    if floor and (level not in EVIDENCE or EVIDENCE.index(level) < floor):
+        return f"evidence {level} is below the context's minimum {EVIDENCE[floor]}"
+    return None
 
 
 def is_grounded(entry: Entry) -> bool:
@@ -311,7 +348,7 @@ def verified_context(
             if values is not None:
                 claim["values"] = values
             claim["evidence"] = evidence_level(entry, claim["repro_status"], grounding, values)
-            excluded = exclusions(entry, failed.get(entry.node_id))
+            excluded = exclusions(entry, failed.get(entry.node_id), values)
             if excluded:
                 claim["exclusions"] = excluded
             claims.append(claim)
@@ -319,15 +356,7 @@ def verified_context(
     if limit is not None:
         claims = claims[:limit]
     limitations = [research_view(e) for e in entries if e.label == "failure_case"]
-    usable = [
-        c
-        for c in claims
-        if c["grounded"]
-        and c["repro_status"] != "rerun_failed"
-        and EVIDENCE.index(c["evidence"]) >= floor
-        and (keep_mismatches or c.get("values", {}).get("verdict") != "mismatch")
-        and not c.get("exclusions")
-    ]
+    usable = [c for c in claims if not_usable(c, floor, keep_mismatches) is None]
     return {"claims": claims, "limitations": limitations, "usable_for_claims": usable}
 
 

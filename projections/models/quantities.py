@@ -14,13 +14,25 @@ import functools
 import re
 from dataclasses import dataclass, replace
 
-from projections.models import units
+from projections.models import units, written_numbers
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
 _UNIT_WORD = re.compile(r"[A-Za-zµμ][A-Za-z0-9µμ]*(?:/[A-Za-zµμ][A-Za-z]*)?")
-_PER_WORDS = re.compile(r"([A-Za-zµμ][A-Za-z0-9µμ]*) per (second|sec|s|hour|minute|min)\b")
+_PER_WORDS = re.compile(r"(?:[A-Za-z]+ )?([A-Za-zµμ][A-Za-z0-9µμ]*) per (second|sec|s|hour|minute|min)\b")
+# a difference of percentages: 1.8 pp, 1.8 percentage points, 1.8 p.p., 1.8 % points (plain "points" only in a change)
+_POINTS = re.compile(
+    r"(?:pp|p\.p\.|percentage[- ]points?|percent(?:age)? points?|%[- ]?points?|pts?)(?![A-Za-z])", re.I
+)
+_PLAIN_POINTS = re.compile(r"points?(?![A-Za-z])", re.I)
+_CHANGE_NEAR = re.compile(
+    r"\b(?:higher|lower|more|less|above|below|over|ahead|behind|better|worse|up|down|gain|gains|drop|drops|improv\w*"
+    r"|increas\w*|decreas\w*|reduc\w*|rais\w*|fell|rose|boost\w*|lift\w*|cut|within|short|by|of)\b",
+    re.I,
+)
 _WORD = re.compile(r"[A-Za-z_][\w\-]*")
-_SUFFIXES = {"k": 1e3, "K": 1e3, "M": 1e6, "thousand": 1e3, "million": 1e6, "billion": 1e9}
+_SUFFIXES = {
+    "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
+}  # fmt: skip
 _APPROX = (
     "about",
     "approximately",
@@ -40,20 +52,20 @@ _BOUNDS = (
     ("up to", "<="), ("at most", "<="), ("within", "<="), ("<=", "<="), ("≤", "<="), ("<", "<"),
     ("more than", ">"), ("greater than", ">"), ("higher than", ">"), ("above", ">"), ("over", ">"),
     ("exceeding", ">"), ("beyond", ">"), ("no less than", ">="), ("at least", ">="), (">=", ">="), ("≥", ">="),
-    (">", ">"),
+    (">", ">"), ("exceeds", ">"), ("clears", ">="), ("tops", ">"), ("surpasses", ">"),
 )  # fmt: skip
 _SPREAD_MARKS = ("±", "+/-", "+-", "plus or minus")
 _UP = {
     "faster", "quicker", "speedup", "speed-up", "higher", "more", "greater", "larger", "better", "improvement",
     "improvements", "improves", "improved", "gain", "gains", "increase", "increases", "increased", "over", "above",
-    "up", "boost", "rise", "rises", "raises", "ahead",
+    "up", "boost", "rise", "rises", "raises", "ahead", "fast", "quick",
 }  # fmt: skip
 _DOWN = {
     "slower", "lower", "less", "fewer", "smaller", "worse", "reduction", "reduces", "reduced", "decrease",
     "decreases", "decreased", "drop", "drops", "dropped", "loss", "below", "under", "down", "cut", "cuts",
     "behind", "regression", "slowdown", "shorter",
 }  # fmt: skip
-_SPEED = {"faster", "quicker", "slower", "speedup", "speed-up", "slowdown"}
+_SPEED = {"faster", "quicker", "slower", "speedup", "speed-up", "slowdown", "fast", "quick"}
 _BY_VERBS_UP = {
     "improves",
     "improved",
@@ -88,6 +100,86 @@ _FUNCTION_WORDS = {
     "perhaps",
     "its",
     "times",
+    # verbs that follow a number in a sentence ("batch 1024 reaches", "4096 gives"): never a count noun
+    "reaches",
+    "gives",
+    "yields",
+    "gets",
+    "takes",
+    "shows",
+    "stays",
+    "keeps",
+    "trails",
+    "lands",
+    "drops",
+    "falls",
+    "rises",
+    "needs",
+    "uses",
+    "loads",
+    "leaves",
+    "holds",
+    "beats",
+    "costs",
+    "lifts",
+    "cuts",
+    "brings",
+    "makes",
+    "sits",
+    "hits",
+    "spans",
+    "runs",
+    "scores",
+    "achieves",
+    "delivers",
+    "sustains",
+    "remains",
+    "matches",
+    "lowers",
+    "raises",
+    "improves",
+    "reduces",
+    "increases",
+    "decreases",
+    "trains",
+    "finishes",
+    "completes",
+    "wins",
+    "loses",
+    "peaks",
+    "plateaus",
+    "converges",
+    "diverges",
+    "outperforms",
+    "exceeds",
+    "clears",
+    "tops",
+    "surpasses",
+    "processes",
+    "serves",
+    "issues",
+    "streams",
+    "reads",
+    "writes",
+    "calls",
+    "detects",
+    "misses",
+    "passes",
+    "fails",
+    "means",
+    "seems",
+    "looks",
+    "becomes",
+    "ends",
+    "starts",
+    "begins",
+    "comes",
+    "these",
+    "those",
+    "our",
+    "their",
+    "each",
+    "every",
 }
 _LINK_WORDS = {"of", "the", "a", "an", "to", "in", "on", "at", "for", "with", "by", "from", "and", "or", "per", "vs", "than", "as"}  # fmt: skip
 _VALUE_VERBS = {"took", "takes", "is", "was", "are", "were", "of", "at", "in", "reaches", "reached", "achieves", "achieved", "runs", "ran", "needs", "needed", "lasts", "lasted", "gives", "gave", "measured"}  # fmt: skip
@@ -127,6 +219,11 @@ class Quantity:
     of_quantity: int | None = None  # "N % of Q": Q's index
     base_of_share: bool = False  # Q itself
     difference: bool = False  # "+5.95 GFlops/s over node_A", "0.5 s faster than node_A": a signed difference
+    closeness: bool = False  # "within 2 % of node_A": |own / base - 1| at most the figure
+    change_kind: str | None = None  # "absolute" or "relative", when the sentence says which
+    list_pos: int | None = None  # its place in a list of numbers ("64, 128 and 256": 0, 1, 2)
+    list_len: int = 0
+    respectively: bool = False  # a list paired item by item with another ("... respectively")
 
     @property
     def approximate(self) -> bool:
@@ -138,7 +235,7 @@ class Quantity:
 
     @property
     def change(self) -> bool:
-        return self.unit in ("%", "x")
+        return self.unit in ("%", "x", "pp")
 
 
 def read(text: str, metric_names: frozenset[str] = frozenset()) -> list[Quantity]:
@@ -146,11 +243,28 @@ def read(text: str, metric_names: frozenset[str] = frozenset()) -> list[Quantity
     :func:`name_key`), so a metric named beside a number is recognised."""
     found: list[Quantity] = []
     spans: list[tuple[int, int]] = []  # the number tokens, for ranges
+    spelled = written_numbers.durations(text)
+    taken = [(d.start, d.end) for d in spelled]
     for m in _NUM.finditer(text):
+        if any(a <= m.start() < b for a, b in taken):
+            continue  # a part of a compound duration: read as the whole below
         q = _quantity(text, m, metric_names, spans)
         if q is not None:
             found.append(q)
             spans.append((m.start(), m.end()))
+    for d in spelled:
+        written = text[d.start : d.end]
+        q = Quantity(written, written, d.start, d.end, d.value, d.tolerance, unit="second")
+        found.append(_before(text, q, metric_names))
+    for w in written_numbers.words(text):
+        if any(a <= w.start < b for a, b in taken) or any(q.start <= w.start < q.end for q in found):
+            continue
+        written = text[w.start : w.end]
+        q = Quantity(written, written, w.start, w.end, w.value, 0.5, unit=w.unit)
+        if w.unit is None:
+            q = _after(text, q, metric_names) or q
+        found.append(_before(text, q, metric_names))
+    found.sort(key=lambda q: q.start)
     return _link(text, found)
 
 
@@ -218,6 +332,16 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             rest = rest[lead:]
             glued = False
             break
+    dh = re.match(r"(GPU|CPU|core|node|device|vCPU)[- ]?(hours?|h|hrs?)(?![A-Za-z])", rest, re.I)
+    if dh:
+        stop = q.end + lead + dh.end()
+        return replace(q, unit="hour", name=f"{dh.group(1).lower()}_hours", end=stop, text=text[q.start : stop])
+    pts = _POINTS.match(rest)
+    if pts is None and _PLAIN_POINTS.match(rest) and _in_a_change(text, q):
+        pts = _PLAIN_POINTS.match(rest)
+    if pts is not None:
+        stop = q.end + lead + pts.end()
+        return replace(q, unit="pp", end=stop, text=text[q.start : stop])
     if rest.startswith("%") or re.match(r"(percent|per cent|pct)\b", rest):
         n = 1 if rest.startswith("%") else len(re.match(r"(percent|per cent|pct)", rest).group())  # type: ignore[union-attr]
         return replace(q, unit="%", end=q.end + lead + n, text=text[q.start : q.end + lead + n])
@@ -247,7 +371,9 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             return replace(q, name=word, end=stop, text=text[q.start : stop])
         noun, stop = count_noun(word), q.end + lead + len(word)
         if noun is None and not glued and word.lower() not in _LINK_WORDS:  # "100 Jacobi sweeps": a noun after one word
-            nm = re.match(r"[A-Za-z\-]+ ([A-Za-z]+)", rest)
+            nm = re.match(
+                r"(?!(?:this|that|these|those|the|its|our|their|each|every)\b)[A-Za-z][\w\-]* ([A-Za-z]+)", rest
+            )
             noun, stop = (count_noun(nm.group(1)), q.end + lead + nm.end()) if nm else (None, stop)
         if noun is not None:
             return replace(q, noun=noun, per=_per(text[stop:]), end=stop, text=text[q.start : stop])
@@ -256,6 +382,14 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     elif glued:
         return None
     return q
+
+
+def _in_a_change(text: str, q: Quantity) -> bool:
+    """Whether plain ``points`` after a number are percentage points: a sign, or a change word near it."""
+    if q.signed:
+        return True
+    around = text[max(0, q.start - 25) : q.start] + " " + text[q.end : q.end + 30]
+    return bool(_CHANGE_NEAR.search(around))
 
 
 _PER = re.compile(r"\s+(?:per|in each|into each|for each|each)\s+([A-Za-z][\w\-]*)")
@@ -280,13 +414,15 @@ def count_noun(word: str) -> str | None:
         if cand in _NOUNS:
             return cand
     plural = (
-        word.isalpha()
-        and word.islower()
+        word.replace("-", "").isalpha()
+        and (word.islower() or (word[:1].islower() and word[1:-1].isupper()) or word[:-1].isupper())
         and len(low) >= 4
         and low.endswith("s")
         and not low.endswith(("ss", "us", "is"))
-    )
-    return low[:-1] if plural and low not in _FUNCTION_WORDS else None
+    )  # "threads", "re-runs", "vCPUs", "GPUs", "SNPs"
+    if plural and low not in _FUNCTION_WORDS:
+        return low[:-1].split("-")[-1] if "-" in low else low[:-1]
+    return None
 
 
 def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
@@ -298,7 +434,7 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
         q = replace(q, spread=True)
     elif stripped.endswith(_APPROX_MARKS) or _ends_with_word(low, _APPROX):
         q = replace(q, qualifier="approx")
-    elif q.unit is not None and q.unit not in ("%", "x"):  # "over 5 repetitions" is across five, not a bound
+    elif q.unit is not None and q.unit not in ("x", "pp"):  # "over 5 repetitions" is across five, not a bound
         for words, op in _BOUNDS:
             if _ends_with_word(low, (words,)):
                 q = replace(q, qualifier=op)
@@ -306,8 +442,18 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
     name, explicit = _name_before(stripped)
     if name is not None and q.name is None:
         key = name_key(name)
-        if key in names or (explicit and q.unit is None and q.noun is None):
+        code = bool(re.search(r"[_.]|[A-Za-z]\d|\d[A-Za-z]", name)) and not re.fullmatch(
+            r"[A-Za-z]+_?[A-Za-z]*\d+", name
+        )
+        code = code or (len(name) <= 2 and re.search(r"\w\s*=\s*$", stripped) is not None)
+        if key in names or (explicit and code and q.unit is None and q.noun is None):
             q = replace(q, name=name, explicit_name=explicit)
+    if q.unit is None and stripped.endswith(("$", "US$")):  # $44.42, $2.72/h
+        hourly = re.match(r"\s*(?:/\s*h(?:r|our)?|per\s+hour)\b", text[q.end : q.end + 12])
+        if hourly:
+            q = replace(q, unit="USD / hour", end=q.end + hourly.end(), text=text[q.start : q.end + hourly.end()])
+        else:
+            q = replace(q, unit="USD")
     return q
 
 
@@ -364,16 +510,23 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             is_range, from_range = True, True
         if b.spread and re.fullmatch(r"\s*(?:±|\+/-|\+-|plus or minus)\s*", gap):
             if a.unit is None and a.name is None and b.unit is not None:
-                out[i] = replace(a, unit=b.unit, text=f"{a.text} {b.unit}")
+                unit = "%" if b.unit == "pp" else b.unit  # 63.0 ± 1.3 points: a percentage and its spread
+                out[i] = replace(a, unit=unit, text=f"{a.text} ({b.text})")
             continue
-        if not is_range or a.change or b.change:
+        if not is_range or a.unit in ("x", "pp") or b.unit in ("x", "pp"):
             continue
         if a.unit is None and a.name is None and a.noun is None and b.unit is not None:
             a = replace(a, unit=b.unit)
         out[i] = replace(a, range_with=i + 1, range_first=True, from_range=from_range)
         out[i + 1] = replace(b, range_with=i, from_range=from_range)
     for i, q in enumerate(out):
-        if q.unit is not None and q.unit not in ("%", "x") and q.range_with is None and not q.bound and not q.spread:
+        if (
+            q.unit is not None
+            and q.unit not in ("%", "x", "pp")
+            and q.range_with is None
+            and not q.bound
+            and not q.spread
+        ):
             after = _WORD.findall(re.split(r"[,;:()\[\]]", text[q.end : q.end + 40].lower())[0])[:5]
             # "0.5 s faster than", "11.31 GB/s more bandwidth than", "0.32 s more per run than", "5.95 GFlops/s over"
             worded = bool(after) and (after[0] in _DIFF_WORDS and (after[0] in _DIFF_ALONE or "than" in after[1:]))
@@ -383,43 +536,121 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
                 way = ("down" if q.value < 0 else "up") if q.signed else ("down" if after[0] in _DOWN else "up")
                 out[i] = replace(q, difference=True, direction=way, speed=bool(after) and after[0] in _SPEED)
             continue
-        if q.unit not in ("%", "x") or q.name is not None:
+        if q.unit not in ("%", "x", "pp"):
             continue
         direction, speed = _direction(text, q)
         of = None
         if direction == "share" and q.unit == "%":
-            tail = text[q.end : q.end + 40]
-            om = re.match(r"\s+of\s+(?:the\s+|a\s+|an\s+)?(?:[~≈]\s*|about\s+|roughly\s+)?", tail)
+            tail = text[q.end : q.end + 60]
+            om = re.match(
+                r"\s+of\s+(?:the\s+|a\s+|an\s+)?(?:[A-Za-z][\w'’-]*\s+){0,3}?(?:[~≈]\s*|about\s+|roughly\s+)?(?=[\d.])",
+                tail,
+            )
             nxt = out[i + 1] if i + 1 < len(out) else None
-            if om and nxt is not None and nxt.start == q.end + om.end() and nxt.unit not in (None, "%", "x"):
+            sized = nxt is not None and (nxt.unit not in (None, "%", "x", "pp") or nxt.text != nxt.written or nxt.noun)
+            if om and nxt is not None and nxt.start == q.end + om.end() and sized:
                 of = i + 1
                 out[i + 1] = replace(nxt, base_of_share=True)
-        out[i] = replace(q, direction=direction, speed=speed, of_quantity=of)
+        out[i] = replace(
+            q,
+            direction=direction,
+            speed=speed,
+            of_quantity=of,
+            change_kind=_change_kind(text, q),
+            closeness=_close(text, q),
+        )
+    return _lists(text, out)
+
+
+_LIST_GAP = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s*,?\s+(?:and|or)\s+|\s*/\s*|\s+(?:vs\.?|versus)\s+")
+
+
+def _lists(text: str, found: list[Quantity]) -> list[Quantity]:
+    """Lists of numbers (``batch sizes of 64, 128 and 256``, ``51.0, 54.3 and 56.2 EM``): the
+    unit, noun or metric name one member carries is every bare member's; ``respectively`` pairs
+    a sentence's lists item by item (see :mod:`projections.models.values`)."""
+    out = list(found)
+    i = 0
+    while i < len(out):
+        j = i
+        while (
+            j + 1 < len(out) and out[j].range_with is None and _LIST_GAP.fullmatch(text[out[j].end : out[j + 1].start])
+        ):
+            j += 1
+        members = list(range(i, j + 1))
+        if len(members) >= 2 and not any(out[k].range_with is not None or out[k].spread for k in members):
+            lo, hi = sentence_of(text, out[i].start)
+            paired = bool(re.search(r"\brespectively\b", text[lo:hi], re.I))
+            last = out[members[-1]]
+            carrier = last if (last.unit or last.noun) and last.unit not in ("x", "pp") else None
+            named = next((out[k].name for k in members if out[k].name), None)
+            for pos, k in enumerate(members):
+                q = out[k]
+                bare = q.unit is None and q.noun is None and q.name is None
+                if bare and carrier is not None:
+                    q = replace(
+                        q, unit=carrier.unit, noun=carrier.noun, per=carrier.per, text=f"{q.text} ({carrier.text})"
+                    )
+                elif bare and named is not None:
+                    q = replace(q, name=named)
+                out[k] = replace(q, list_pos=pos, list_len=len(members), respectively=paired)
+        i = j + 1
     return out
 
 
+def _change_kind(text: str, q: Quantity) -> str | None:
+    """``absolute`` or ``relative``, when the words around a change say which."""
+    lo, hi = sentence_of(text, q.start)
+    around = text[max(lo, q.start - 40) : min(hi, q.end + 40)].lower()
+    for kind in ("absolute", "relative"):
+        if re.search(rf"\b{kind}(?:ly)?\b", around):
+            return kind
+    return None
+
+
+def _close(text: str, q: Quantity) -> bool:
+    """``within 2 % of node_A``, ``within 0.5 pp of the baseline``: a closeness, not a bound."""
+    return bool(re.search(r"\bwithin\s*$", text[max(0, q.start - 12) : q.start], re.I))
+
+
+_NEUTRAL = {"relative", "relatively", "absolute", "absolutely", "in", "the", "a", "an", "its", "their", "of", "to"}
+
+
 def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
-    """up, down or share, and whether it is about speed, from the words around a change."""
-    after = text[q.end : q.end + 40].lower()
-    after_words = _WORD.findall(re.split(r"[,;:()\[\]]", after)[0])[:3]
-    before = text[max(0, q.start - 30) : q.start].lower()
-    before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-5:]
+    """up, down or share, and whether it is about speed, from the words around a change: the
+    words after it (``faster``, ``lower``, ``of``, past ``relative``/``absolute``), a verb before
+    ``by`` (``cut by``, ``improves throughput by``) or a noun before ``of`` (``a drop of``)."""
+    after = text[q.end : q.end + 60].lower()
+    after_words = _WORD.findall(re.split(r"[,;:()\[\]]", after)[0])[:6]
+    before = text[max(0, q.start - 40) : q.start].lower()
+    before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-6:]
     speed = any(w in _SPEED for w in after_words[:2] + before_words[-2:])  # this clause's words, not the last one's
     if q.signed:
         return ("down" if q.value < 0 else "up"), speed
-    if before_words[-1:] == ["by"]:  # "cut by", "reduces runtime by", "improves throughput by"
+    while before_words and (before_words[-1] in _APPROX or before_words[-1] in ("a", "an", "only", "just")):
+        before_words = before_words[:-1]
+    if before_words[-1:] in (["to"], ["at"]) and q.unit == "%" and after_words[:1] != ["of"]:
+        return None, speed  # "drops to 31%": the value it reaches
+    if before_words[-1:] in (["by"], ["of"]):  # "cut by", "improves throughput by", "a relative drop of"
         for verb in reversed(before_words[:-1]):
             if verb in _BY_VERBS_DOWN or verb in _DOWN:
                 return "down", speed
             if verb in _BY_VERBS_UP or verb in _UP:
                 return "up", speed
-    for w in after_words[:2]:
+            if verb not in _NEUTRAL and before_words[-1] == "of":
+                break
+    content = [w for w in after_words if w not in _NEUTRAL or w == "of"]
+    if q.unit == "pp":  # "0.6 points of GSM8K EM below its parent": a difference is never a share
+        content = [w for w in after_words if w in _UP or w in _DOWN]
+    for w in content[:3]:
         if w in _DOWN:
             return "down", speed
         if w in _UP:
             return "up", speed
-        if w in ("of", "the", "that", "vs", "versus", "relative", "compared", "against"):
+        if w in ("of", "that", "vs", "versus", "compared", "against"):
             return "share", speed
+    if after_words[:1] == ["the"]:
+        return "share", speed
     if any(w in ("speedup", "speed-up") for w in before_words):
         return "up", True
     if q.unit == "x":

@@ -61,8 +61,42 @@ _NOT_UNITS = frozenset(
         "fold",
         "times",
         "fps",
+        "pp",
+        "pt",
+        "pts",
+        "are",
+        "mil",
+        "turn",
+        "turns",
+        "cycle",
+        "cycles",
+        "gr",
+        "st",
+        "cd",
+        "ex",
+        "re",
+        "per",
+        "acc",
+        "rtf",
+        "cl",
+        "amp",
+        "shot",
+        "shots",
+        "dt",
     ]
 )
+# a count per unit of time: 412K ops/s, 1.3k tokens/s, 2,100 MLUPS, 1.5M IOPS (one dimension, ``item``:
+# a run measures one kind of thing per second where it measures any)
+_COUNT_RATE = re.compile(
+    r"^([kKMGB]?)(ops?|operations?|tok|toks|tokens?|img|imgs|images?|samples?|seqs?|sequences?|req|reqs|requests?"
+    r"|quer(?:y|ies)|reads?|writes?|updates?|lups?|txns?|transactions?|items?|records?|keys?|bases?|events?|msgs?"
+    r"|messages?|frames?|pairs?|cells?|genomes?)(?P<per>/s|/sec|/second|ps|/h|/hr|/hour|/min)$"
+    r"|^([kKMGB]?)(iops|qps|tps|lups|ops)$",
+    re.I,
+)
+_PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "giga"}
+# prefixes and units no run reports in, which pint still finds in plain words
+_ODD = re.compile(r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot")
 _SPREAD_WORDS = frozenset({"std", "stddev", "stdev", "sd", "sem", "err", "ci", "var", "spread", "jitter"})
 
 
@@ -74,18 +108,27 @@ def registry() -> Any:
 
         ureg: Any = pint.UnitRegistry(cache_folder=None)
         ureg.define("flop = [floating_point_operation] = FLOP")
+        ureg.define("item = [item]")
+        ureg.define("USD = [currency] = usd = dollar = dollars")
         return ureg
 
 
 def _normalise(word: str) -> str:
     """``GFlops/s``, ``GFLOP/s``, ``Gflop/s`` and ``GFLOPS`` as pint reads them."""
     word = word.replace("µ", "u").replace("μ", "u").strip()
+    m = _COUNT_RATE.match(word)
+    if m:
+        prefix = m.group(1) if m.group(2) else m.group(4)
+        per = {"/h": "hour", "/hr": "hour", "/hour": "hour", "/min": "minute"}.get(m.group("per") or "", "s")
+        return f"{_PREFIX.get(prefix or '', '')}item/{per}"
     m = _FLOPS.match(word)
     if m:
         prefix = m.group(1)
         prefix = "k" if prefix in "kK" and prefix else prefix.upper()  # gflop/s is giga: no milli-flops
         # GFLOPS, GFlops, FLOPS: a rate; Gflop/s, GFlops/s: a rate; flop, flops: a count
-        per_second = m.group(4) or (m.group(3) and (prefix or m.group(2) == "FLOP"))
+        # GFLOPS, GFlops: a rate; GFLOPs (a lowercase plural of FLOP): a count, as papers write a model's cost
+        plural = m.group(2) == "FLOP" and m.group(3) == "s"
+        per_second = m.group(4) or (m.group(3) and (prefix or m.group(2) == "FLOP") and not plural)
         return f"{prefix}flop" + ("/s" if per_second else "")
     m = _LOWER_BYTES.match(word)
     if m:  # kb, mb, gb as ARI's mem_total_kb writes them: bytes (pint reads kb as kilobarn)
@@ -112,6 +155,8 @@ def parse(word: str) -> str | None:
     root = ureg.Quantity(1, unit).to_root_units()
     if not str(root.units) or str(root.units) == "dimensionless":
         return None  # a count, a ratio, a percentage: not a unit here
+    if _ODD.search(str(unit)):
+        return None  # pint reads "acc" as attocubic centimeter: a word, not a unit a run reports in
     return str(unit)
 
 
@@ -143,6 +188,13 @@ def of_metric(name: str) -> str | None:
         unit = parse(_join_per(tail))
         if unit is not None:
             return unit
+        lowered = [p.lower() for p in tail]
+        if "per" in lowered[1:]:  # gflops_per_img: a count per image is kept in the count's unit
+            cut = lowered.index("per")
+            written = _join_per(tail[:cut])
+            head = parse(written.rstrip("sS")) or parse(written)  # gflops_per_img: GFLOPs (a count) per image
+            if head is not None and parse(_join_per(tail[cut + 1 :])) is None:
+                return head
     return None
 
 
@@ -162,3 +214,19 @@ def _join_per(parts: list[str]) -> str:
 def is_spread(name: str) -> bool:
     """A metric that measures a spread (``GFlops_per_s_std``), not a value."""
     return any(p.lower() in _SPREAD_WORDS for p in re.split(r"[_\s]+", name))
+
+
+_KINDS = (("second", "time"), ("byte / second", "bw"), ("bit / second", "bw"), ("byte", "size"), ("bit", "size"))
+
+
+@functools.lru_cache(maxsize=1024)
+def kind(unit: str) -> str | None:
+    """What kind of quantity a unit measures, as a word a sentence names it by: ``time``, ``bw``
+    (bytes per time), ``size`` (bytes), ``throughput`` (any other count or work per time)."""
+    dim = dimension(unit)
+    for root, word in _KINDS:
+        if dim == root:
+            return word
+    if dim.endswith("/ second") and "meter" not in dim:
+        return "throughput"
+    return None

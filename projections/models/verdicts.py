@@ -12,6 +12,7 @@ from typing import Literal
 # A number a claim states, and all of a claim's numbers together (docs/grounding.md): the
 # number its evidence holds, not that number, or nothing in reach decides it.
 ValuesVerdict = Literal["checked", "unchecked", "mismatch"]
+NOTHING_NUMERIC = "nothing numeric to check"  # the ``unchecked`` values verdict of a claim that states no number
 
 # A cited artifact re-hashed on disk: its recorded sha256 again, another, no recorded sha256
 # to compare with, or no regular file inside its work dir.

@@ -62,10 +62,11 @@ from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import CitedFiles, Grounding, experiments_roots
-from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, evidence_level
+from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, evidence_level, not_usable
 from projections.engines.protocol import Progress
 from projections.models.catalog import Entry
 from projections.models.repro import repro_status
+from projections.models.verdicts import NOTHING_NUMERIC
 from projections.tools.checkpoint import Verification, verify_open
 from projections.tools.lineage import lineage_data
 from projections.tools.reads import Replayed, VerifiedKey, check_chain, read_records, replay_all, verified_key
@@ -91,6 +92,7 @@ class ClaimProof:
     artifacts: dict[str, int] = field(default_factory=dict)  # status → count
     failures: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # said, but nothing the claim states rests on it
 
     def fail(self, why: str) -> None:
         self.failures.append(why)
@@ -222,7 +224,7 @@ class Reviewer:
         failures += [f"log: {line}" for line in found.rollback + found.problems]
         if found.report.reason is not None:
             failures.append(f"log: {found.report.summary()}")
-        anchors = ["head file"] + (["snapshot"] if found.snapshot else []) + [f"--head {h[:12]}…" for h in heads]
+        anchors = _anchors_found(self._ledger, found, heads)
         anchor = _anchor(ctx, context_path.name) if ctx is not None else None
         no_claims = None
         if ctx is None:
@@ -238,10 +240,6 @@ class Reviewer:
                 "cannot be told from the original; pass --head HASH or --context FILE kept elsewhere"
             )
         roots = self.roots
-        if not any(r.is_dir() for r in roots):
-            unchecked.append(
-                f"no experiments directory ({', '.join(map(str, roots))}): artifacts and values not checked"
-            )
         backend = self._open()
         checked = ContextCheck()
         if ctx is not None and found.report.reason is None:
@@ -250,8 +248,14 @@ class Reviewer:
             )
         failures += checked.failures
         unchecked += checked.unchecked
+        failures += _nothing_rehashed(checked.claims, roots)
         access, lines = check_chain(ckpt)
         failures += [f"access log: {p}" for p in access.problems]
+        if not access.files and access.head is None and found.report.events:
+            failures.append(
+                "access log: there is none (deleted, or ARI_MEMORY_ACCESS_LOG was off): the reads the nodes and the "
+                "paper stage were served cannot be replayed"
+            )
         unchecked += [f"access log: {n}" for n in access.notes]
         replayed = self.replayed = replay_all(backend, read_records(lines), checked.built)
         reads = {v: sum(1 for r in replayed if r.verdict == v) for v in ("same", "differs", "not_replayable")}
@@ -282,6 +286,28 @@ class Reviewer:
         backend = self._backend if self._backend is not None else self._open()
         root = next((r for r in self.roots if r.is_dir()), None)
         return lineage_data(backend, root, traced=proof.claims, cited_files=self.cited_files)
+
+
+def _anchors_found(ledger: Ledger | None, found: Verification, heads: list[str]) -> list[str]:
+    """The anchors the log was checked against, only those there were: the head file when it
+    exists, the snapshot when there is one, each ``--head``."""
+    anchors = []
+    if ledger is not None and ledger.head_file.path.exists():
+        anchors.append("head file")
+    if found.snapshot is not None and found.snapshot.present:
+        anchors.append("snapshot")
+    return anchors + [f"--head {h[:12]}…" for h in heads]
+
+
+def _nothing_rehashed(claims: Sequence[ClaimProof], roots: list[Path]) -> list[str]:
+    """A proof whose claims cite files but of which none could be hashed on disk backs nothing
+    with bytes: the experiments directory is missing, empty or another run's."""
+    cited = sum(sum(c.artifacts.values()) for c in claims)
+    if not claims or any(c.artifacts.get("verified") for c in claims):
+        return []
+    where = ", ".join(f"{r} ({'present' if r.is_dir() else 'absent'})" for r in roots)
+    said = f"none of the {cited} cited artifact(s) was found" if cited else "no claim's work dir was found"
+    return [f"no artifact could be re-hashed: {said} under {where}; pass --experiments DIR"]
 
 
 def _anchor(ctx: Mapping[str, Any], name: str) -> Anchor | None:
@@ -374,7 +400,49 @@ def check_context(
     _usable_are_claims(usable, listed, by_id, whole=at is not None, out=out)
     if lib is not None and at is not None and out.recomputed is not None:
         _compare(ctx, lib, listed, usable, by_id, no_work_dir, at, out)
+    else:
+        _usable_as_the_library_judges(backend, usable, by_id, experiments_root)
+    _what_the_paper_reads_is_checked(usable, by_id)
     return out
+
+
+def _usable_as_the_library_judges(
+    backend: MemoryBackend,
+    usable: list[Mapping[str, Any]],
+    by_id: Mapping[str, ClaimProof],
+    experiments_root: str | Path | None,
+) -> None:
+    """A context that cannot be built again (no anchor: ARI's own pipeline writes it so) still
+    lists nothing the library would leave out: each usable item is judged as the library judges
+    it now, in its node's lineage (:func:`~projections.api.verified.not_usable`)."""
+    catalog = backend.fresh_catalog()
+    built: dict[str, dict[str, Mapping[str, Any]]] = {}
+    for item in usable:
+        proof = by_id.get(str(item.get("entry_id")))
+        entry = catalog.entries.get(proof.entry_id) if proof is not None else None
+        if proof is None or entry is None:
+            continue  # not a claim of the log: said by the tracing
+        if entry.node_id not in built:
+            with backend.capturing_reads():  # a reviewer's read is not one of the run's
+                ctx = backend.get_verified_context(
+                    catalog.lineage(entry.node_id), "review", experiments_root=experiments_root
+                )
+            built[entry.node_id] = {c["entry_id"]: c for c in ctx["claims"]}
+        mine = built[entry.node_id].get(entry.entry_id)
+        why = not_usable(mine) if mine is not None else "not a claim of its node's lineage"
+        if why is not None:
+            proof.fail(f"in usable_for_claims, but the library leaves it out ({why}): the paper would state it")
+
+
+def _what_the_paper_reads_is_checked(usable: list[Mapping[str, Any]], by_id: Mapping[str, ClaimProof]) -> None:
+    """What the paper stage renders as verified is proved only when nothing of it went
+    unchecked: an unchecked number, an artifact not re-hashed, a work dir absent."""
+    for eid in dict.fromkeys(str(u.get("entry_id")) for u in usable):
+        proof = by_id.get(eid)
+        if proof is not None and proof.unchecked:
+            for why in proof.unchecked:
+                proof.fail(f"in usable_for_claims, not checked: {why}")
+            proof.unchecked = []
 
 
 def _objects(items: object, key: str, name: str, out: ContextCheck) -> list[Mapping[str, Any]]:
@@ -619,16 +687,8 @@ def _values_verdict(claim: Mapping[str, Any]) -> object:
 def _why_not_usable(claim: Mapping[str, Any] | None) -> str:
     if claim is None:
         return ""
-    excluded = [x.get("code") for x in claim.get("exclusions") or [] if isinstance(x, Mapping)]
-    if excluded:
-        return f" (excluded: {', '.join(map(str, excluded))})"
-    if not claim.get("grounded"):
-        return " (it cites no artifacts)"
-    if claim.get("repro_status") == "rerun_failed":
-        return " (a re-run failed)"
-    if _values_verdict(claim) == "mismatch":
-        return " (its values do not match its evidence)"
-    return f" (evidence {claim.get('evidence')} is below the context's minimum)"
+    why = not_usable(claim) or f"evidence {claim.get('evidence')} is below the context's minimum"
+    return f" ({why})"
 
 
 def _short(value: object, width: int = 60) -> str:
@@ -721,12 +781,12 @@ def _claim(
             elif state.status == "missing" and pinned:
                 proof.failures.append(f"{path}: pinned by sha256 but missing")
             elif state.status in ("missing", "unhashed"):
-                proof.unchecked.append(f"{path}: not pinned by sha256 ({state.status} on disk)")
+                proof.notes.append(f"{path}: not pinned by sha256 ({state.status} on disk)")
     values = known.get(entry.entry_id) or grounding.values(entry, work_dir)
     proof.values = dict(values)
     if values["verdict"] == "mismatch":
         proof.failures += [f"value {m['value']}: {m['reason']}" for m in values.get("mismatches", [])]
-    elif values["verdict"] == "unchecked" and values.get("why") != "nothing numeric to check":
+    elif values["verdict"] == "unchecked" and values.get("why") != NOTHING_NUMERIC:
         proof.unchecked.append(f"values: {values.get('why')}")
     proof.evidence = evidence_level(entry, proof.repro_status, grounding, values)
     if proof.evidence == "none":

@@ -108,7 +108,7 @@ def test_prove_on_the_unmodified_demo_run_holds_from_a_copy(demo: Path, tmp_path
     assert proof["access"]["ok"] and proof["access"]["chained"] == proof["access"]["lines"]
     # what it could not check is said, not hidden: no anchor outside, one unpinned binary absent
     assert any("no anchor kept outside" in u for u in proof["unchecked"])
-    assert any("stencil_bench" in u for c in proof["claims"] for u in c["unchecked"])
+    assert any("stencil_bench" in u for c in proof["claims"] for u in c["notes"])
     html = (tmp_path / "proof.html").read_text()
     assert html.count('"proof":"holds"') == 3 and " proof-failed" not in html
     assert ari_ledger("prove", copy / "checkpoint", "--strict").returncode == 1  # unchecked fails when strict

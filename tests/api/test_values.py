@@ -112,7 +112,7 @@ def test_artifact_numbers_are_keyed_by_column_and_key() -> None:
     log_place = numbers_in(b"# host\nverify: max_abs_error = 0.0 OK\nn,time_s\n256,1.33\n", "run.log")
     assert log_place.by_key["time_s"] == [1.33] and log_place.by_key["max_abs_error"] == [0.0]
     json_place = numbers_in(b'{"runs": [{"loss": 0.25}, {"loss": 0.5}]}', "m.json")
-    assert json_place.by_key["loss"] == [0.25, 0.5]
+    assert json_place.by_key["runs.loss"] == [0.25, 0.5]  # the dotted path: a parent key qualifies it
     found = check_claim("9.80 GFlops/s in the sweep", Evidence(REPORT, sources=[lambda: csv_place]))
     assert [v.verdict for v in found] == ["checked"]  # found in the cited CSV only
 

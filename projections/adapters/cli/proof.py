@@ -40,8 +40,9 @@ READS_EXIT_CODES = {
 }
 
 PROVE_EXIT_CODES = {
-    EXIT_OK: "PROVED: every claim holds, the context is what the library builds as of its anchor,\n"
-    "the chains hold and every recorded read replays the same",
+    EXIT_OK: "PROVED: every claim holds, every number and artifact of usable_for_claims was checked,\n"
+    "the context is what the library builds (as of its anchor; without one, each usable item as\n"
+    "the library judges it), the chains hold and every recorded read replays the same",
     EXIT_CHECK_FAILED: "NOT PROVED: something fails (each failure is printed), or, with --strict, something\n"
     "could not be checked",
     EXIT_ERROR: "the command could not run: not a checkpoint, a --context file that is missing or not a\n"
@@ -163,6 +164,8 @@ def cmd_prove(args: argparse.Namespace) -> int:
             framework.console.print(f"         fails: {why}")
         for why in claim.unchecked:
             framework.console.print(f"         not checked: {why}")
+        for why in claim.notes:
+            framework.console.print(f"         note: {why}")
     framework.console.print(f"anchors: {', '.join(proof.anchors)}")
     framework.console.print(
         f"reads: {proof.reads['same']} replayed the same, {proof.reads['differs']} differ, "

@@ -1,0 +1,442 @@
+"""Which metric a number of a claim is about, from the words around it (docs/grounding.md, 2).
+
+A metric is named by a word of its name (``loss`` of ``val_loss``), a common synonym
+(``accuracy`` for ``acc``, ``validation`` for ``val``, ``perplexity`` for ``ppl``), an
+identifier written as the field writes it (``top-1`` for ``top1``, ``99th percentile`` for
+``p99``, ``Acc@1``), or the kind of quantity its unit measures (a time metric is a ``time``,
+a rate a ``throughput``). Both sides are reduced to the same canonical words; a metric's score
+is the weight of its words the phrase holds, identifiers (``gsm8k``, ``snp``, ``p99``) weighing
+more than the measure words every field shares (``accuracy``, ``loss``). The best-scored
+metrics are the ones a number is checked against; a tie keeps them all.
+
+A complement is read where the phrase names the other side of a share: an ``error`` of an
+accuracy, a ``miss`` rate of a hit rate (:data:`COMPLEMENTS`). Magnitude units in a count
+metric's name (``params_M``, ``reads_M``, ``kops``) and percentages kept as fractions are said
+by :func:`count_scale` and :func:`kept_as_percent`. Pure functions over names and words.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# canonical word ← the ways fields write it
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "acc": ("acc", "accuracy", "accuracies", "accurate"),
+    "val": ("val", "valid", "validation", "eval", "evaluation", "dev", "held-out", "heldout"),
+    "train": ("train", "training", "trn"),
+    "test": ("test", "testing"),
+    "loss": ("loss", "losses"),
+    "ppl": ("ppl", "perplexity", "perplexities"),
+    "throughput": ("throughput", "throughputs", "tput", "thpt"),
+    "latency": ("latency", "latencies", "lat"),
+    "bw": ("bw", "bandwidth", "bandwidths"),
+    "mem": ("mem", "memory", "rss", "vram", "footprint"),
+    "time": ("time", "times", "runtime", "runtimes", "duration", "elapsed", "walltime", "wallclock", "makespan"),
+    "param": ("param", "params", "parameter", "parameters"),
+    "err": ("err", "error", "errors"),
+    "eff": ("eff", "efficiency", "efficiencies"),
+    "util": ("util", "utilization", "utilisation", "usage"),
+    "speedup": ("speedup", "speed-up", "speedups"),
+    "recall": ("recall", "sensitivity", "tpr"),
+    "precision": ("precision", "ppv"),
+    "f1": ("f1", "f-score", "fscore", "f1-score", "f-measure"),
+    "em": ("em", "exact-match", "exactmatch"),
+    "coeff": ("coeff", "coef", "coefficient", "coefficients"),
+    "iter": ("iter", "iters", "iteration", "iterations"),
+    "epoch": ("epoch", "epochs"),
+    "step": ("step", "steps"),
+    "thread": ("thread", "threads"),
+    "register": ("register", "registers", "reg", "regs"),
+    "occupancy": ("occupancy",),
+    "residual": ("residual", "residuals", "res"),
+    "hit": ("hit", "hits"),
+    "miss": ("miss", "misses"),
+    "amplification": ("amplification", "amplifications"),
+    "std": ("std", "stddev", "stdev", "sd", "deviation"),
+    "peak": ("peak", "max", "maximum"),
+    "cpu": ("cpu", "cpus", "processor"),
+    "gpu": ("gpu", "gpus"),
+    "size": ("size", "sizes"),
+    "rate": ("rate", "rates", "ratio", "fraction", "share"),
+    "cell": ("cell", "cells"),
+    "read": ("read", "reads"),
+    "write": ("write", "writes", "written"),
+    "token": ("token", "tokens", "tok", "toks"),
+    "sample": ("sample", "samples"),
+    "image": ("image", "images", "img", "imgs"),
+    "node": ("node", "nodes"),
+    "rank": ("rank", "ranks"),
+    "batch": ("batch", "batches", "bs"),
+    "lr": ("lr",),
+    "wer": ("wer",),
+    "cer": ("cer",),
+    "p99": ("tail",),
+    "hour": ("hour", "hours", "hr", "hrs"),
+    "cost": ("cost", "costs", "price", "usd", "dollars"),
+    "energy": ("energy", "kwh", "joules"),
+    "power": ("power", "watts", "wattage"),
+    "coverage": ("coverage",),
+    "dup": ("dup", "dups", "duplicate", "duplicates", "duplication", "duplicated"),
+    "fp": ("fp", "fps"),
+    "fn": ("fn", "fns"),
+    "tp": ("tp", "tps"),
+    "score": ("score", "scores"),
+}
+_CANON: dict[str, str] = {w: c for c, ws in _SYNONYMS.items() for w in ws}
+# words a metric's name carries for its unit or its aggregation, which say nothing of what it measures
+_NAME_NOISE = frozenset(
+    [
+        "per",
+        "s",
+        "sec",
+        "ms",
+        "us",
+        "ns",
+        "h",
+        "hr",
+        "min",
+        "mins",
+        "secs",
+        "gb",
+        "mb",
+        "kb",
+        "tb",
+        "gib",
+        "mib",
+        "kib",
+        "b",
+        "pct",
+        "percent",
+        "frac",
+        "value",
+        "metric",
+        "mean",
+        "avg",
+        "average",
+        "total",
+        "overall",
+        "all",
+        "the",
+        "of",
+        "in",
+        "at",
+    ]
+)
+# the measure words every field shares: they weigh less than an identifier (gsm8k, snp, top1, p99)
+_COMMON = frozenset(_SYNONYMS) | frozenset(
+    [
+        "final",
+        "best",
+        "mean",
+        "median",
+        "min",
+        "max",
+        "avg",
+        "total",
+        "overall",
+        "sweep",
+        "run",
+        "runs",
+        "seed",
+        "seeds",
+        "new",
+        "old",
+        "sustained",
+        "achieved",
+        "effective",
+        "measured",
+        "number",
+        "count",
+        "counts",
+        "per",
+    ]
+)
+# words that say which quantity a sentence talks about; a phrase with one that no metric carries
+# names a quantity the run did not measure (never the primary metric's)
+QUANTITY_WORDS = frozenset(
+    [
+        "acc",
+        "loss",
+        "ppl",
+        "throughput",
+        "latency",
+        "bw",
+        "mem",
+        "time",
+        "param",
+        "err",
+        "eff",
+        "util",
+        "recall",
+        "precision",
+        "f1",
+        "em",
+        "coeff",
+        "occupancy",
+        "residual",
+        "hit",
+        "miss",
+        "amplification",
+        "cost",
+        "energy",
+        "power",
+        "coverage",
+        "score",
+    ]
+)
+# a share and its complement: the words of one side, the words of the other
+COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
+    (frozenset({"err"}), frozenset({"acc", "em", "f1", "precision", "recall"})),
+    (frozenset({"miss", "fnr"}), frozenset({"hit", "recall"})),
+    (frozenset({"fdr"}), frozenset({"precision"})),
+    (frozenset({"failure", "fail", "failed"}), frozenset({"success", "pass"})),
+)
+# words that name what is measured, beyond the shared vocabulary: a complement's phrase must not hold one
+_MEASURES = frozenset(["calibration", "confidence", "coverage", "agreement", "consistency"])
+_GENERIC = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "on",
+        "in",
+        "at",
+        "for",
+        "with",
+        "by",
+        "to",
+        "from",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "its",
+        "their",
+        "our",
+        "this",
+        "that",
+    ]
+)
+SHARE_WORDS = frozenset({"acc", "em", "f1", "precision", "recall", "hit", "miss", "err", "util", "eff", "rate"})
+_PERCENT_NAMES = frozenset({"pct", "percent", "percentage"})
+_WORD = re.compile(r"[pP]\d+(?:\.\d+)?(?![\w.])|[A-Za-z][A-Za-z0-9]*(?:[-@][A-Za-z0-9]+)*|\d+(?:\.\d+)?th\b")
+# words that stand for one metric word when written together
+_BIGRAMS = {
+    ("learning", "rate"): "lr",
+    ("exact", "match"): "em",
+    ("word", "error"): "wer",
+    ("character", "error"): "cer",
+    ("batch", "size"): "batch",
+    ("real", "time"): "rtf",
+    ("label", "smoothing"): "ls",
+    ("false", "positive"): "fp",
+    ("false", "positives"): "fp",
+    ("false", "negative"): "fn",
+    ("false", "negatives"): "fn",
+    ("true", "positive"): "tp",
+    ("true", "positives"): "tp",
+    ("false", "discovery"): "fdr",
+}
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_SPLIT = re.compile(r"[^A-Za-z0-9@]+")
+_MAGNITUDE = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+_MAGNITUDE_WORDS = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions": 1e6, "billion": 1e9, "billions": 1e9}
+_COUNT_PREFIXED = re.compile(r"^([kKMGB])(ops|reads|writes|bases|cells|tok|tokens|lups|updates|reqs|samples|img)$")
+
+
+def canon(word: str) -> tuple[str, ...]:
+    """The canonical words one written word stands for (``Top-1`` → ``top1``, ``Acc@1`` →
+    ``acc``, ``top1``, ``99th`` → ``p99``, ``validation`` → ``val``, ``threads`` → ``thread``)."""
+    low = word.lower().strip("-'")
+    if low.endswith("'s"):
+        low = low[:-2]
+    m = re.fullmatch(r"p(\d+)(?:\.(\d+))?", low)  # p99, p99.9 (p999)
+    if m:
+        return (f"p{m.group(1)}{m.group(2) or ''}",)
+    m = re.fullmatch(r"(\d+)(?:\.(\d+))?th", low)
+    if m:
+        return (f"p{m.group(1)}{m.group(2) or ''}",)
+    m = re.fullmatch(r"([a-z]+)@(\d+)", low)
+    if m:
+        return (*canon(m.group(1)), f"top{m.group(2)}")
+    m = re.fullmatch(r"([a-z]+)-(\d+)", low)  # top-1, top-5, p-99
+    if m:
+        return (f"{m.group(1)}{m.group(2)}",)
+    if low in _CANON:
+        return (_CANON[low],)
+    if "-" in low:
+        parts = tuple(p for part in low.split("-") if part for p in canon(part))
+        return parts
+    if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")) and low[:-1] in _CANON:
+        return (_CANON[low[:-1]],)
+    if len(low) > 4 and low.endswith("ies"):
+        return (low[:-3] + "y",)
+    if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")):
+        return (low[:-1],)
+    return (low,)
+
+
+def phrase_words(text: str) -> list[tuple[str, int]]:
+    """The canonical words of a piece of claim text, each with its position."""
+    out: list[tuple[str, int]] = []
+    matches = list(_WORD.finditer(text))
+    skip = False
+    for k, m in enumerate(matches):
+        if skip:
+            skip = False
+            continue
+        if k + 1 < len(matches):
+            pair = (m.group().lower(), matches[k + 1].group().lower())
+            if pair in _BIGRAMS and text[m.end() : matches[k + 1].start()].strip(" -") == "":
+                out.append((_BIGRAMS[pair], m.start()))
+                skip = pair[1] not in ("error",)  # "word error rate": wer, and the rate
+                continue
+        out.extend((c, m.start()) for c in canon(m.group()))
+    return out
+
+
+@functools.lru_cache(maxsize=8192)
+def metric_words(name: str) -> tuple[str, ...]:
+    """A metric's name as canonical words (``val_top1_acc`` → ``val``, ``top1``, ``acc``;
+    ``p99_latency_us`` → ``p99``, ``latency``; ``METRIC.F1_Score`` → ``f1``, ``score``), its
+    unit's kind added (``time`` for a time, ``throughput`` for a rate, ``bw`` for bytes per
+    time, ``mem`` for a size in bytes)."""
+    from projections.models import units  # pint loads with the first claim checked, not on import
+
+    spaced = _CAMEL.sub(r"\1 \2", name.replace("/", " per "))
+    raw = [t for t in _SPLIT.split(spaced) if t]
+    out: list[str] = []
+    for token in raw:
+        low = token.lower()
+        if low in _NAME_NOISE or low == "metric":
+            continue
+        m = _COUNT_PREFIXED.match(token)
+        if m:
+            out.extend(canon(m.group(2)))
+            continue
+        if token in _MAGNITUDE and len(raw) > 1:
+            continue  # params_M: the magnitude, see count_scale
+        out.extend(canon(token))
+    unit = units.of_metric(name)
+    if unit is not None:
+        kind = units.kind(unit)
+        if kind is not None:
+            out.append(kind)
+    if "top1" in out and "acc" not in out and "err" not in out:
+        out.append("acc")
+    return tuple(dict.fromkeys(out))
+
+
+def weight(word: str) -> float:
+    """How much a word says about which metric is meant: an identifier more than a shared word."""
+    return 1.0 if word in _COMMON or word in QUANTITY_WORDS else 2.0
+
+
+@dataclass(frozen=True)
+class Named:
+    """A metric a phrase names, and how its value reads as the phrase's quantity."""
+
+    metric: str
+    score: float
+    complement: bool = False  # the phrase names the other side of a share (an error of an accuracy)
+
+
+def name_metrics(words: Iterable[str], metrics: Iterable[str]) -> list[Named]:
+    """The metrics the canonical ``words`` name best (all tied at the best score), or [].
+
+    A metric is named when the words hold one of its words that says what it measures; a
+    complement (an ``error`` of an ``acc`` metric) is named when the words hold the other side
+    of a pair in :data:`COMPLEMENTS` and every other word of theirs that the metric has."""
+    said = set(words)
+    scored: list[Named] = []
+    for metric in metrics:
+        if metric.startswith("_"):
+            continue  # ARI's own (_scientific_score, _axis_scores): never what a sentence names
+        mine = metric_words(metric)
+        if not mine:
+            continue
+        hit = sum(weight(w) for w in mine if w in said)
+        flipped = _complement(said, set(mine))
+        if flipped is not None:
+            scored.append(Named(metric, flipped, complement=True))
+            continue
+        if hit and _names_its_measure(said, mine):
+            scored.append(Named(metric, hit))
+    if not scored:
+        return []
+    best = max(n.score for n in scored)
+    return [n for n in scored if n.score == best]
+
+
+def _names_its_measure(said: set[str], mine: tuple[str, ...]) -> bool:
+    """The phrase names what the metric measures, not only a qualifier both share (``val``,
+    ``peak``): one of its words other than qualifiers, or an identifier."""
+    qualifiers = {"val", "train", "test", "peak", "final", "best", "mean", "max", "min", "total", "std"}
+    core = [w for w in mine if w not in qualifiers]
+    return any(w in said for w in core) or not core
+
+
+def _complement(said: set[str], mine: set[str]) -> float | None:
+    """The score of a metric as the complement of what the phrase names, or None: the phrase
+    names the other side of a share the metric keeps (``top-1 error`` of ``val_top1_acc``), and
+    no measure word the metric lacks (``calibration error`` is another quantity)."""
+    named_other = "complement" in said  # "a 0.38% SNP error rate (complement of F1)": the F1's other side
+    if named_other:
+        said = said | {"err"}
+    for one, other in COMPLEMENTS:
+        for asked, kept in ((one, other), (other, one)):
+            if said & asked and mine & kept and not mine & asked and (named_other or not said & (mine & kept)):
+                foreign = {w for w in said - mine - asked if w not in _COMMON and w not in _GENERIC}
+                if foreign & _MEASURES:
+                    return None
+                rest = [w for w in mine if w not in kept]
+                return sum(weight(w) for w in rest if w in said) + 1.0
+    return None
+
+
+def names_a_quantity(words: Iterable[str], metrics: Iterable[str]) -> str | None:
+    """A quantity word of the phrase that none of ``metrics`` carries (``energy`` when nothing
+    measures energy), or None: such a number is never checked against another metric."""
+    carried = {w for m in metrics for w in metric_words(m)}
+    complements = {w for one, other in COMPLEMENTS for side in (one, other) if side & carried for w in (one | other)}
+    for word in words:
+        if word in QUANTITY_WORDS and word not in carried and word not in complements:
+            return word
+    return None
+
+
+def count_scale(name: str) -> float:
+    """The magnitude a count metric is kept in, from its name: ``params_M`` 10⁶, ``reads_M``
+    10⁶, ``throughput_kops_per_s`` 10³, ``tokens_B`` 10⁹; 1 otherwise. Case matters: ``M`` is a
+    million, ``m`` is not a magnitude."""
+    spaced = _CAMEL.sub(r"\1 \2", name.replace("/", " per "))
+    raw = [t for t in _SPLIT.split(spaced) if t]
+    for token in raw:
+        if token in _MAGNITUDE and len(raw) > 1:
+            return _MAGNITUDE[token]
+        if token.lower() in _MAGNITUDE_WORDS:
+            return _MAGNITUDE_WORDS[token.lower()]
+        m = _COUNT_PREFIXED.match(token)
+        if m:
+            return _MAGNITUDE[m.group(1)]
+    return 1.0
+
+
+def kept_as_percent(name: str, value: float, others: Iterable[float] = ()) -> bool:
+    """Whether a metric's value is a percentage (``mapped_pct`` 99.71, an accuracy kept as
+    76.13), not a fraction (``val_top1_acc`` 0.7613): its name says so, or it is a share whose
+    value, or another value of it (``others``: its column, its value at other nodes), is
+    above 1.5 (an accuracy of 0.10 % after a divergence is still kept as a percentage)."""
+    words = {t.lower() for t in _SPLIT.split(name) if t}
+    if words & _PERCENT_NAMES and abs(value) > 1.0:
+        return True
+    values = [v for v in (value, *others) if math.isfinite(v)]
+    share = bool(set(metric_words(name)) & SHARE_WORDS) or bool(words & _PERCENT_NAMES)
+    return share and any(1.5 < abs(v) <= 100.0 for v in values)

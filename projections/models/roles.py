@@ -1,0 +1,1169 @@
+"""The grammar's roles: what each number of a claim must match to hold (docs/grounding.md, 3).
+
+One :class:`Checker` per claim. Each number read (:mod:`projections.models.quantities`) takes a
+role — a value, a comparison against a named base, a difference, a difference of percentage
+points, a closeness, a share of a written quantity, a spread, a bound, a range end, a count, a
+fact, a row key — and gets ``checked``, ``mismatch`` or ``unchecked`` with its reason.
+
+Which metric a number is about comes from the words beside it
+(:mod:`projections.models.metric_names`): its own phrase (the noun phrase after it and the
+words before it back to the last preposition), then all its leading words, then, for a
+percentage or a bare end of a range or list, its sentence; a number with a unit is also held
+to its unit's dimension. A phrase that names a quantity no metric measures is never checked
+against the primary metric. Evidence is taken in order of authority (docs/grounding.md, 4):
+the rows of a pinned table the sentence points at, the claim's own report (which decides a
+metric it names), the ancestors the sentence names, the pinned artifacts, then the run's own
+words; a hardware number never refutes a measurement, and a name the run never writes (a
+dataset, a sample, a device it did not use) puts the number out of reach.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+
+from projections.models import units
+from projections.models.evidence import OWN, Evidence, Verdict, range_problem
+from projections.models.metric_names import (
+    SHARE_WORDS,
+    Named,
+    canon,
+    count_scale,
+    kept_as_percent,
+    metric_words,
+    name_metrics,
+    names_a_quantity,
+    phrase_words,
+)
+from projections.models.quantities import Quantity, name_key, sentence_of, tolerance
+from projections.models.tables import Pointer, Table, is_key_column, pointed_rows, pointer
+from projections.models.verdicts import ValuesVerdict
+
+# words that end the phrase a number is named by (looking back from it)
+_BOUNDARY = frozenset(
+    ["at", "on", "with", "for", "in", "by", "under", "over", "after", "before", "from", "to", "than", "vs", "versus", "across", "during", "while", "when", "using", "and", "or", "but", "whereas", "compared", "against", "relative", "into", "within", "without", "via", "among", "between", "since", "until"]
+)  # fmt: skip
+# a measurement's verbs: a hardware number of the same unit is the machine's, not this quantity
+_MEASURED = frozenset(
+    ["achieved", "achieves", "achieve", "measured", "sustained", "sustains", "reaches", "reached", "reach", "peaks", "peaked", "peak", "used", "uses", "consumed", "consumes", "took", "takes", "needs", "needed", "runs", "ran", "effective", "observed", "delivers", "delivered", "attains", "attained", "hits", "sustain", "drops", "dropped", "falls", "fell", "rises", "rose", "improves", "improved", "reads", "read", "writes", "processes", "processed", "streams", "stream", "moved", "saturates", "saturate", "issues", "issue", "achieving", "reaching"]
+)  # fmt: skip
+_IDENTIFIER = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w-])")
+_GENERIC_IDS = frozenset(
+    ["gpu", "gpus", "cpu", "cpus", "vcpu", "vcpus", "ram", "dram", "hbm", "ssd", "nvme", "io", "os", "api", "sm", "sms", "simd", "mpi", "omp", "id", "ids", "ok", "na", "pr", "ci", "csv", "json", "log", "logs", "fp32", "fp16", "bf16", "tf32", "fp64", "int8", "int4", "nf4", "amp", "ema", "sgd", "lr", "ls", "top-1", "top-5", "p50", "p90", "p95", "p99", "p999", "all", "pass", "result", "results", "metric", "metrics", "warn", "warning", "info", "finding", "note", "error", "debug", "fail", "failed", "table", "fig", "figure", "dimm", "node", "run", "status"]
+)  # fmt: skip
+# the settings a run writes and a sentence names ("a batch size of 128", "learning rate 1e-3")
+_SETTING_WORDS = frozenset({"batch", "lr", "epoch", "seed", "thread", "rank", "node", "gpu", "beam", "warmup", "ls"})
+# words right after a factor that make it a comparison ("1.6x faster", "6.6x the baseline")
+_COMPARING = frozenset(
+    ["faster", "slower", "speedup", "speed", "the", "over", "more", "less", "higher", "lower", "fewer", "as", "that", "of", "improvement", "gain", "reduction", "increase", "decrease", "better", "worse", "than", "vs", "versus", "relative", "compared"]
+)  # fmt: skip
+_AS_IN = re.compile(
+    r"\b(?:as in|as for|as with|like|same as|unchanged from|matching|as did)\s+(?:the\s+|its\s+|\w+\s+)?$", re.I
+)
+_COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", "step", "iter"})
+
+
+@dataclass(frozen=True)
+class _Phrase:
+    """The words that may name one number's quantity, nearest first."""
+
+    own: list[str]  # its noun phrase after it, and its words back to the last preposition
+    leading: list[str]  # all its words since the last number's phrase
+    sentence: list[str]
+    scope: tuple[int, int]  # its clause: where a row it points at is named
+
+
+class Checker:
+    """The roles, for the quantities of one claim."""
+
+    def __init__(self, text: str, found: list[Quantity], mentions: list[tuple[int, str]], ev: Evidence) -> None:
+        self.text, self.found, self.mentions, self.ev = text, found, mentions, ev
+        self._memo: dict[int, Verdict] = {}
+        self._phrases = _phrases(text, found)
+        self._run_names: list[str] | None = None
+        self._pointers: dict[tuple[int, int, int, int], Pointer] = {}
+
+    def verdict(self, i: int) -> Verdict:
+        if i not in self._memo:
+            self._memo[i] = self._verdict(i)
+        return self._memo[i]
+
+    def _verdict(self, i: int) -> Verdict:
+        q = self.found[i]
+        if q.base_of_share:  # "7% of the ~35 GFlops/s roofline", "50% of node_A's 9.87 GFlops/s"
+            fact = self._fact(q, i, base=True)
+            if fact.verdict == "checked" or (not self._named_outside(q) and not self._named_nodes(q)):
+                return fact
+            return self._value(q, i)
+        away = self._out_of_reach(q, i)
+        if away is not None:
+            return self._out(q, "unchecked", away)
+        if q.spread:
+            return self._spread(q, i)
+        if q.unit == "pp":
+            return self._points(q, i)
+        if q.unit in ("%", "x"):
+            if q.of_quantity is not None:
+                return self._share_of_quantity(q, i, self.found[q.of_quantity], self.verdict(q.of_quantity))
+            if q.closeness:
+                return self._closeness(q, i)
+            if self._is_comparison(q, i):
+                return self._comparison(q, i)
+            if q.unit == "x":
+                return self._value(replace(q, unit=None), i)  # 30.2x coverage: a value kept in x
+            return self._value(q, i)
+        if q.difference:
+            return self._difference(q, i)
+        if q.unit is not None or self._explicit(q):
+            return self._value(q, i)
+        key = self._row_key(q, i)
+        if key is not None:
+            return key
+        if q.noun is not None:
+            return self._count(q, i)
+        if q.name is not None or self._phrases[i].own or q.range_with is not None or q.list_pos is not None:
+            return self._value(q, i, bare=True)
+        return self._out(q, "unchecked", "a bare number (no unit, metric name or noun)")
+
+    # --------------------------------------------------------------------- helpers
+
+    def _out(self, q: Quantity, verdict: ValuesVerdict, why: str | None = None, looked: Iterable[str] = ()) -> Verdict:
+        return Verdict(q.written, q.text, verdict, why, tuple(dict.fromkeys(looked)))
+
+    def _explicit(self, q: Quantity) -> bool:
+        """``name=value``: a metric's name written as code, never a node's id."""
+        nodes = set(self.ev.ancestors) | set(self.ev.others) | {self.ev.node_id}
+        return q.explicit_name and q.name is not None and q.name not in nodes
+
+    def _holds(self, q: Quantity, target: float, *, exact: bool = False) -> bool:
+        """Does ``target`` (in the quantity's own unit) make the quantity true?"""
+        if not math.isfinite(target):
+            return False
+        v = q.value
+        if q.qualifier == "<":
+            return target < v
+        if q.qualifier == "<=":
+            return target <= v
+        if q.qualifier == ">":
+            return target > v
+        if q.qualifier == ">=":
+            return target >= v
+        tol = 0.0 if exact else max(q.tolerance, 0.1 * abs(v)) if q.approximate else q.tolerance
+        return abs(target - v) <= tol + 1e-12 * abs(target)
+
+    def _others(self, metric: str) -> list[float]:
+        """The values of one metric elsewhere in the run (how it is kept: fraction or percent)."""
+        return [ms[metric] for ms in self.ev.ancestors.values() if metric in ms]
+
+    def _readings(
+        self, q: Quantity, metric: str, value: float, named: Named | None = None, column: Iterable[float] = ()
+    ) -> list[float]:
+        """The metric's value as the quantity's number may state it: in its unit, as a percent
+        of a fraction, as a complement, at the magnitude its name keeps."""
+        percent = kept_as_percent(metric, value, column)  # a node's value says how it is kept; a column's, all of it
+        if named is not None and named.complement:
+            value = (100.0 - value) if percent else (1.0 - value)
+        if q.unit == "%":
+            return [value] if percent else [100.0 * value]
+        if q.unit is None or q.unit == "x":
+            out = [value]
+            scale = count_scale(metric)
+            if scale != 1.0 and units.of_metric(metric) is None:
+                out.append(value * scale)
+            if percent and abs(q.value) <= 1.0:
+                out.append(value / 100.0)
+            return out
+        unit = units.of_metric(metric)
+        if unit is None:
+            return [value] if q.name is not None else []
+        if units.dimension(unit) != units.dimension(q.unit):
+            return []
+        return [value * units.factor(unit, q.unit)]
+
+    def _held_by(
+        self, q: Quantity, metric: str, value: float, named: Named | None = None, column: Iterable[float] = ()
+    ) -> bool:
+        return any(self._holds(q, t) for t in self._readings(q, metric, value, named, column))
+
+    def _of_dimension(self, metrics: Iterable[str], q: Quantity, spread: bool = False) -> list[str]:
+        """The metrics of the quantity's dimension (spreads only when it is one)."""
+        if q.unit is None or q.unit in ("%", "x", "pp"):
+            return []
+        dim = units.dimension(q.unit)
+        return [
+            m
+            for m in metrics
+            if units.is_spread(m) == spread and (u := units.of_metric(m)) is not None and units.dimension(u) == dim
+        ]
+
+    def _could_be(self, q: Quantity, metric: str, value: float) -> bool:
+        """Whether a metric may be what a percentage states: a share (kept as a fraction or a
+        percent), never a count or a measure with a unit."""
+        if q.unit != "%":
+            return True
+        if units.of_metric(metric) is not None and metric not in self.ev.metrics:
+            return False
+        words = set(metric_words(metric))
+        share = bool(words & SHARE_WORDS) or kept_as_percent(metric, value, self._others(metric))
+        return share or (0.0 <= value <= 1.0 and units.of_metric(metric) is None and not words & _COUNT_WORDS)
+
+    def _sentence(self, q: Quantity) -> tuple[int, int]:
+        return sentence_of(self.text, q.start)
+
+    def _named_nodes(self, q: Quantity) -> list[str]:
+        """The ancestors the quantity's sentence names (``node_A's 9.87 GFlops/s``, ``29.6 vs.
+        7.23 GB/s against the root``), but not one named only as what the number equals (``4.21
+        GB, as in the parent``: that is the claim's own number, said to be the parent's too)."""
+        lo, hi = self._sentence(q)
+        out = []
+        for pos, n in self.mentions:
+            said_equal = _AS_IN.search(self.text[max(lo, pos - 30) : pos]) is not None
+            if lo <= pos < hi and n in self.ev.ancestors and n != self.ev.node_id and not said_equal:
+                out.append(n)
+        return out
+
+    def _named_outside(self, q: Quantity) -> list[str]:
+        """Nodes outside the lineage that the quantity's sentence names."""
+        lo, hi = self._sentence(q)
+        return list(dict.fromkeys(n for pos, n in self.mentions if lo <= pos < hi and n in self.ev.others))
+
+    def _range_problem(self, q: Quantity, metric: str) -> Verdict | None:
+        problem = range_problem(metric, self.ev.metrics[metric], self.ev.ranges)
+        return self._out(q, "mismatch", problem, ("metric range",)) if problem else None
+
+    def _run_metric_names(self) -> list[str]:
+        """Every metric name in reach: the own report's, the ancestors', the cited tables' columns."""
+        if self._run_names is None:
+            names = list(self.ev.metrics)
+            names += [m for ms in self.ev.ancestors.values() for m in ms]
+            for place in self.ev.places:
+                names += list(place.by_key)
+                names += [h for t in place.tables for h in t.header]
+            self._run_names = list(dict.fromkeys(names))
+        return self._run_names
+
+    def _out_of_reach(self, q: Quantity, i: int) -> str | None:
+        """A number the run cannot speak for: its clause names something the run never writes
+        (a dataset, a sample, a model, a device: ``ImageNet-V2``, ``HG005``, ``H100``)."""
+        lo, hi = self._phrases[i].scope
+        clause = self.text[lo:hi]
+        if not self.ev.words:
+            return None
+        vocabulary = self.ev.vocabulary
+        for m in _IDENTIFIER.finditer(clause):
+            word = m.group(1)
+            low = word.lower()
+            if low in _GENERIC_IDS or low.rstrip("s") in _GENERIC_IDS or not _looks_like_a_name(word):
+                continue
+            parts = [p for p in re.split(r"[-_.]", low) if p]
+            if low in vocabulary or low.rstrip("s") in vocabulary or all(p in vocabulary for p in parts):
+                continue
+            if units.parse(word) is not None:
+                continue
+            return f"the sentence names {word}, which the run never mentions: not its measurement"
+        return None
+
+    # ------------------------------------------------------------------- naming
+
+    def _naming(
+        self, i: int, metrics: Iterable[str], *, wide: bool = True, before: bool = False
+    ) -> tuple[list[Named], str | None]:
+        """The metrics of ``metrics`` the number's words name, nearest words first (``wide``: then
+        its sentence; ``before``: then the words of its sentence before it); and a quantity word
+        its own phrase holds that no metric in reach carries."""
+        metrics = list(metrics)
+        phrase = self._phrases[i]
+        q = self.found[i]
+        if q.name is not None:
+            by_name = [m for m in metrics if name_key(m) == name_key(q.name)]
+            if not by_name and self._explicit(q):  # "Cd = 1.3521": a metric that carries every word of it
+                words = {w for part in re.split(r"[_.]+", q.name) if part for w in canon(part)}
+                by_name = [m for m in metrics if words and words <= set(metric_words(m)) | {m.lower()}]
+            if by_name or self._explicit(q):  # name=value: that metric, or none
+                return [Named(m, 10.0) for m in by_name], None
+        metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
+        tiers = [phrase.own, phrase.leading]
+        paired = self._paired_word(q)
+        if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"
+            word, others = paired
+            tiers = [[word] + [w for w in t if w not in others] for t in tiers]
+        if wide:
+            tiers.append(phrase.sentence)
+        elif before:
+            lo, _ = self._sentence(q)
+            tiers.append([w for w, _ in phrase_words(_blank(self.text[lo : q.start], self.found, lo))])
+        run = self._run_metric_names()
+        for tier, words in enumerate(tiers):
+            if not words:
+                continue
+            named = name_metrics(words, metrics)
+            if named:
+                return named, None
+            if tier == 0:  # its own phrase, not its sentence's
+                missing = names_a_quantity(words, run)
+                if missing is not None:
+                    return [], missing
+                if name_metrics(words, run):
+                    return [], None  # these words name a metric, just none of these
+        return [], None
+
+    # ----------------------------------------------------------------------- roles
+
+    def _value(self, q: Quantity, i: int, *, bare: bool = False) -> Verdict:
+        """A value (a number with a unit, a percentage stating a quantity, a named number), a
+        bound or a range end (docs/grounding.md, 3 and 4)."""
+        explicit = self._explicit(q)
+        own_all = [m for m in self.ev.metrics if explicit or not units.is_spread(m)]
+        own_all = [m for m in own_all if self._could_be(q, m, self.ev.metrics[m])]
+        dim = self._of_dimension(own_all, q) if q.unit not in (None, "%", "x") else None
+        pool = dim if dim is not None else own_all
+        wide = (not bare or q.range_with is not None or q.list_pos is not None) and dim is None
+        named, missing = self._naming(i, pool, wide=wide)
+        by_words = bool(named)
+        if dim is not None and not named and missing is None:
+            named = [Named(m, 0.0) for m in dim]  # a unit alone: every metric of its dimension
+        if not named and missing is None and q.unit == "%" and not explicit and self._is_unnamed_share(q, i):
+            return self._out(q, "unchecked", "a share of something no metric measures")
+        if not named and missing is None and not bare and q.unit == "%" and not explicit:
+            named = self._primary_share(q)
+        if q.bound:  # an inequality of the own report's metric, exactly; nothing else decides it
+            return self._bound(q, named)
+        paired = self._paired_node(q)
+        if paired is not None:
+            return self._of_node(q, i, paired, named)
+        own_holds = next((n for n in named if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
+        pointed = self._pointed(q, i, named)
+        if pointed is not None:
+            verdict, report_in_table = pointed
+            if verdict.verdict == "checked" or own_holds is None or report_in_table:
+                return verdict
+        if own_holds is not None:
+            return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
+        artifacts = not by_words or q.range_with is not None or q.from_range or q.list_pos is not None
+        found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
+        if found is not None:
+            return found
+        fact = self._fact(q, i) if (q.unit is not None or q.noun is not None) and not by_words else None
+        if fact is not None and fact.verdict == "checked" and not self._measurement(i):
+            return fact
+        outside = self._named_outside(q)
+        if outside:
+            lineage = ", ".join(self.ev.ancestors) or "none"
+            why = f"the sentence names {', '.join(outside)}, outside {self.ev.node_id}'s lineage ({lineage})"
+            return self._out(q, "unchecked", why)
+        if missing is not None:
+            if fact is not None and fact.verdict == "mismatch" and not self._measurement(i):
+                return fact  # a setup statement ("each DIMM holds 64 GB") against the run's own words
+            return self._out(q, "unchecked", f"no metric or fact in reach measures its quantity ({missing})")
+        if not named:
+            return self._unnamed(q, fact, i)
+        around = self._around(q, [n.metric for n in named])
+        if around is not None:
+            return around
+        said = ", ".join(
+            f"{n.metric}={self.ev.metrics[n.metric]!r}" + (" (its complement)" if n.complement else "") for n in named
+        )
+        return self._out(q, "mismatch", f"no value in reach equals it: the node report says {said}", looked)
+
+    def _unnamed(self, q: Quantity, fact: Verdict | None, i: int) -> Verdict:
+        """A value no metric of the own report is named by: a fact decides it, or nothing does."""
+        if q.unit not in (None, "%", "x"):
+            measured = any(self._of_dimension(m, q) for m in self.ev.ancestors.values())
+            if measured or not self.ev.metrics:
+                where = f"{self.ev.node_id}'s report" if self.ev.node_id else "the node report"
+                return self._out(q, "unchecked", f"{where} has no metric of dimension {q.unit}")
+            if fact is not None and fact.verdict != "unchecked" and not self._measurement(i):
+                return fact  # a setup statement of the machine; a measurement the spec does not decide
+            return self._out(q, "unchecked", f"no metric or fact of dimension {q.unit} in reach")
+        if q.name is not None:
+            where = f"{self.ev.node_id}'s report" if self.ev.node_id else "the node report"
+            return self._out(q, "unchecked", f"{where} has no metric {q.name!r}")
+        setting = self._setting(q, i)
+        if setting is not None:
+            return setting
+        what = "a percentage that names no metric" if q.unit == "%" else "a number that names no metric"
+        return self._out(q, "unchecked", what)
+
+    def _is_unnamed_share(self, q: Quantity, i: int) -> bool:
+        """``wins 68% of comparisons``: a share of a thing the words after ``of`` name."""
+        tail = self.text[q.end : q.end + 40]
+        m = re.match(r"\s+of\s+(?:the\s+|all\s+|its\s+|their\s+)?([A-Za-z][\w-]*)", tail)
+        if m is None or q.direction != "share":
+            return False
+        word = canon(m.group(1))
+        run = self._run_metric_names()
+        return not name_metrics(word, run) and not any(w in self.ev.vocabulary for w in word)
+
+    def _bound(self, q: Quantity, named: list[Named]) -> Verdict:
+        """``under 0.9 s``, ``at least 0.9``: the own metric it names, exactly (no rounding slack)."""
+        for n in named:
+            if self._held_by(q, n.metric, self.ev.metrics[n.metric], n):
+                return self._range_problem(q, n.metric) or self._out(q, "checked")
+        if named:
+            said = ", ".join(f"{n.metric}={self.ev.metrics[n.metric]!r}" for n in named)
+            return self._out(q, "mismatch", f"the bound does not hold: the node report says {said}", (OWN,))
+        return self._out(q, "unchecked", f"no metric of this quantity ({q.unit or 'named'}) decides the bound")
+
+    def _of_node(self, q: Quantity, i: int, node: str, named: list[Named]) -> Verdict:
+        """``n1, n2 and n3 reach 71.2, 73.5 and 74.0 % respectively``: the paired node's value."""
+        if node == self.ev.node_id:
+            metrics, where = self.ev.metrics, OWN
+        elif node in self.ev.ancestors:
+            metrics, where = self.ev.ancestors[node], f"{node}'s report"
+        else:
+            return self._out(q, "unchecked", f"it is {node}'s, outside {self.ev.node_id}'s lineage")
+        words = {n.metric for n in named}
+        theirs = [m for m in metrics if m in words] or self._same_kind(q, i, metrics)
+        for metric in theirs:
+            flipped = next((n for n in named if n.metric == metric), None)
+            if self._held_by(q, metric, metrics[metric], flipped):
+                return self._out(q, "checked")
+        if not theirs:
+            return self._out(q, "unchecked", f"{node}'s report has no metric it names")
+        said = ", ".join(f"{m}={metrics[m]!r}" for m in theirs)
+        return self._out(q, "mismatch", f"respectively, it is {node}'s: {node}'s report says {said}", (where,))
+
+    def _primary_share(self, q: Quantity) -> list[Named]:
+        """A percentage that names no quantity (``reaches 76.1%``) is the primary metric's,
+        when the primary metric is a share."""
+        primary = self.ev.primary
+        if primary in self.ev.metrics and not units.of_metric(primary):
+            value = self.ev.metrics[primary]
+            if kept_as_percent(primary, value, self._others(primary)) or 0.0 <= value <= 1.0:
+                return [Named(primary, 0.0)]
+        return []
+
+    def _measurement(self, i: int) -> bool:
+        """The number's sentence says it was measured (a hardware number does not decide it)."""
+        phrase = self._phrases[i]
+        return bool(set(phrase.own) & _MEASURED or set(phrase.leading) & _MEASURED)
+
+    def _elsewhere(
+        self, q: Quantity, i: int, named: list[Named], *, artifacts: bool = True
+    ) -> tuple[Verdict | None, list[str]]:
+        """``checked`` when a named ancestor's metric (any ancestor's for the first end of ``from
+        A to B``) or, with ``artifacts``, a pinned artifact's number equals the quantity."""
+        nodes = list(self.ev.ancestors) if q.from_range and q.range_first else self._named_nodes(q)
+        by_name = {n.metric: n for n in named}
+        for node in nodes:
+            metrics = self.ev.ancestors[node]
+            theirs = [m for m in metrics if m in by_name] or self._same_kind(q, i, metrics)
+            for metric in theirs:
+                if self._held_by(q, metric, metrics[metric], by_name.get(metric)):
+                    return self._out(q, "checked"), []
+        looked = [OWN] + [f"{n}'s report" for n in nodes]
+        if q.approximate or not artifacts:
+            return None, looked  # a cited artifact's rows back an exact number only: "roughly 12" is no row's
+        for place in self.ev.places:
+            for key in self._named_keys(q, i, place.by_key):
+                looked.append(f"{place.where} ({key.metric})")
+                values = place.by_key[key.metric]
+                if any(self._held_by(q, key.metric, v, key, column=values) for v in values):
+                    return self._out(q, "checked"), []
+        return None, looked
+
+    def _same_kind(self, q: Quantity, i: int, metrics: Mapping[str, float]) -> list[str]:
+        """An ancestor's metrics the quantity may be: named by its words, else of its dimension."""
+        pool = [m for m in metrics if not units.is_spread(m) and self._could_be(q, m, metrics[m])]
+        named, _ = self._naming(i, pool)
+        if named:
+            return [n.metric for n in named]
+        if q.unit not in (None, "%", "x"):
+            return self._of_dimension(metrics, q)
+        return []
+
+    def _keys_for(self, q: Quantity, i: int, by_key: Mapping[str, object]) -> list[str]:
+        return [n.metric for n in self._named_keys(q, i, by_key)]
+
+    def _named_keys(self, q: Quantity, i: int, by_key: Mapping[str, object]) -> list[Named]:
+        """The keys of an artifact a quantity may be: of its unit when it has one, and among
+        those the ones its words name (a complement too)."""
+        keys = list(by_key)
+        if q.unit not in (None, "%", "x", "pp"):
+            keys = [k for k in keys if (u := units.of_metric(k)) is not None and _comparable(u, q.unit)]
+            named, _ = self._naming(i, keys, wide=False)
+            return named or [Named(k, 0.0) for k in keys]
+        if q.unit == "%":
+            keys = [k for k in keys if self._share_values(k, by_key[k])]
+        named, _ = self._naming(i, keys, wide=q.unit == "%")
+        return named
+
+    def _share_values(self, key: str, values: object) -> bool:
+        """Whether an artifact's key may hold a share (a fraction or a percent)."""
+        numbers = [float(v) for v in values if isinstance(v, float)] if isinstance(values, list) else []
+        words = set(metric_words(key))
+        if words & _COUNT_WORDS or (set(canon(key)) & {"seed", "epoch", "step", "thread", "rank", "node"}):
+            return False
+        return bool(words & SHARE_WORDS) or not numbers or all(0.0 <= v <= 100.0 for v in numbers)
+
+    # ---------------------------------------------------------------- pointed rows
+
+    def _pointed(self, q: Quantity, i: int, named: list[Named]) -> tuple[Verdict, bool] | None:
+        """The number in the rows of a pinned table its clause points at (``at epoch 60``,
+        ``with 64 threads``, ``the final epoch``, ``the SNP PASS row``, ``the best run``), the
+        key columns it does not name filled from the row the own report's value sits in; and
+        whether the report's value is in that table at all (else the table's rows are not what
+        the report reports, and cannot refute it)."""
+        if q.approximate or not self.ev.sources:
+            return None
+        lo, hi = self._sentence(q)
+        c_lo, c_hi = self._phrases[i].scope
+        if any(c_lo <= pos < c_hi and n != self.ev.node_id for pos, n in self.mentions):
+            return None  # "prev best 9.87 GFlops/s @ node_A": another node's number, not a row of these files
+        results: list[tuple[Verdict, bool]] = []
+        for p, place in enumerate(self.ev.places):
+            for t, table in enumerate(place.tables):
+                ptr = self._pointer(p, t, table, (lo, hi), sentence=True).merged(
+                    self._pointer(p, t, table, self._phrases[i].scope, sentence=False)
+                )
+                paired = self._paired_key(q, table)
+                if paired is not None:
+                    ptr = ptr.with_key(*paired)
+                if not ptr:
+                    continue
+                for col in self._columns_for(q, i, table, ptr):
+                    column = col.metric
+                    j = table.header.index(column)
+                    every = [float(r[j]) for r in table.rows if isinstance(r[j], float)]
+                    anchor = self._anchor(table, column, named, ptr)
+                    rows = pointed_rows(table, anchor, column)
+                    if len(rows) == len(table.rows) and not ptr.extreme:
+                        continue  # points at no row in particular
+                    values = [float(r[j]) for r in rows if isinstance(r[j], float)]
+                    in_table = any(_in_column(self.ev.metrics[n.metric], every, column) for n in named)
+                    if values and any(self._held_by(q, column, v, col, column=every) for v in values):
+                        return self._out(q, "checked"), in_table
+                    if values:
+                        shown = ", ".join(f"{k}={'/'.join(map(_cell, c))}" for k, c in anchor.keys)
+                        shown = shown or ("the last row" if anchor.last else f"the {anchor.extreme} row")
+                        said = ", ".join(f"{v:g}" for v in values[:3])
+                        why = f"{place.where} ({shown}) says {column}={said}"
+                        results.append((self._out(q, "mismatch", why, [place.where]), in_table))
+        return results[0] if results else None
+
+    def _pointer(self, p: int, t: int, table: Table, scope: tuple[int, int], *, sentence: bool) -> Pointer:
+        key = (p, t, scope[0], scope[1])
+        if key not in self._pointers:
+            lo, hi = scope
+            numbers = []
+            for k, other in enumerate(self.found):
+                if lo <= other.start < hi and other.unit is None and not other.change:
+                    words = self._row_words(k)
+                    numbers.append((other.value, tuple(words)))
+            self._pointers[key] = pointer(table, _blank(self.text[lo:hi], self.found, lo), numbers)
+        return self._pointers[key]
+
+    def _columns_for(self, q: Quantity, i: int, table: Table, ptr: Pointer) -> list[Named]:
+        """The numeric columns of a table the number may be (its words, its unit), never a key."""
+        keyed = {k for k, _ in ptr.keys}
+        numeric = [
+            h
+            for h in table.header
+            if h not in keyed
+            and not is_key_column(table, h)
+            and any(isinstance(r[table.header.index(h)], float) for r in table.rows)
+        ]
+        numeric = [h for h in numeric if self._could_be_column(q, table, h)]
+        return self._named_keys(q, i, {h: [] for h in numeric})
+
+    def _could_be_column(self, q: Quantity, table: Table, column: str) -> bool:
+        if q.unit != "%":
+            return True
+        values = [float(c) for c in table.column(column) if isinstance(c, float)]
+        words = set(metric_words(column))
+        return bool(words & SHARE_WORDS) or all(0.0 <= v <= 1.0 for v in values) or kept_as_percent(column, 0.0, values)
+
+    def _anchor(self, table: Table, column: str, named: list[Named], ptr: Pointer) -> Pointer:
+        """The pointer with the key columns it leaves open filled from the row that holds the
+        own report's value (its workload, its filter), where the rows it points at still
+        differ there: the sentence changes only what it names."""
+        if ptr.last or ptr.extreme:
+            return ptr
+        j = table.header.index(column)
+        reported = [self.ev.metrics[n.metric] for n in named if n.metric in self.ev.metrics]
+        home = [
+            r
+            for r in table.rows
+            if isinstance(r[j], float) and any(_in_column(v, [float(r[j])], column) for v in reported)
+        ]
+        if not home:
+            return ptr
+        keyed = {k for k, _ in ptr.keys}
+        out = ptr
+        for key in table.varying():
+            if key in keyed or not is_key_column(table, key):
+                continue
+            k = table.header.index(key)
+            left = {r[k] for r in pointed_rows(table, out)}
+            cells = {r[k] for r in home}
+            if len(left) > 1 and len(cells) == 1 and next(iter(cells)) in left:
+                out = out.with_key(key, next(iter(cells)))
+        return out
+
+    def _row_words(self, k: int) -> list[str]:
+        """The words that name the row a number points at (a list member takes its head's)."""
+        other = self.found[k]
+        words = list(self._phrases[k].own) + ([other.noun] if other.noun else [])
+        if other.list_pos:
+            head = next((j for j in range(k - 1, -1, -1) if self.found[j].list_pos == 0), None)
+            if head is not None:
+                words += self._phrases[head].own + ([self.found[head].noun] if self.found[head].noun else [])
+        return [w for word in words for w in canon(word)]
+
+    def _row_key(self, q: Quantity, i: int) -> Verdict | None:
+        """A number that names a row of a pinned table (``60`` of ``at epoch 60``, ``64`` of
+        ``with 64 threads``): checked when the table has that row."""
+        words = set(self._row_words(i))
+        if not words or q.unit is not None or not self.ev.sources:
+            return None
+        for place in self.ev.places:
+            for table in place.tables:
+                for key in table.varying():
+                    if not is_key_column(table, key):
+                        continue
+                    if words & ((set(metric_words(key)) | set(canon(key))) - {"time", "size"}):
+                        cells = [c for c in table.column(key) if isinstance(c, float)]
+                        if any(abs(c - q.value) <= q.tolerance for c in cells):
+                            return self._out(q, "checked")
+        return None
+
+    def _paired_key(self, q: Quantity, table: Table) -> tuple[str, float] | None:
+        """``respectively``: the key this list member is paired with (``with 16, 32 and 64
+        threads … reaches 210K, 380K and 412K ops/s respectively``), as a row of ``table``."""
+        if not q.respectively or q.list_pos is None:
+            return None
+        lo, hi = self._sentence(q)
+        for k, other in enumerate(self.found):
+            if other is q or not (lo <= other.start < hi) or not other.respectively or other.list_len != q.list_len:
+                continue
+            if other.list_pos != q.list_pos or other.start > q.start:
+                continue
+            words = set(self._row_words(k))
+            for key in table.varying():
+                if is_key_column(table, key) and words & (set(metric_words(key)) | set(canon(key))):
+                    return key, other.value
+        return None
+
+    def _paired_word(self, q: Quantity) -> tuple[str, set[str]] | None:
+        """``respectively`` over a list of words (``SNP and INDEL F1 of 99.54% and 99.84%``): the
+        canonical word this list member is paired with, and the list's other words."""
+        if not q.respectively or q.list_pos is None:
+            return None
+        lo, hi = self._sentence(q)
+        text = _blank(self.text[lo:hi], self.found, lo)
+        nodes = {n for _, n in self.mentions}
+        for m in re.finditer(r"\b([A-Za-z][\w-]*)((?:\s*,\s*[A-Za-z][\w-]*)*)\s*,?\s+and\s+([A-Za-z][\w-]*)\b", text):
+            items = [m.group(1), *re.findall(r"[A-Za-z][\w-]*", m.group(2)), m.group(3)]
+            if len(items) != q.list_len or any(item in nodes for item in items):
+                continue
+            words = [canon(item)[0] for item in items]
+            return words[q.list_pos], set(words) - {words[q.list_pos]}
+        return None
+
+    def _paired_node(self, q: Quantity) -> str | None:
+        """``respectively`` over a list of nodes: the node this list member is paired with."""
+        if not q.respectively or q.list_pos is None:
+            return None
+        lo, hi = self._sentence(q)
+        for named in (
+            list(dict.fromkeys(n for pos, n in self.mentions if lo <= pos < q.start)),
+            list(dict.fromkeys(n for pos, n in self.mentions if q.end <= pos < hi)),
+        ):
+            if len(named) == q.list_len:
+                return named[q.list_pos]
+        return None
+
+    # ----------------------------------------------------------------- the rest
+
+    def _around(self, q: Quantity, own: list[str]) -> Verdict | None:
+        """``between 0.8 and 0.9 s`` when neither end is a value of the run but the own value lies
+        inside: a range *around* the value, said ``unchecked`` (its ends are nobody's numbers)."""
+        if q.range_with is None or q.from_range or q.unit is None:
+            return None
+        k = q.range_with
+        other = self.found[k]
+        if other.unit is None or other.unit in ("x", "pp"):
+            return None
+        if any(self._held_by(other, m, self.ev.metrics[m]) for m in own):
+            return None  # the other end is a value: this one had to be one too
+        if self._elsewhere(other, k, [Named(m, 0.0) for m in own])[0] is not None:
+            return None
+        factor = units.factor(other.unit, q.unit) if q.unit not in ("%",) and other.unit not in ("%",) else 1.0
+        low, high = sorted((q.value, other.value * factor))
+        for metric in own:
+            for value in self._readings(q, metric, self.ev.metrics[metric]):
+                if low <= value <= high:
+                    return self._out(
+                        q,
+                        "unchecked",
+                        f"a range around {metric}={self.ev.metrics[metric]!r}: its ends are not values of the run",
+                    )
+        return None
+
+    def _fact(self, q: Quantity, i: int, base: bool = False) -> Verdict:
+        """A hardware or setup fact: a number of the same unit, noun or setting in the run's words."""
+        dim = units.dimension(q.unit) if q.unit not in (None, "%", "x", "pp") else None
+        noun = canon(q.noun)[0] if q.noun else None
+        same_kind = [
+            f
+            for f in self.ev.facts
+            if (dim is not None and f.unit is not None and units.dimension(f.unit) == dim)
+            or (noun is not None and f.noun is not None and canon(f.noun)[0] == noun and f.per == q.per)
+        ]
+        for f in same_kind:
+            value = f.value * units.factor(f.unit, q.unit) if dim is not None and f.unit else f.value
+            if self._holds(q, value):
+                return self._out(q, "checked")
+        if same_kind:
+            said = "; ".join(
+                sorted(
+                    {
+                        f"{f.where} says {f.value:g}{' ' + str(f.unit) if f.unit else ' ' + str(f.noun) + 's' if f.noun else ''}"
+                        for f in same_kind
+                    }
+                )
+            )
+            return self._out(q, "mismatch", said, [f.where for f in same_kind])
+        what = f"of dimension {q.unit}" if dim is not None else f"counting {q.noun}s" if q.noun else "of its kind"
+        lead = "a base written in the sentence: " if base else ""
+        return self._out(q, "unchecked", f"{lead}no metric or fact {what} in reach")
+
+    def _setting(self, q: Quantity, i: int) -> Verdict | None:
+        """A number of a setting the run writes (``--lr 1e-3``, ``batch size to 4096``), named by
+        the words beside it (``learning rate``, ``batch``)."""
+        words = set(self._phrases[i].own) - {"the", "a", "of", "to", "is", "at"}
+        if not words or q.unit is not None:
+            return None
+        same = [f for f in self.ev.facts if f.key and words & (set(f.key) - {"size", "num", "n", "the"})]
+        for f in same:
+            if self._holds(q, f.value):
+                return self._out(q, "checked")
+        if same and self._phrases[i].own and set(self._phrases[i].own) & _SETTING_WORDS:
+            said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in same}))
+            return self._out(q, "mismatch", said, [f.where for f in same])
+        return None
+
+    def _count(self, q: Quantity, i: int) -> Verdict:
+        """A count (``16 threads``, ``25.6M parameters``): a metric named like the noun or by the
+        words beside it (at the magnitude its name keeps), else a setup fact."""
+        noun = canon(q.noun or "")[0] if q.noun else ""
+        countable = [
+            m
+            for m in self.ev.metrics
+            if not m.startswith("_") and not units.is_spread(m) and _countable(m, self.ev.metrics[m])
+        ]
+        own = [m for m in countable if q.per is None and noun in metric_words(m)]
+        if not own and q.per is None:
+            named, _ = self._naming(i, countable, wide=False)
+            own = [n.metric for n in named]
+        for metric in own:
+            if self._held_by(replace(q, unit=None), metric, self.ev.metrics[metric]):
+                return self._out(q, "checked")
+        pointed = self._pointed(replace(q, unit=None), i, [Named(m, 0.0) for m in own])
+        if pointed is not None:
+            return pointed[0]
+        found, _ = self._elsewhere(replace(q, unit=None), i, [Named(m, 0.0) for m in own], artifacts=not own)
+        if found is not None:
+            return found
+        fact = self._fact(q, i)
+        if fact.verdict != "unchecked" or not own:
+            if fact.verdict == "unchecked":
+                return self._setting(q, i) or fact
+            return fact
+        said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
+        return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
+
+    def _spread(self, q: Quantity, i: int) -> Verdict:
+        """``± 0.13 GFlops/s``, ``76.1 ± 0.2 %``: a spread metric of that quantity (named by the
+        words of the value it spreads)."""
+        spreads = [m for m in self.ev.metrics if units.is_spread(m)]
+        if q.unit not in (None, "%", "x", "pp"):
+            cands = self._of_dimension(spreads, q, spread=True)
+        else:
+            value = next((k for k in range(i - 1, -1, -1) if self.found[k].end <= q.start), None)
+            words = self._phrases[value].own + self._phrases[value].leading if value is not None else []
+            words = words or self._phrases[i].sentence
+            bases = {m: set(metric_words(m)) - {"std"} for m in spreads}
+            cands = [m for m, w in bases.items() if w & set(words) - {"val", "train", "test", "mean"}]
+            if not cands and len(spreads) == 1 and not set(words) & _named_measures(self._run_metric_names()):
+                cands = spreads
+        for metric in cands:
+            if self._held_by(replace(q, unit="%" if q.unit == "pp" else q.unit), metric, self.ev.metrics[metric]):
+                return self._out(q, "checked")
+        if cands:
+            said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in cands)
+            return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
+        return self._out(q, "unchecked", "the node report has no spread metric (_std, _sd, _err) of this quantity")
+
+    def _share_of_quantity(self, q: Quantity, i: int, base: Quantity, base_verdict: Verdict) -> Verdict:
+        """``7% of the ~35 GFlops/s roofline``: 100 · own metric / that quantity, when it is a fact;
+        ``within 10% of the 1,555 GB/s peak``: |own / that quantity − 1| at most the figure. A
+        percentage whose words name a metric (``stalled for 38.4% of the 600 s run``) is its value."""
+        named, _ = self._naming(i, [m for m in self.ev.metrics if self._could_be(q, m, self.ev.metrics[m])], wide=False)
+        if named and not q.closeness and any(self._held_by(q, n.metric, self.ev.metrics[n.metric], n) for n in named):
+            return self._out(q, "checked")
+        if base_verdict.verdict != "checked":
+            return self._out(q, "unchecked", f"it is a share of {base.text}, which is not checked ({base_verdict.why})")
+        slack = 0.1 * abs(q.value) if base.approximate else 0.0
+        k = self.found.index(base)
+        if base.unit is None:  # 2.3% of the 7.24B base: a count, its numerator named in the sentence
+            countable = [m for m in self.ev.metrics if not m.startswith("_") and _countable(m, self.ev.metrics[m])]
+            sized, _ = self._naming(i, countable)
+            cands = [n.metric for n in sized]
+        else:
+            cands = self._of_dimension(self.ev.metrics, base)
+            sized, _ = self._naming(k, cands, wide=False)
+            cands = [n.metric for n in sized] or cands
+        figures = []
+        for metric in cands:
+            for value in self._readings(base, metric, self.ev.metrics[metric]):
+                if not base.value:
+                    continue
+                share = 100 * value / base.value
+                figures.append(f"{metric}: {share:.3g}%")
+                if q.closeness and abs(share - 100) <= q.value:
+                    return self._out(q, "checked")
+                if not q.closeness and abs(share - q.value) <= q.tolerance + slack:
+                    return self._out(q, "checked")
+        if not cands:
+            return self._out(q, "unchecked", f"no metric of the dimension of {base.text} to take a share of")
+        return self._out(q, "mismatch", f"the share of {base.text} is {', '.join(figures)}", (OWN,))
+
+    def _base(self, q: Quantity) -> tuple[str | None, str | None]:
+        """The named base of a comparison: the nearest node named after it in its sentence, else
+        before it (never the claim's own node); and why there is none."""
+        lo, hi = self._sentence(q)
+        named = [(pos, n) for pos, n in self.mentions if lo <= pos < hi and n != self.ev.node_id]
+        after = [n for pos, n in named if pos >= q.end]
+        before = [n for pos, n in named if pos < q.start]
+        base = after[0] if after else before[-1] if before else None
+        if base is None:
+            return None, "no named base (a node id, the baseline or the parent)"
+        if base not in self.ev.ancestors:
+            lineage = ", ".join(self.ev.ancestors) or "none"
+            return None, f"its base {base} is not in {self.ev.node_id}'s lineage ({lineage})"
+        return base, None
+
+    def _is_comparison(self, q: Quantity, i: int) -> bool:
+        """A percentage or factor is a comparison when a comparison word or a base says so: a
+        direction (faster, lower, a sign), or ``of``/``vs``/``over`` a node it names; a factor
+        whose words name a metric and that names no node (``30.2x coverage``) is a value, and so
+        is an end of a range (``from 76.13% to 77.05%``)."""
+        if q.range_with is not None and q.unit == "%":
+            return False
+        if q.direction in ("up", "down") or q.signed:
+            return True
+        _lo, hi = self._sentence(q)
+        if q.unit == "x":
+            follows = re.findall(r"[a-z]+", self.text[q.end : q.end + 30].lower())[:1]
+            if q.direction != "share" or (follows and follows[0] in _COMPARING):
+                return True
+            named, _ = self._naming(i, [m for m in self._run_metric_names() if not units.is_spread(m)], wide=False)
+            return not named  # "mean coverage of 30.2x": a value kept in x
+        if q.direction == "share":
+            return any(q.end <= pos < hi for pos, _ in self.mentions)
+        return False
+
+    def _pairs(self, base: str) -> dict[str, str]:
+        """Own metric → the base's metric of the same quantity: the same name, else (a run that
+        renamed it, ``ops_per_s`` for ``throughput_kops_per_s``) the one of its dimension."""
+        theirs = self.ev.ancestors[base]
+        out: dict[str, str] = {}
+        for m in self.ev.metrics:
+            if m.startswith("_") or units.is_spread(m):
+                continue
+            if m in theirs:
+                out[m] = m
+                continue
+            unit = units.of_metric(m)
+            if unit is None:
+                continue
+            same = [
+                t
+                for t in theirs
+                if t not in self.ev.metrics
+                and (u := units.of_metric(t)) is not None
+                and units.dimension(u) == units.dimension(unit)
+            ]
+            if len(same) == 1:
+                out[m] = same[0]
+        return out
+
+    def _base_value(self, base: str, pairs: Mapping[str, str], metric: str) -> float:
+        """The base's value of a metric, in the own metric's unit."""
+        theirs = pairs[metric]
+        value = self.ev.ancestors[base][theirs]
+        if theirs != metric:
+            value *= units.factor(units.of_metric(theirs) or "", units.of_metric(metric) or "")
+        return value
+
+    def _compared(self, q: Quantity, i: int, base: str) -> tuple[list[Named], str | None, dict[str, str]]:
+        """The metrics a comparison is about: named by its words (by a word of their name or a
+        synonym) or by the unit of another number in its sentence, else, for speed words, the
+        time metrics and the primary metric, else the primary metric; never the primary metric
+        when its words name a quantity no metric measures."""
+        pairs = self._pairs(base)
+        both = list(pairs)
+        named, missing = self._naming(i, both, wide=False, before=not q.speed)
+        if named:
+            return named, None, pairs
+        if missing is not None:
+            return [], missing, pairs
+        lo, hi = self._sentence(q)
+        by_unit: list[Named] = []
+        for other in self.found:
+            if lo <= other.start < hi and other is not q and other.unit not in (None, "%", "x", "pp"):
+                by_unit += [
+                    Named(m, 0.0) for m in self._of_dimension(both, other) if m not in {n.metric for n in by_unit}
+                ]
+        if by_unit:
+            return by_unit, None, pairs
+        primary = [Named(self.ev.primary, 0.0)] if self.ev.primary in both else []
+        if not primary and self.ev.primary is not None:
+            primary = [Named(m, 0.0) for m, t in pairs.items() if t == self.ev.primary]
+        if q.speed:
+            timed = [Named(m, 0.0) for m in both if (u := units.of_metric(m)) is not None and units.kind(u) == "time"]
+            rates = [
+                Named(m, 0.0) for m in both if (u := units.of_metric(m)) is not None and units.kind(u) == "throughput"
+            ]
+            return timed + [p for p in primary + rates if p.metric not in {t.metric for t in timed}], None, pairs
+        return primary, None, pairs
+
+    def _difference(self, q: Quantity, i: int) -> Verdict:
+        """``+5.95 GFlops/s over node_A``, ``0.5 s faster than node_A``: own − base of a metric of
+        its dimension, in the stated direction (for a time and a speed word, less time is faster)."""
+        base, why = self._base(q)
+        if base is None:
+            if q.signed:
+                return self._out(q, "unchecked", f"a signed difference with {why}")
+            return self._value(replace(q, difference=False), i)  # "more than" with no base: a plain value
+        pairs = self._pairs(base)
+        metrics = self._of_dimension(list(pairs), q)
+        named, _ = self._naming(i, metrics, wide=False)
+        metrics = [n.metric for n in named] or metrics
+        if not metrics:
+            return self._out(q, "unchecked", f"no metric of dimension {q.unit} in both this report and {base}'s")
+        shown = []
+        for metric in metrics:
+            own = self._readings(q, metric, self.ev.metrics[metric])
+            other = self._readings(q, metric, self._base_value(base, pairs, metric))
+            if not own or not other:
+                continue
+            timed = (u := units.of_metric(metric)) is not None and units.kind(u) == "time"
+            diff = other[0] - own[0] if q.speed and timed else own[0] - other[0]
+            stated = q.value if q.signed else (q.value if q.direction == "up" else -q.value)
+            shown.append(f"{metric}: {self.ev.metrics[metric]:g} − {base}'s {self.ev.ancestors[base][pairs[metric]]:g}")
+            if self._holds(replace(q, value=stated), diff):
+                return self._out(q, "checked")
+        return self._out(q, "mismatch", "the difference is " + "; ".join(shown), (OWN, f"{base}'s report"))
+
+    def _is_share(self, metric: str) -> bool:
+        return bool(set(metric_words(metric)) & SHARE_WORDS) and units.of_metric(metric) is None
+
+    def _percent(self, metric: str, value: float) -> float:
+        """A share metric's value at one node in percent: a node keeps it as a fraction or as a
+        percent (one run may do both), so each value says which it is."""
+        return value if kept_as_percent(metric, value) else 100 * value
+
+    def _points(self, q: Quantity, i: int) -> Verdict:
+        """``+1.8 pp over the baseline``, ``1.8 points higher than n1``, ``within 0.5 pp of the
+        parent``: own − base of a share metric in percentage points, in the stated direction."""
+        base, why = self._base(q)
+        if base is None:
+            return self._out(q, "unchecked", f"a difference of percentage points with {why}")
+        named, missing, pairs = self._compared(q, i, base)
+        if not named:
+            return self._out(
+                q, "unchecked", f"no share metric to compare with {base}" + (f" ({missing})" if missing else "")
+            )
+        shown = []
+        for n in named:
+            own = self._percent(n.metric, self.ev.metrics[n.metric])
+            theirs = self._percent(n.metric, self._base_value(base, pairs, n.metric))
+            if n.complement:
+                own, theirs = 100 - own, 100 - theirs
+            diff = own - theirs
+            shown.append(f"{n.metric}: {diff:+.3g} pp against {base}")
+            if q.closeness:
+                if abs(diff) <= q.value + 1e-9:
+                    return self._out(q, "checked")
+                continue
+            stated = -abs(q.value) if (q.direction == "down" or q.value < 0) else abs(q.value)
+            if self._holds(replace(q, value=stated), diff):
+                return self._out(q, "checked")
+        return self._out(q, "mismatch", "; ".join(shown), (OWN, f"{base}'s report"))
+
+    def _closeness(self, q: Quantity, i: int) -> Verdict:
+        """``within 2 % of node_A``: |own / base − 1| at most the figure, exactly."""
+        base, why = self._base(q)
+        if base is None:
+            return self._out(q, "unchecked", f"a closeness with {why}")
+        named, missing, pairs = self._compared(q, i, base)
+        if not named:
+            return self._out(q, "unchecked", f"no metric to compare with {base}" + (f" ({missing})" if missing else ""))
+        shown = []
+        for n in named:
+            own, theirs = self.ev.metrics[n.metric], self._base_value(base, pairs, n.metric)
+            if self._is_share(n.metric):
+                own, theirs = self._percent(n.metric, own), self._percent(n.metric, theirs)
+            if not theirs:
+                continue
+            gap = abs(own / theirs - 1) * 100
+            shown.append(f"{n.metric} {own:g} vs {base}'s {theirs:g}: {gap:.3g}% apart")
+            if gap <= q.value + 1e-9:
+                return self._out(q, "checked")
+        return self._out(q, "mismatch", "; ".join(shown), (OWN, f"{base}'s report"))
+
+    def _comparison(self, q: Quantity, i: int) -> Verdict:
+        """``N x faster than node_A``, ``+38 % over node_A``, ``N % of the baseline``. A change in
+        % is relative (``absolute`` makes it a difference of percentage points)."""
+        base, why = self._base(q)
+        if base is None:
+            return self._out(q, "unchecked", why)
+        direction = q.direction
+        if direction is None:
+            return self._out(q, "unchecked", "a percentage with no direction (faster, lower, of, over, …)")
+        named, missing, pairs = self._compared(q, i, base)
+        if not named:
+            extra = f": its words name {missing}, which no metric measures" if missing else ""
+            return self._out(
+                q, "unchecked", f"no metric to compare with {base}{extra} (name one, or set the primary metric)"
+            )
+        shown = []
+        stated = replace(q, value=abs(q.value)) if direction == "down" else q  # "-28 %" states a 28 % drop
+        absolute = q.unit == "%" and q.change_kind == "absolute" and direction in ("up", "down")
+        for n in named:
+            own, theirs = self.ev.metrics[n.metric], self._base_value(base, pairs, n.metric)
+            if n.complement:
+                if kept_as_percent(n.metric, own, self._others(n.metric)):
+                    own, theirs = 100 - own, 100 - theirs
+                else:
+                    own, theirs = 1 - own, 1 - theirs
+            if self._is_share(n.metric):  # one node may keep it as a fraction, another as a percent
+                own, theirs = self._percent(n.metric, own), self._percent(n.metric, theirs)
+            if absolute:
+                figure = own - theirs if direction == "up" else theirs - own
+            elif own and theirs:
+                timed = (u := units.of_metric(n.metric)) is not None and units.kind(u) == "time"
+                r = theirs / own if q.speed and timed else own / theirs
+                figure = _figure(q, direction, r)
+            else:
+                continue
+            shown.append(f"{n.metric} {own:g} vs {base}'s {theirs:g}: {figure:.4g}{'%' if q.unit == '%' else 'x'}")
+            if self._holds(stated, figure):
+                return self._out(q, "checked")
+        if not shown:
+            return self._out(q, "unchecked", f"{base}'s report has none of the compared metrics with a non-zero value")
+        return self._out(q, "mismatch", "; ".join(shown), (OWN, f"{base}'s report"))
+
+
+def _figure(q: Quantity, direction: str, r: float) -> float:
+    """The figure a comparison states, from the ratio r = node / base (speed for speed words)."""
+    if q.unit == "x":
+        return 1 / r if direction == "down" else r
+    if direction == "share":
+        return 100 * r
+    if direction == "down":
+        return 100 * (1 - r)
+    return 100 * (r - 1)
+
+
+def _blank(text: str, found: list[Quantity], offset: int) -> str:
+    """``text`` (starting at ``offset`` of the claim) with every number's own words blanked."""
+    for q in found:
+        a, b = max(q.start - offset, 0), min(q.end - offset, len(text))
+        if a < b:
+            text = text[:a] + " " * (b - a) + text[b:]
+    return text
+
+
+def _comparable(unit: str, other: str) -> bool:
+    return other not in ("%", "x", "pp") and units.dimension(unit) == units.dimension(other)
+
+
+def _countable(metric: str, value: float) -> bool:
+    """A metric a count may be: kept at a magnitude (``params_M``), named like a count, or a
+    whole number above one without a unit."""
+    if count_scale(metric) != 1.0 or set(metric_words(metric)) & _COUNT_WORDS:
+        return True
+    return units.of_metric(metric) is None and value >= 1.0 and value == int(value)
+
+
+def _in_column(reported: float, column: list[float], name: str) -> bool:
+    """Whether a report's value (to the digits it was written with) is one of a column's."""
+    tol = tolerance(repr(reported))
+    scale = count_scale(name)
+    return any(abs(v - reported) <= tol or abs(v * scale - reported) <= tol * scale for v in column)
+
+
+def _cell(cell: object) -> str:
+    return f"{cell:g}" if isinstance(cell, float) else str(cell)
+
+
+def _named_measures(names: list[str]) -> set[str]:
+    return {w for n in names for w in metric_words(n)}
+
+
+def _looks_like_a_name(word: str) -> bool:
+    """A proper name of a thing a run may or may not have used: letters with digits (``HG005``,
+    ``H100``, ``CIFAR-100``), all capitals (``LARS``, ``MATH``), or capitals inside a word
+    (``HumanEval``, ``ImageNet-Sketch``)."""
+    letters = re.sub(r"[^A-Za-z]", "", word)
+    if len(letters) < 2:
+        return False
+    if re.search(r"[A-Za-z]", word) and re.search(r"\d", word):
+        return True
+    if letters.isupper() and len(letters) >= 3:
+        return True
+    if any(len(part) >= 3 and part.isupper() for part in word.split("-")):
+        return True  # ARC-Challenge
+    return bool(re.search(r"[a-z][A-Z]", word))
+
+
+def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
+    """For each number, the canonical words that may name its quantity, nearest first: its own
+    phrase (the noun phrase right after it, to the next boundary word or punctuation, at most
+    four words, and its leading words back to the last boundary word), all its leading words
+    (from the end of the last number's phrase), and its sentence; and its clause."""
+    for q in found:  # a number's own words ("1.6 times", "GFlops/s") never name another's quantity
+        text = text[: q.start] + " " * (q.end - q.start) + text[q.end :]
+    trailing: list[list[str]] = []
+    trailing_end: list[int] = []
+    stop_re = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in"})) + r")\b|[.!?](?:\s|$)")
+    for k, q in enumerate(found):
+        nxt = next((o.start for o in found[k + 1 :] if o.start >= q.end), len(text))
+        rest = text[q.end : min(q.end + 60, nxt)]
+        stop = stop_re.search(rest)
+        span = rest[: stop.start()] if stop else rest
+        words = [w for w, _ in phrase_words(span)][:6]
+        trailing_end.append(q.end + (len(span) if words else 0))
+        trailing.append(words)
+    result = []
+    for k, q in enumerate(found):
+        lo, hi = sentence_of(text, q.start)
+        start = lo
+        for j in range(k - 1, -1, -1):
+            if found[j].end <= q.start and found[j].start >= lo:
+                start = max(start, trailing_end[j])
+                break
+        lead_text = text[start : q.start]
+        leading = [w for w, _ in phrase_words(lead_text)]
+        near: list[str] = []
+        for word in reversed(leading):
+            if word in _BOUNDARY:
+                if near:
+                    break
+                continue
+            near.insert(0, word)
+        sentence = [w for w, _ in phrase_words(text[lo:hi])]
+        clause_start = start
+        # the words after a number are its own until a conjunction, a comma or the next number
+        after = re.search(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b", text[q.end : hi])
+        clause_end = q.end + after.start() if after else hi
+        nxt = next((o.start for o in found[k + 1 :] if q.end <= o.start < clause_end), None)
+        if nxt is not None:
+            clause_end = nxt
+        result.append(_Phrase(trailing[k] + near, leading, sentence, (clause_start, clause_end)))
+    return result

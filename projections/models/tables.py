@@ -1,0 +1,303 @@
+"""The numbers of a cited artifact, kept by row, and the row a sentence points at
+(docs/grounding.md, 4).
+
+A results table (CSV, a CSV block inside a log, a JSON list of records) keeps its rows: a claim
+that names a row — ``at epoch 60``, ``with 64 threads``, ``batch size 512``, ``the SNP PASS
+row``, ``the final epoch``, ``the best configuration`` — is checked in that row only, never
+anywhere in the table. Numbers that stand alone (``key=value`` lines of a log, JSON keys) are
+kept by key. Pure text work: the API reads the bytes (hash-verified) and passes them here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from projections.models.metric_names import canon, metric_words
+
+_NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
+_KEY_VALUE = re.compile(rf"([A-Za-z_][\w/.@-]*)\s*[=:]\s*({_NUM})(?![\w.])")
+Cell = float | str
+
+
+@dataclass
+class Table:
+    """One table of an artifact: its header and rows (a number as float, other cells as text)."""
+
+    header: list[str]
+    rows: list[list[Cell]] = field(default_factory=list)
+
+    def column(self, key: str) -> list[Cell]:
+        i = self.header.index(key)
+        return [row[i] for row in self.rows]
+
+    def varying(self) -> list[str]:
+        """The columns whose cells differ between rows: what can tell one row from another."""
+        out = []
+        for i, key in enumerate(self.header):
+            cells = {str(row[i]) for row in self.rows}
+            if len(cells) > 1:
+                out.append(key)
+        return out
+
+
+@dataclass
+class Place:
+    """Numbers found in one piece of evidence: by the key they stand under, and by row."""
+
+    where: str  # "results.csv", "train.log", …
+    by_key: dict[str, list[float]] = field(default_factory=dict)
+    tables: list[Table] = field(default_factory=list)
+
+    def add(self, key: str, value: float) -> None:
+        self.by_key.setdefault(key, []).append(value)
+
+
+def numbers_in(data: bytes, where: str) -> Place:
+    """The keyed numbers of an artifact: CSV tables (and CSV blocks inside logs: a header line,
+    then rows), JSON keys (a list of objects is a table too) and ``key=value`` / ``key: value``."""
+    place = Place(where)
+    text = data.decode("utf-8", "replace")
+    if text.lstrip()[:1] in "{[":
+        try:
+            _walk_json(json.loads(text), "", place)
+            return place
+        except ValueError:
+            pass
+    table: Table | None = None
+    for row in csv.reader(io.StringIO(text)):
+        cells = [c.strip() for c in row]
+        if len(cells) > 1 and all(_number(c) is None for c in cells) and all(cells):
+            table = Table(cells)
+            place.tables.append(table)
+            continue
+        if table is not None and len(cells) == len(table.header):
+            parsed: list[Cell] = [v if (v := _number(c)) is not None else c for c in cells]
+            table.rows.append(parsed)
+            for key, value in zip(table.header, parsed):
+                if isinstance(value, float):
+                    place.add(key, value)
+            continue
+        table = None if len(cells) > 1 else table
+        for key, raw in _KEY_VALUE.findall(",".join(row)):
+            place.add(key, float(raw))
+    place.tables = [t for t in place.tables if t.rows]
+    return place
+
+
+def _walk_json(value: Any, key: str, place: Place) -> None:
+    """Numbers under their dotted path (``val.loss``, ``results.gsm8k.exact_match``): the
+    qualifier a parent key carries (``val``, ``train``) names the number as much as its own key."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _walk_json(v, f"{key}.{k}" if key else str(k), place)
+    elif isinstance(value, list):
+        records = [v for v in value if isinstance(v, Mapping)]
+        if records and len(records) == len(value):
+            keys = list(dict.fromkeys(k for r in records for k, v in r.items() if not isinstance(v, Mapping | list)))
+            if keys:
+                table = Table([str(k) for k in keys])
+                for r in records:
+                    table.rows.append([_cell(r.get(k)) for k in keys])
+                place.tables.append(table)
+        for v in value:
+            _walk_json(v, key, place)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool) and key and math.isfinite(value):
+        place.add(key, float(value))
+
+
+def _cell(value: object) -> Cell:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return "" if value is None else str(value)
+
+
+def _number(cell: str) -> float | None:
+    try:
+        value = float(cell)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+# ------------------------------------------------------------------------- row pointers
+
+_LAST = re.compile(r"\b(?:final|last|end(?:ing)?)\b", re.I)
+_MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum)\b", re.I)
+_BEST = re.compile(r"\b(?:best|fastest)\b", re.I)
+_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|slowest|worst|bottoms?)\b", re.I)
+# words of a column where less is better ("the best loss" is the lowest)
+_LOWER_BETTER = frozenset(
+    [
+        "loss",
+        "err",
+        "latency",
+        "time",
+        "ppl",
+        "wer",
+        "cer",
+        "miss",
+        "residual",
+        "mem",
+        "size",
+        "cost",
+        "energy",
+        "power",
+    ]
+)
+# words of a column a row is told apart by (epoch 60, 64 threads, batch 512, seed 2)
+_KEY_WORDS = frozenset(
+    [
+        "epoch",
+        "step",
+        "iter",
+        "thread",
+        "node",
+        "rank",
+        "batch",
+        "seed",
+        "gpu",
+        "shard",
+        "beam",
+        "n",
+        "m",
+        "k",
+        "tile",
+        "rep",
+        "run",
+        "repetition",
+        "workload",
+        "client",
+        "worker",
+        "layer",
+        "shot",
+        "fewshot",
+        "num",
+        "trial",
+        "config",
+        "configuration",
+        "variant",
+        "size",
+        "nstlist",
+        "split",
+        "set",
+        "type",
+        "filter",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """How a sentence picks rows: key cells it names (column → the cells named), the last row,
+    or an extreme row of the checked column (``max``, ``min``, or ``best``)."""
+
+    keys: tuple[tuple[str, tuple[Cell, ...]], ...] = ()
+    last: bool = False
+    extreme: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.keys or self.last or self.extreme)
+
+    def merged(self, clause: Pointer) -> Pointer:
+        """This sentence's pointer with one number's clause's over it: the clause's cells win
+        for the columns it names, a column the sentence names ambiguously is dropped, and a
+        clause that says ``last`` or ``best`` keeps only the sentence's text cells."""
+        mine = {k: c for k, c in self.keys if len(c) == 1}
+        if clause.last or clause.extreme:
+            mine = {k: c for k, c in mine.items() if all(isinstance(x, str) for x in c)}
+        mine.update({k: c for k, c in clause.keys})
+        last = clause.last or (self.last and not clause.keys and not clause.extreme)
+        return Pointer(tuple(mine.items()), last, clause.extreme)
+
+    def with_key(self, column: str, cell: Cell) -> Pointer:
+        return Pointer(
+            tuple((k, c) for k, c in self.keys if k != column) + ((column, (cell,)),), self.last, self.extreme
+        )
+
+
+def is_key_column(table: Table, column: str) -> bool:
+    """A column a row is told apart by: text (``workload``, ``Type``), or named like one
+    (``epoch``, ``threads``, ``batch``, ``seed``), or the table's first column when it holds
+    whole numbers."""
+    cells = table.column(column)
+    if all(isinstance(c, str) for c in cells):
+        return True
+    if set(metric_words(column)) & _KEY_WORDS or set(canon(column)) & _KEY_WORDS:
+        return True
+    whole = all(isinstance(c, float) and c == int(c) for c in cells)
+    return whole and table.header.index(column) == 0
+
+
+def pointer(table: Table, text: str, numbers: Iterable[tuple[float, tuple[str, ...]]]) -> Pointer:
+    """The rows of ``table`` a piece of text points at: a key column named in it with one of
+    its cells beside it (``epoch 60``, ``64 threads``, ``batch size 512``, ``workload A``), a
+    text cell named alone (``SNP``, ``PASS``, ``indels``), ``final``/``last`` (of an epoch, step,
+    iteration, checkpoint or row), or ``best``/``peak``/``lowest``. ``numbers``: the text's
+    numbers, each with the canonical words beside it."""
+    keys: list[tuple[str, tuple[Cell, ...]]] = []
+    low = text.lower()
+    said = {w for m in re.finditer(r"[A-Za-z][\w@-]*", text) for w in canon(m.group())}
+    for key in table.varying():
+        if not is_key_column(table, key):
+            continue
+        cells = table.column(key)
+        words = (set(metric_words(key)) or set(canon(key))) - {"time", "size"}
+        named: list[Cell] = [
+            c
+            for c in dict.fromkeys(x for x in cells if isinstance(x, str) and x)
+            if _names_text_cell(text, low, c, words, said)
+        ]
+        if not named:
+            values = [c for c in cells if isinstance(c, float)]
+            for value, near in numbers:
+                if words & set(near) and any(abs(value - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
+                    named.append(value)
+        if named:
+            keys.append((key, tuple(dict.fromkeys(named))))
+    last = bool(_LAST.search(text)) and bool(said & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
+    extreme = "max" if _MOST.search(text) else "best" if _BEST.search(text) else "min" if _LEAST.search(text) else None
+    return Pointer(tuple(keys), last, extreme)
+
+
+def _names_text_cell(text: str, low: str, cell: str, column_words: set[str], said: set[str]) -> bool:
+    """A text cell is named by the text: alone when it is long or an identifier (``SNP`` or
+    ``SNPs``, ``INDEL`` or ``indels``, ``PASS``, ``leveled``), after its column's name when it is
+    short (``workload A``)."""
+    if len(cell) >= 3:
+        pattern = rf"(?<![\w-]){re.escape(cell)}s?(?!\w)"
+        return re.search(pattern, text, re.I if len(cell) >= 4 or not cell.isupper() else 0) is not None
+    if cell.isupper() and len(cell) == 2 and re.search(rf"(?<![\w-]){re.escape(cell)}(?![\w-])", text):
+        return True
+    for word in column_words:
+        if re.search(rf"\b{re.escape(word)}s?\s*[=:]?\s*{re.escape(cell)}(?![\w-])", low, re.I):
+            return True
+    return False
+
+
+def pointed_rows(table: Table, ptr: Pointer, column: str | None = None) -> list[list[Cell]]:
+    """The rows a pointer picks (all rows when it picks none of this table's)."""
+    rows = table.rows
+    for key, cells in ptr.keys:
+        if key in table.header:
+            i = table.header.index(key)
+            rows = [r for r in rows if r[i] in cells]
+    if ptr.last and rows:
+        rows = [rows[-1]]
+    if ptr.extreme and column in table.header and rows:
+        i = table.header.index(column)
+        numeric = [r for r in rows if isinstance(r[i], float)]
+        if numeric:
+            way = ptr.extreme
+            if way == "best":
+                way = "min" if set(metric_words(column)) & _LOWER_BETTER else "max"
+            pick = max if way == "max" else min
+            best = pick(float(r[i]) for r in numeric)
+            rows = [r for r in numeric if r[i] == best]
+    return rows
