@@ -80,6 +80,8 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "energy": ("energy", "kwh", "joules"),
     "power": ("power", "watts", "wattage"),
     "coverage": ("coverage",),
+    "rep": ("rep", "reps", "repetition", "repetitions", "trial", "trials", "replicate", "replicates"),
+    "smem": ("smem",),
     "dup": ("dup", "dups", "duplicate", "duplicates", "duplication", "duplicated"),
     "fp": ("fp", "fps"),
     "fn": ("fn", "fns"),
@@ -158,36 +160,8 @@ _COMMON = frozenset(_SYNONYMS) | frozenset(
 # words that say which quantity a sentence talks about; a phrase with one that no metric carries
 # names a quantity the run did not measure (never the primary metric's)
 QUANTITY_WORDS = frozenset(
-    [
-        "acc",
-        "loss",
-        "ppl",
-        "throughput",
-        "latency",
-        "bw",
-        "mem",
-        "time",
-        "param",
-        "err",
-        "eff",
-        "util",
-        "recall",
-        "precision",
-        "f1",
-        "em",
-        "coeff",
-        "occupancy",
-        "residual",
-        "hit",
-        "miss",
-        "amplification",
-        "cost",
-        "energy",
-        "power",
-        "coverage",
-        "score",
-    ]
-)
+    ["acc", "loss", "ppl", "throughput", "latency", "bw", "mem", "time", "param", "err", "eff", "util", "recall", "precision", "f1", "em", "coeff", "occupancy", "residual", "amplification", "cost", "energy", "power", "coverage", "score"]
+)  # fmt: skip
 # a share and its complement: the words of one side, the words of the other
 COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     (frozenset({"err"}), frozenset({"acc", "em", "f1", "precision", "recall"})),
@@ -236,6 +210,7 @@ _BIGRAMS = {
     ("batch", "size"): "batch",
     ("real", "time"): "rtf",
     ("label", "smoothing"): "ls",
+    ("shared", "memory"): "smem",
     ("false", "positive"): "fp",
     ("false", "positives"): "fp",
     ("false", "negative"): "fn",
@@ -380,6 +355,10 @@ def _names_its_measure(said: set[str], mine: tuple[str, ...]) -> bool:
     ``peak``): one of its words other than qualifiers, or an identifier."""
     qualifiers = {"val", "train", "test", "peak", "final", "best", "mean", "max", "min", "total", "std"}
     core = [w for w in mine if w not in qualifiers]
+    if core and all(w in ("rate",) for w in core):  # peak_fraction: "of FP32 peak" names it, "hit rate" does not
+        return any(w in said for w in mine if w in qualifiers) or (
+            all(w in said for w in core) and len(mine) == len(core)
+        )
     return any(w in said for w in core) or not core
 
 

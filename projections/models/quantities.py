@@ -416,10 +416,10 @@ def count_noun(word: str) -> str | None:
     plural = (
         word.replace("-", "").isalpha()
         and (word.islower() or (word[:1].islower() and word[1:-1].isupper()) or word[:-1].isupper())
-        and len(low) >= 4
+        and (len(low) >= 4 or (len(low) == 3 and word[:-1].isupper()))
         and low.endswith("s")
         and not low.endswith(("ss", "us", "is"))
-    )  # "threads", "re-runs", "vCPUs", "GPUs", "SNPs"
+    )  # "threads", "re-runs", "vCPUs", "GPUs", "SNPs", "SMs"
     if plural and low not in _FUNCTION_WORDS:
         return low[:-1].split("-")[-1] if "-" in low else low[:-1]
     return None
@@ -547,7 +547,9 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
                 tail,
             )
             nxt = out[i + 1] if i + 1 < len(out) else None
-            sized = nxt is not None and (nxt.unit not in (None, "%", "x", "pp") or nxt.text != nxt.written or nxt.noun)
+            sized = nxt is not None and (
+                nxt.unit not in (None, "%", "x", "pp") or (nxt.unit is None and (nxt.text != nxt.written or nxt.noun))
+            )
             if om and nxt is not None and nxt.start == q.end + om.end() and sized:
                 of = i + 1
                 out[i + 1] = replace(nxt, base_of_share=True)
@@ -613,6 +615,20 @@ def _close(text: str, q: Quantity) -> bool:
     return bool(re.search(r"\bwithin\s*$", text[max(0, q.start - 12) : q.start], re.I))
 
 
+_VERB_DOWN = {
+    "drops",
+    "dropped",
+    "falls",
+    "fell",
+    "declines",
+    "declined",
+    "loses",
+    "lost",
+    "shrinks",
+    "shrank",
+    "sheds",
+}
+_VERB_UP = {"rises", "rose", "gains", "gained", "grows", "grew", "climbs", "climbed", "jumps", "jumped"}
 _NEUTRAL = {"relative", "relatively", "absolute", "absolutely", "in", "the", "a", "an", "its", "their", "of", "to"}
 
 
@@ -629,6 +645,9 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
         return ("down" if q.value < 0 else "up"), speed
     while before_words and (before_words[-1] in _APPROX or before_words[-1] in ("a", "an", "only", "just")):
         before_words = before_words[:-1]
+    verb = before_words[-1] if before_words else ""
+    if verb in _VERB_DOWN or verb in _VERB_UP:  # "occupancy drops 1.1 points", "rises 11.9 points"
+        return ("down" if verb in _VERB_DOWN else "up"), speed
     if before_words[-1:] in (["to"], ["at"]) and q.unit == "%" and after_words[:1] != ["of"]:
         return None, speed  # "drops to 31%": the value it reaches
     if before_words[-1:] in (["by"], ["of"]):  # "cut by", "improves throughput by", "a relative drop of"

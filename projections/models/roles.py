@@ -99,6 +99,10 @@ class Checker:
             return self._value(q, i)
         away = self._out_of_reach(q, i)
         if away is not None:
+            if (q.unit not in (None, "%", "x", "pp") or q.noun) and not self._measurement(i):
+                fact = self._fact(q, i)
+                if fact.verdict == "mismatch":
+                    return fact  # "the A100 used here has 80 GB of HBM2e": the run's own words say 40 GB
             return self._out(q, "unchecked", away)
         if q.spread:
             return self._spread(q, i)
@@ -284,7 +288,8 @@ class Checker:
             if by_name or self._explicit(q):  # name=value: that metric, or none
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
-        tiers = [phrase.own, phrase.leading]
+        nodes = self._node_words()
+        tiers = [[w for w in phrase.own if w not in nodes], [w for w in phrase.leading if w not in nodes]]
         paired = self._paired_word(q)
         if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"
             word, others = paired
@@ -341,7 +346,9 @@ class Checker:
                 return verdict
         if own_holds is not None:
             return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
-        artifacts = not by_words or q.range_with is not None or q.from_range or q.list_pos is not None
+        # a value whose words or unit name a metric of the own report is that metric's, unless the
+        # sentence points at a row, names a range or a list: the artifacts back only what it lacks
+        artifacts = (not by_words and not dim) or q.range_with is not None or q.from_range or q.list_pos is not None
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
         if found is not None:
             return found
@@ -552,7 +559,9 @@ class Checker:
                 if lo <= other.start < hi and other.unit is None and not other.change:
                     words = self._row_words(k)
                     numbers.append((other.value, tuple(words)))
-            self._pointers[key] = pointer(table, _blank(self.text[lo:hi], self.found, lo), numbers)
+            s_lo, s_hi = self._sentence(self.found[0]) if sentence or not self.found else sentence_of(self.text, lo)
+            context = None if sentence else _blank(self.text[s_lo:s_hi], self.found, s_lo)
+            self._pointers[key] = pointer(table, _blank(self.text[lo:hi], self.found, lo), numbers, context)
         return self._pointers[key]
 
     def _columns_for(self, q: Quantity, i: int, table: Table, ptr: Pointer) -> list[Named]:
@@ -641,10 +650,28 @@ class Checker:
             if other.list_pos != q.list_pos or other.start > q.start:
                 continue
             words = set(self._row_words(k))
-            for key in table.varying():
-                if is_key_column(table, key) and words & (set(metric_words(key)) | set(canon(key))):
+            keys = [key for key in table.varying() if is_key_column(table, key)]
+            for key in keys:
+                if words & (set(metric_words(key)) | set(canon(key))):
                     return key, other.value
+            mates = [
+                o.value
+                for o in self.found
+                if lo <= o.start < hi
+                and o.respectively
+                and o.list_len == q.list_len
+                and o.start < q.start
+                and o.unit == other.unit
+            ]
+            holding = [key for key in keys if all(v in table.column(key) for v in mates)]
+            if len(holding) == 1:  # "block heights of 128 and 256" of a column BM that holds both
+                return holding[0], other.value
         return None
+
+    def _node_words(self) -> set[str]:
+        """The run's node ids as words: ``smem`` the node is never ``smem_KB`` the metric."""
+        ids = set(self.ev.ancestors) | set(self.ev.others) | ({self.ev.node_id} if self.ev.node_id else set())
+        return {w for n in ids for w in canon(n)}
 
     def _paired_word(self, q: Quantity) -> tuple[str, set[str]] | None:
         """``respectively`` over a list of words (``SNP and INDEL F1 of 99.54% and 99.84%``): the
@@ -736,6 +763,10 @@ class Checker:
         words = set(self._phrases[i].own) - {"the", "a", "of", "to", "is", "at"}
         if not words or q.unit is not None:
             return None
+        near = self._near_word(q)
+        if near not in _SETTING_WORDS:
+            return None
+        words = {near}
         same = [f for f in self.ev.facts if f.key and words & (set(f.key) - {"size", "num", "n", "the"})]
         for f in same:
             if self._holds(q, f.value):
@@ -745,10 +776,17 @@ class Checker:
             return self._out(q, "mismatch", said, [f.where for f in same])
         return None
 
+    def _near_word(self, q: Quantity) -> str | None:
+        """The canonical word right before a number (``batch`` of ``batch size of 128``)."""
+        lead = [w for w, _ in phrase_words(self.text[max(0, q.start - 30) : q.start])]
+        lead = [w for w in lead if w not in ("of", "to", "is", "was", "at", "a", "the", "size", "=", "with")]
+        return lead[-1] if lead else None
+
     def _count(self, q: Quantity, i: int) -> Verdict:
         """A count (``16 threads``, ``25.6M parameters``): a metric named like the noun or by the
         words beside it (at the magnitude its name keeps), else a setup fact."""
         noun = canon(q.noun or "")[0] if q.noun else ""
+        noun = "rep" if noun in ("run", "repetition", "trial", "replicate") else noun
         countable = [
             m
             for m in self.ev.metrics
@@ -846,6 +884,16 @@ class Checker:
             return None, f"its base {base} is not in {self.ev.node_id}'s lineage ({lineage})"
         return base, None
 
+    def _sentence_direction(self, q: Quantity) -> str | None:
+        """``rises 11.9 points over the parent (49% relative)``: the direction its sentence says."""
+        if q.change_kind != "relative":
+            return None
+        lo, hi = self._sentence(q)
+        for other in self.found:
+            if lo <= other.start < hi and other is not q and other.direction in ("up", "down"):
+                return other.direction
+        return None
+
     def _is_comparison(self, q: Quantity, i: int) -> bool:
         """A percentage or factor is a comparison when a comparison word or a base says so: a
         direction (faster, lower, a sign), or ``of``/``vs``/``over`` a node it names; a factor
@@ -853,7 +901,7 @@ class Checker:
         is an end of a range (``from 76.13% to 77.05%``)."""
         if q.range_with is not None and q.unit == "%":
             return False
-        if q.direction in ("up", "down") or q.signed:
+        if q.direction in ("up", "down") or q.signed or (q.change_kind == "relative" and self._sentence_direction(q)):
             return True
         _lo, hi = self._sentence(q)
         if q.unit == "x":
@@ -862,8 +910,8 @@ class Checker:
                 return True
             named, _ = self._naming(i, [m for m in self._run_metric_names() if not units.is_spread(m)], wide=False)
             return not named  # "mean coverage of 30.2x": a value kept in x
-        if q.direction == "share":
-            return any(q.end <= pos < hi for pos, _ in self.mentions)
+        if q.direction == "share":  # "139% of node_A2's throughput", never "71.9% of FP32 peak, … below vec4"
+            return any(q.end <= pos < min(hi, q.end + 30) for pos, _ in self.mentions)
         return False
 
     def _pairs(self, base: str) -> dict[str, str]:
@@ -906,7 +954,7 @@ class Checker:
         when its words name a quantity no metric measures."""
         pairs = self._pairs(base)
         both = list(pairs)
-        named, missing = self._naming(i, both, wide=False, before=not q.speed)
+        named, missing = self._naming(i, both, wide=False)
         if named:
             return named, None, pairs
         if missing is not None:
@@ -918,8 +966,12 @@ class Checker:
                 by_unit += [
                     Named(m, 0.0) for m in self._of_dimension(both, other) if m not in {n.metric for n in by_unit}
                 ]
-        if by_unit:
+        if by_unit and not q.speed:
             return by_unit, None, pairs
+        if not q.speed:
+            named, _ = self._naming(i, both, wide=False, before=True)
+            if named:
+                return named, None, pairs
         primary = [Named(self.ev.primary, 0.0)] if self.ev.primary in both else []
         if not primary and self.ev.primary is not None:
             primary = [Named(m, 0.0) for m, t in pairs.items() if t == self.ev.primary]
@@ -1022,7 +1074,7 @@ class Checker:
         base, why = self._base(q)
         if base is None:
             return self._out(q, "unchecked", why)
-        direction = q.direction
+        direction = q.direction or self._sentence_direction(q)
         if direction is None:
             return self._out(q, "unchecked", "a percentage with no direction (faster, lower, of, over, …)")
         named, missing, pairs = self._compared(q, i, base)

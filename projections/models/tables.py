@@ -130,9 +130,13 @@ def _number(cell: str) -> float | None:
 
 _LAST = re.compile(r"\b(?:final|last|end(?:ing)?)\b", re.I)
 _MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum)\b", re.I)
-_BEST = re.compile(r"\b(?:best|fastest)\b", re.I)
-_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|slowest|worst|bottoms?)\b", re.I)
+_BEST = re.compile(r"\b(?:best|fastest|quickest)\b", re.I)
+_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|slowest|worst|bottoms?|shortest)\b", re.I)
 # words of a column where less is better ("the best loss" is the lowest)
+# nouns of what a table's rows are: the extreme one of them is a row ("the best run")
+_ROW_NOUNS = frozenset(
+    ["run", "rep", "repetition", "replicate", "trial", "seed", "epoch", "step", "checkpoint", "configuration", "config", "row", "tile", "setting", "point", "iteration", "round", "window", "shard", "sample", "split"]
+)  # fmt: skip
 _LOWER_BETTER = frozenset(
     [
         "loss",
@@ -235,12 +239,15 @@ def is_key_column(table: Table, column: str) -> bool:
     return whole and table.header.index(column) == 0
 
 
-def pointer(table: Table, text: str, numbers: Iterable[tuple[float, tuple[str, ...]]]) -> Pointer:
+def pointer(
+    table: Table, text: str, numbers: Iterable[tuple[float, tuple[str, ...]]], context: str | None = None
+) -> Pointer:
     """The rows of ``table`` a piece of text points at: a key column named in it with one of
     its cells beside it (``epoch 60``, ``64 threads``, ``batch size 512``, ``workload A``), a
     text cell named alone (``SNP``, ``PASS``, ``indels``), ``final``/``last`` (of an epoch, step,
-    iteration, checkpoint or row), or ``best``/``peak``/``lowest``. ``numbers``: the text's
-    numbers, each with the canonical words beside it."""
+    iteration, checkpoint or row), or ``best``/``peak``/``lowest`` when the text or its
+    ``context`` (the sentence) names what the rows are (``the best run``, ``the slowest of the
+    repetitions … the fastest``). ``numbers``: the text's numbers, each with the words beside it."""
     keys: list[tuple[str, tuple[Cell, ...]]] = []
     low = text.lower()
     said = {w for m in re.finditer(r"[A-Za-z][\w@-]*", text) for w in canon(m.group())}
@@ -261,9 +268,41 @@ def pointer(table: Table, text: str, numbers: Iterable[tuple[float, tuple[str, .
                     named.append(value)
         if named:
             keys.append((key, tuple(dict.fromkeys(named))))
+    keyed = {k for k, _ in keys}
+    for shape in re.finditer(r"(?<![\w.])(\d+(?:[x×]\d+)+|\d+\^[23])(?![\w.])", text):
+        written = shape.group(1)
+        if "^" in written:  # 4096^3: M = N = K = 4096
+            side, power = written.split("^")
+            cells = [float(side)] * int(power)
+        else:
+            cells = [float(c) for c in re.split(r"[x×]", written)]
+        found = _shape_columns(table, cells)
+        if found and not set(found) & keyed:
+            keys += [(column, (cell,)) for column, cell in zip(found, cells)]
     last = bool(_LAST.search(text)) and bool(said & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
-    extreme = "max" if _MOST.search(text) else "best" if _BEST.search(text) else "min" if _LEAST.search(text) else None
+    extreme = None
+    row_words = _ROW_NOUNS | {w for key in table.header if is_key_column(table, key) for w in metric_words(key)}
+    around = {w for word in re.findall(r"[A-Za-z][\w-]*", context or text) for w in canon(word)}
+    for regex, way in ((_MOST, "max"), (_BEST, "best"), (_LEAST, "min")):
+        for m in regex.finditer(text):  # "the best run", "the slowest of the three repetitions", not "the best kernel"
+            after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 40])[:4] for w in canon(word)]
+            if set(after) & row_words or (context is not None and around & _ROW_NOUNS):
+                extreme = extreme or way
     return Pointer(tuple(keys), last, extreme)
+
+
+def _shape_columns(table: Table, cells: list[float]) -> list[str] | None:
+    """Consecutive numeric key columns a row of which holds the cells of a shape, in order
+    (``64x8x64``: TI, TJ, TK; ``4096^3``: M, N, K)."""
+    n = len(cells)
+    for start in range(len(table.header) - n + 1):
+        columns = table.header[start : start + n]
+        if not all(all(isinstance(c, float) and c == int(c) for c in table.column(h)) for h in columns):
+            continue
+        idx = [table.header.index(c) for c in columns]
+        if any([row[k] for k in idx] == cells for row in table.rows):
+            return columns
+    return None
 
 
 def _names_text_cell(text: str, low: str, cell: str, column_words: set[str], said: set[str]) -> bool:

@@ -113,8 +113,12 @@ def test_artifact_numbers_are_keyed_by_column_and_key() -> None:
     assert log_place.by_key["time_s"] == [1.33] and log_place.by_key["max_abs_error"] == [0.0]
     json_place = numbers_in(b'{"runs": [{"loss": 0.25}, {"loss": 0.5}]}', "m.json")
     assert json_place.by_key["runs.loss"] == [0.25, 0.5]  # the dotted path: a parent key qualifies it
+    found = check_claim("9.80 GFlops/s at TI=16", Evidence(REPORT, sources=[lambda: csv_place]))
+    assert [v.verdict for v in found] == ["checked"] * 2  # the row the sentence points at, in the cited CSV only
+    found = check_claim("13.64 GFlops/s at TI=16", Evidence(REPORT, sources=[lambda: csv_place]))
+    assert [v.verdict for v in found][0] == "mismatch"  # the report's number, but not that row's
     found = check_claim("9.80 GFlops/s in the sweep", Evidence(REPORT, sources=[lambda: csv_place]))
-    assert [v.verdict for v in found] == ["checked"]  # found in the cited CSV only
+    assert [v.verdict for v in found] == ["mismatch"]  # no row named: the report's GFlops_per_s decides
 
 
 @settings(max_examples=300, deadline=None)
