@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from projections.models import units
-from projections.models.metric_names import canon
+from projections.models.metric_names import canon, phrase_words
 from projections.models.quantities import count_noun, read
 from projections.models.tables import Place
 from projections.models.verdicts import ValuesVerdict
@@ -209,7 +209,7 @@ def facts_in(texts: Mapping[str, object], numbers: Mapping[str, object] | None =
                 out.append(Fact(q.value, q.unit, q.noun, where, q.per))
         for pattern in (_SETTING, _FLAG):
             for key, raw in pattern.findall(text):
-                words = tuple(w for part in re.split(r"[_\-]+", key) if part for w in canon(part))
+                words = tuple(w for w, _ in phrase_words(re.sub(r"[_\-]+", " ", key)))  # --label-smoothing: ls
                 out.append(Fact(float(raw), None, _noun_of(key), f"{where} ({key})", None, words))
         for m in _DEVICES.finditer(text):  # "4x NVIDIA A100", "2x AMD EPYC 7763": a count of devices
             kind = "gpu" if _GPU.search(m.group(2)) else "cpu" if _CPU.search(m.group(2)) else None

@@ -253,6 +253,9 @@ def canon(word: str) -> tuple[str, ...]:
         return (_CANON[low[:-1]],)
     if len(low) > 4 and low.endswith("ies"):
         return (low[:-3] + "y",)
+    if len(low) >= 6 and low.endswith(("ed", "ing")) and not low.endswith(("eed", "ring", "ning", "ting")):
+        stem = low[:-2] if low.endswith("ed") else low[:-3]  # "stalled" and "stall", "scaling" and "scal(ed)"
+        return (_CANON.get(stem, stem),)
     if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")):
         return (low[:-1],)
     return (low,)

@@ -356,12 +356,20 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
         if unit is not None:
             stop = q.end + lead + pm.end()
             return replace(q, unit=unit, end=stop, text=text[q.start : stop])
+    if um and rest[um.end() : um.end() + 1] in ("_", "="):
+        um = None  # "0.412 db_size_GB=168.9": the next name, not a unit
     if um:
         word = um.group()
         unit = units.parse(word)
         if unit is None and "/" in word:
-            unit = units.parse(word.split("/")[0])
-            word = word.split("/")[0] if unit else word
+            top, _, per = word.partition("/")
+            if units.parse(per) is None and count_noun(per + "s") is not None:  # "10 bits/key", "3.0 min/epoch"
+                stop = q.end + lead + len(word)
+                unit = units.parse(top)
+                noun = None if unit else count_noun(top) or top.lower().rstrip("s")
+                return replace(q, unit=unit, noun=noun, per=per.lower(), end=stop, text=text[q.start : stop])
+            unit = units.parse(top)
+            word = top if unit else word
         if unit is not None:
             stop = q.end + lead + len(word)
             return replace(q, unit=unit, end=stop, text=text[q.start : stop])
@@ -637,7 +645,7 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     words after it (``faster``, ``lower``, ``of``, past ``relative``/``absolute``), a verb before
     ``by`` (``cut by``, ``improves throughput by``) or a noun before ``of`` (``a drop of``)."""
     after = text[q.end : q.end + 60].lower()
-    after_words = _WORD.findall(re.split(r"[,;:()\[\]]", after)[0])[:6]
+    after_words = _WORD.findall(re.split(r"[,;:()\[\]]|\d", after)[0])[:6]
     before = text[max(0, q.start - 40) : q.start].lower()
     before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-6:]
     speed = any(w in _SPEED for w in after_words[:2] + before_words[-2:])  # this clause's words, not the last one's

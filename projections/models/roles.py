@@ -51,7 +51,7 @@ _MEASURED = frozenset(
 )  # fmt: skip
 _IDENTIFIER = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w-])")
 _GENERIC_IDS = frozenset(
-    ["gpu", "gpus", "cpu", "cpus", "vcpu", "vcpus", "ram", "dram", "hbm", "ssd", "nvme", "io", "os", "api", "sm", "sms", "simd", "mpi", "omp", "id", "ids", "ok", "na", "pr", "ci", "csv", "json", "log", "logs", "fp32", "fp16", "bf16", "tf32", "fp64", "int8", "int4", "nf4", "amp", "ema", "sgd", "lr", "ls", "top-1", "top-5", "p50", "p90", "p95", "p99", "p999", "all", "pass", "result", "results", "metric", "metrics", "warn", "warning", "info", "finding", "note", "error", "debug", "fail", "failed", "table", "fig", "figure", "dimm", "node", "run", "status"]
+    ["gpu", "gpus", "cpu", "cpus", "vcpu", "vcpus", "ram", "dram", "hbm", "ssd", "nvme", "io", "os", "api", "sm", "sms", "simd", "mpi", "omp", "id", "ids", "ok", "na", "pr", "ci", "csv", "json", "log", "logs", "fp32", "fp16", "bf16", "tf32", "fp64", "int8", "int4", "nf4", "amp", "ema", "sgd", "lr", "ls", "top-1", "top-5", "p50", "p90", "p95", "p99", "p999", "all", "pass", "result", "results", "metric", "metrics", "warn", "warning", "info", "finding", "note", "error", "debug", "fail", "failed", "table", "fig", "figure", "dimm", "node", "run", "status", "summary"]
 )  # fmt: skip
 # the settings a run writes and a sentence names ("a batch size of 128", "learning rate 1e-3")
 _SETTING_WORDS = frozenset({"batch", "lr", "epoch", "seed", "thread", "rank", "node", "gpu", "beam", "warmup", "ls"})
@@ -127,6 +127,10 @@ class Checker:
             return key
         if q.noun is not None:
             return self._count(q, i)
+        if self._near_word(self._list_head(i)) in _SETTING_WORDS:  # "batch sizes of 256 and 1024", "LS 0.1"
+            setting = self._setting(q, i, near=self._near_word(self._list_head(i)))
+            if setting is not None:
+                return setting
         if q.name is not None or self._phrases[i].own or q.range_with is not None or q.list_pos is not None:
             return self._value(q, i, bare=True)
         return self._out(q, "unchecked", "a bare number (no unit, metric name or noun)")
@@ -310,8 +314,6 @@ class Checker:
                 missing = names_a_quantity(words, run)
                 if missing is not None:
                     return [], missing
-                if name_metrics(words, run):
-                    return [], None  # these words name a metric, just none of these
         return [], None
 
     # ----------------------------------------------------------------------- roles
@@ -323,6 +325,8 @@ class Checker:
         own_all = [m for m in self.ev.metrics if explicit or not units.is_spread(m)]
         own_all = [m for m in own_all if self._could_be(q, m, self.ev.metrics[m])]
         dim = self._of_dimension(own_all, q) if q.unit not in (None, "%", "x") else None
+        if dim is not None and q.per:  # "3.0 min/epoch" is epoch_time_s, never wall_clock_h
+            dim = [m for m in dim if canon(q.per)[0] in metric_words(m)]
         pool = dim if dim is not None else own_all
         wide = (not bare or q.range_with is not None or q.list_pos is not None) and dim is None
         named, missing = self._naming(i, pool, wide=wide)
@@ -339,6 +343,10 @@ class Checker:
         if paired is not None:
             return self._of_node(q, i, paired, named)
         own_holds = next((n for n in named if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
+        if own_holds is None and self._named_nodes(q):  # "the parent's: 361.5 vs 389.2 kops/s"
+            found, _ = self._elsewhere(q, i, named, artifacts=False)
+            if found is not None:
+                return found
         pointed = self._pointed(q, i, named)
         if pointed is not None:
             verdict, report_in_table = pointed
@@ -349,6 +357,8 @@ class Checker:
         # a value whose words or unit name a metric of the own report is that metric's, unless the
         # sentence points at a row, names a range or a list: the artifacts back only what it lacks
         artifacts = (not by_words and not dim) or q.range_with is not None or q.from_range or q.list_pos is not None
+        if q.from_range and not q.range_first:
+            artifacts = False  # "rises from 1,203 µs to 1.9 ms": the to-end is the node's own, as reported
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
         if found is not None:
             return found
@@ -539,7 +549,7 @@ class Checker:
                     if len(rows) == len(table.rows) and not ptr.extreme:
                         continue  # points at no row in particular
                     values = [float(r[j]) for r in rows if isinstance(r[j], float)]
-                    in_table = any(_in_column(self.ev.metrics[n.metric], every, column) for n in named)
+                    in_table = any(_in_column(self._in_unit_of(n.metric, column), every, column) for n in named)
                     if values and any(self._held_by(q, column, v, col, column=every) for v in values):
                         return self._out(q, "checked"), in_table
                     if values:
@@ -549,6 +559,14 @@ class Checker:
                         why = f"{place.where} ({shown}) says {column}={said}"
                         results.append((self._out(q, "mismatch", why, [place.where]), in_table))
         return results[0] if results else None
+
+    def _in_unit_of(self, metric: str, column: str) -> float:
+        """The own report's value of a metric in the unit of a table's column (kops/s → ops/s)."""
+        value = self.ev.metrics[metric]
+        mine, theirs = units.of_metric(metric), units.of_metric(column)
+        if mine and theirs and units.dimension(mine) == units.dimension(theirs):
+            return value * units.factor(mine, theirs)
+        return value
 
     def _pointer(self, p: int, t: int, table: Table, scope: tuple[int, int], *, sentence: bool) -> Pointer:
         key = (p, t, scope[0], scope[1])
@@ -757,13 +775,13 @@ class Checker:
         lead = "a base written in the sentence: " if base else ""
         return self._out(q, "unchecked", f"{lead}no metric or fact {what} in reach")
 
-    def _setting(self, q: Quantity, i: int) -> Verdict | None:
+    def _setting(self, q: Quantity, i: int, near: str | None = None) -> Verdict | None:
         """A number of a setting the run writes (``--lr 1e-3``, ``batch size to 4096``), named by
         the words beside it (``learning rate``, ``batch``)."""
         words = set(self._phrases[i].own) - {"the", "a", "of", "to", "is", "at"}
         if not words or q.unit is not None:
             return None
-        near = self._near_word(q)
+        near = near or self._near_word(q)
         if near not in _SETTING_WORDS:
             return None
         words = {near}
@@ -775,6 +793,13 @@ class Checker:
             said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in same}))
             return self._out(q, "mismatch", said, [f.where for f in same])
         return None
+
+    def _list_head(self, i: int) -> Quantity:
+        """The first member of the list a number is in (itself when it is in none)."""
+        q = self.found[i]
+        if not q.list_pos:
+            return q
+        return next((self.found[j] for j in range(i - 1, -1, -1) if self.found[j].list_pos == 0), q)
 
     def _near_word(self, q: Quantity) -> str | None:
         """The canonical word right before a number (``batch`` of ``batch size of 128``)."""
@@ -819,6 +844,21 @@ class Checker:
         spreads = [m for m in self.ev.metrics if units.is_spread(m)]
         if q.unit not in (None, "%", "x", "pp"):
             cands = self._of_dimension(spreads, q, spread=True)
+            if not cands:  # throughput_std beside throughput_kops_per_s: the spread in its quantity's unit
+                for base in self._of_dimension(self.ev.metrics, q):
+                    stem = set(metric_words(base)) - {"time", "size", "bw", "throughput", "ops", "kops"}
+                    mates = [
+                        m
+                        for m in spreads
+                        if units.of_metric(m) is None and (set(metric_words(m)) - {"std"}) & (stem | {"throughput"})
+                    ]
+                    for m in mates:
+                        value = self.ev.metrics[m] * units.factor(units.of_metric(base) or q.unit, q.unit)
+                        if self._holds(q, value):
+                            return self._out(q, "checked")
+                    if mates:
+                        said = ", ".join(f"{m}={self.ev.metrics[m]!r} (in {base}'s unit)" for m in mates)
+                        return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
         else:
             value = next((k for k in range(i - 1, -1, -1) if self.found[k].end <= q.start), None)
             words = self._phrases[value].own + self._phrases[value].leading if value is not None else []
@@ -1183,7 +1223,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         text = text[: q.start] + " " * (q.end - q.start) + text[q.end :]
     trailing: list[list[str]] = []
     trailing_end: list[int] = []
-    stop_re = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in"})) + r")\b|[.!?](?:\s|$)")
+    stop_re = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
     for k, q in enumerate(found):
         nxt = next((o.start for o in found[k + 1 :] if o.start >= q.end), len(text))
         rest = text[q.end : min(q.end + 60, nxt)]
@@ -1198,7 +1238,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         start = lo
         for j in range(k - 1, -1, -1):
             if found[j].end <= q.start and found[j].start >= lo:
-                start = max(start, trailing_end[j])
+                start = max(start, found[j].end)
                 break
         lead_text = text[start : q.start]
         leading = [w for w, _ in phrase_words(lead_text)]
