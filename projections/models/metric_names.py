@@ -379,7 +379,8 @@ def _complement(said: set[str], mine: set[str]) -> float | None:
                 if foreign & _MEASURES:
                     return None
                 rest = [w for w in mine if w not in kept]
-                return sum(weight(w) for w in rest if w in said) + 1.0
+                side = 1.0 if said & mine & kept else 0.0  # "the complement of F1": the F1, not the precision
+                return sum(weight(w) for w in rest if w in said) + 1.0 + side
     return None
 
 

@@ -426,8 +426,8 @@ def count_noun(word: str) -> str | None:
         and (word.islower() or (word[:1].islower() and word[1:-1].isupper()) or word[:-1].isupper())
         and (len(low) >= 4 or (len(low) == 3 and word[:-1].isupper()))
         and low.endswith("s")
-        and not low.endswith(("ss", "us", "is"))
-    )  # "threads", "re-runs", "vCPUs", "GPUs", "SNPs", "SMs"
+        and (not low.endswith(("ss", "us", "is")) or not word.islower())
+    )  # "threads", "re-runs", "vCPUs", "GPUs", "SNPs", "SMs" (not "status")
     if plural and low not in _FUNCTION_WORDS:
         return low[:-1].split("-")[-1] if "-" in low else low[:-1]
     return None

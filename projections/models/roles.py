@@ -293,7 +293,10 @@ class Checker:
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
         nodes = self._node_words()
-        tiers = [[w for w in phrase.own if w not in nodes], [w for w in phrase.leading if w not in nodes]]
+        own = list(phrase.own)
+        if q.noun:  # "7,449 truth SNPs": its own noun phrase names its column
+            own += [w for w, _ in phrase_words(q.text[len(q.written) :])]
+        tiers = [[w for w in own if w not in nodes], [w for w in phrase.leading if w not in nodes]]
         paired = self._paired_word(q)
         if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"
             word, others = paired
@@ -328,7 +331,7 @@ class Checker:
         if dim is not None and q.per:  # "3.0 min/epoch" is epoch_time_s, never wall_clock_h
             dim = [m for m in dim if canon(q.per)[0] in metric_words(m)]
         pool = dim if dim is not None else own_all
-        wide = (not bare or q.range_with is not None or q.list_pos is not None) and dim is None
+        wide = dim is None
         named, missing = self._naming(i, pool, wide=wide)
         by_words = bool(named)
         if dim is not None and not named and missing is None:
@@ -535,7 +538,7 @@ class Checker:
                 ptr = self._pointer(p, t, table, (lo, hi), sentence=True).merged(
                     self._pointer(p, t, table, self._phrases[i].scope, sentence=False)
                 )
-                paired = self._paired_key(q, table)
+                paired = self._paired_key(q, table) or self._paired_cell(q, table)
                 if paired is not None:
                     ptr = ptr.with_key(*paired)
                 if not ptr:
@@ -684,6 +687,18 @@ class Checker:
             holding = [key for key in keys if all(v in table.column(key) for v in mates)]
             if len(holding) == 1:  # "block heights of 128 and 256" of a column BM that holds both
                 return holding[0], other.value
+        return None
+
+    def _paired_cell(self, q: Quantity, table: Table) -> tuple[str, str] | None:
+        """``respectively`` over a list of words that are a table's text cells (``SNP and INDEL F1
+        of 99.54% and 99.84%``): the row this list member is paired with."""
+        paired = self._paired_word(q)
+        if paired is None:
+            return None
+        for key in table.varying():
+            for cell in {c for c in table.column(key) if isinstance(c, str)}:
+                if canon(cell)[0] == paired[0]:
+                    return key, cell
         return None
 
     def _node_words(self) -> set[str]:
@@ -1224,10 +1239,13 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
     trailing: list[list[str]] = []
     trailing_end: list[int] = []
     stop_re = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
+    strict_re = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
     for k, q in enumerate(found):
         nxt = next((o.start for o in found[k + 1 :] if o.start >= q.end), len(text))
         rest = text[q.end : min(q.end + 60, nxt)]
         stop = stop_re.search(rest)
+        if nxt <= q.end + 60 and not re.search(r"[,;:.!?|]", rest):  # "0.9846 at INDEL recall 0.9912"
+            stop = strict_re.search(rest) or stop
         span = rest[: stop.start()] if stop else rest
         words = [w for w, _ in phrase_words(span)][:6]
         trailing_end.append(q.end + (len(span) if words else 0))

@@ -211,12 +211,16 @@ class Pointer:
 
     def merged(self, clause: Pointer) -> Pointer:
         """This sentence's pointer with one number's clause's over it: the clause's cells win
-        for the columns it names, a column the sentence names ambiguously is dropped, and a
-        clause that says ``last`` or ``best`` keeps only the sentence's text cells."""
+        for the columns it names, a column either names ambiguously (``SNP and INDEL``) is
+        dropped, and a clause that says ``last`` or ``best`` keeps only the sentence's text cells."""
         mine = {k: c for k, c in self.keys if len(c) == 1}
         if clause.last or clause.extreme:
             mine = {k: c for k, c in mine.items() if all(isinstance(x, str) for x in c)}
-        mine.update({k: c for k, c in clause.keys})
+        for k, c in clause.keys:
+            if len(c) == 1:
+                mine[k] = c
+            else:
+                mine.pop(k, None)
         last = clause.last or (self.last and not clause.keys and not clause.extreme)
         return Pointer(tuple(mine.items()), last, clause.extreme)
 
@@ -262,6 +266,8 @@ def pointer(
             if _names_text_cell(text, low, c, words, said)
         ]
         if not named:
+            named = _cells_by_part(text, [x for x in cells if isinstance(x, str) and x])
+        if not named:
             values = [c for c in cells if isinstance(c, float)]
             for value, near in numbers:
                 if words & set(near) and any(abs(value - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
@@ -303,6 +309,23 @@ def _shape_columns(table: Table, cells: list[float]) -> list[str] | None:
         if any([row[k] for k in idx] == cells for row in table.rows):
             return columns
     return None
+
+
+def _cells_by_part(text: str, cells: list[str]) -> list[Cell]:
+    """Text cells named by a distinctive part (``HaplotypeCaller`` of ``gatk_haplotypecaller``,
+    ``BWA-MEM2 alignment`` of ``bwa_mem2_align``): the one cell whose parts of four letters or
+    more the text holds most of (none when two tie)."""
+    written = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", text)}
+    written |= {w[: len(w) - 3] for w in written if w.endswith("ing")} | {
+        w[: len(w) - 4] for w in written if w.endswith("ment")
+    }
+    scored = []
+    for cell in dict.fromkeys(cells):
+        parts = [p for p in re.split(r"[^A-Za-z0-9]+", cell.lower()) if len(p) >= 4 or re.search(r"\d", p)]
+        scored.append((sum(1 for p in parts if p in written), cell))
+    best = max((s for s, _ in scored), default=0)
+    winners = [c for s, c in scored if s == best]
+    return winners if best and len(winners) == 1 else []
 
 
 def _names_text_cell(text: str, low: str, cell: str, column_words: set[str], said: set[str]) -> bool:
