@@ -41,7 +41,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "eff": ("eff", "efficiency", "efficiencies"),
     "util": ("util", "utilization", "utilisation", "usage"),
     "speedup": ("speedup", "speed-up", "speedups"),
-    "recall": ("recall", "sensitivity", "tpr"),
+    "recall": ("recall", "sensitivity", "tpr", "detect", "detects", "detected", "detection"),
     "precision": ("precision", "ppv"),
     "f1": ("f1", "f-score", "fscore", "f1-score", "f-measure"),
     "em": ("em", "exact-match", "exactmatch"),
@@ -167,6 +167,10 @@ COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     (frozenset({"err"}), frozenset({"acc", "em", "f1", "precision", "recall"})),
     (frozenset({"miss", "fnr"}), frozenset({"hit", "recall"})),
     (frozenset({"fdr"}), frozenset({"precision"})),
+    (
+        frozenset({"idle", "unused", "wasted", "unutilized", "unutilised"}),
+        frozenset({"util", "occupancy", "eff", "rate"}),
+    ),
     (frozenset({"failure", "fail", "failed"}), frozenset({"success", "pass"})),
 )
 # words that name what is measured, beyond the shared vocabulary: a complement's phrase must not hold one
@@ -326,7 +330,7 @@ class Named:
     complement: bool = False  # the phrase names the other side of a share (an error of an accuracy)
 
 
-def name_metrics(words: Iterable[str], metrics: Iterable[str]) -> list[Named]:
+def name_metrics(words: Iterable[str], metrics: Iterable[str], *, complements: bool = True) -> list[Named]:
     """The metrics the canonical ``words`` name best (all tied at the best score), or [].
 
     A metric is named when the words hold one of its words that says what it measures; a
@@ -341,7 +345,7 @@ def name_metrics(words: Iterable[str], metrics: Iterable[str]) -> list[Named]:
         if not mine:
             continue
         hit = sum(weight(w) for w in mine if w in said)
-        flipped = _complement(said, set(mine))
+        flipped = _complement(said, set(mine)) if complements else None
         if flipped is not None:
             scored.append(Named(metric, flipped, complement=True))
             continue

@@ -645,7 +645,7 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     words after it (``faster``, ``lower``, ``of``, past ``relative``/``absolute``), a verb before
     ``by`` (``cut by``, ``improves throughput by``) or a noun before ``of`` (``a drop of``)."""
     after = text[q.end : q.end + 60].lower()
-    after_words = _WORD.findall(re.split(r"[,;:()\[\]]|\d", after)[0])[:6]
+    after_words = _WORD.findall(re.split(r"[,;:()\[\]]|(?<![A-Za-z])\d", after)[0])[:6]
     before = text[max(0, q.start - 40) : q.start].lower()
     before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-6:]
     speed = any(w in _SPEED for w in after_words[:2] + before_words[-2:])  # this clause's words, not the last one's

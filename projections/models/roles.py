@@ -83,7 +83,7 @@ class Checker:
         self._memo: dict[int, Verdict] = {}
         self._phrases = _phrases(text, found)
         self._run_names: list[str] | None = None
-        self._pointers: dict[tuple[int, int, int, int], Pointer] = {}
+        self._pointers: dict[tuple[int, int, int, int, bool], Pointer] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -310,7 +310,7 @@ class Checker:
         for tier, words in enumerate(tiers):
             if not words:
                 continue
-            named = name_metrics(words, metrics)
+            named = name_metrics(words, metrics, complements=tier < 2)
             if named:
                 return named, None
             if tier == 0:  # its own phrase, not its sentence's
@@ -325,7 +325,8 @@ class Checker:
         """A value (a number with a unit, a percentage stating a quantity, a named number), a
         bound or a range end (docs/grounding.md, 3 and 4)."""
         explicit = self._explicit(q)
-        own_all = [m for m in self.ev.metrics if explicit or not units.is_spread(m)]
+        said = name_key(q.name) if q.name else None
+        own_all = [m for m in self.ev.metrics if explicit or not units.is_spread(m) or name_key(m) == said]
         own_all = [m for m in own_all if self._could_be(q, m, self.ev.metrics[m])]
         dim = self._of_dimension(own_all, q) if q.unit not in (None, "%", "x") else None
         if dim is not None and q.per:  # "3.0 min/epoch" is epoch_time_s, never wall_clock_h
@@ -350,7 +351,7 @@ class Checker:
             found, _ = self._elsewhere(q, i, named, artifacts=False)
             if found is not None:
                 return found
-        pointed = self._pointed(q, i, named)
+        pointed = None if q.range_with is not None else self._pointed(q, i, named)
         if pointed is not None:
             verdict, report_in_table = pointed
             if verdict.verdict == "checked" or own_holds is None or report_in_table:
@@ -497,7 +498,7 @@ class Checker:
     def _keys_for(self, q: Quantity, i: int, by_key: Mapping[str, object]) -> list[str]:
         return [n.metric for n in self._named_keys(q, i, by_key)]
 
-    def _named_keys(self, q: Quantity, i: int, by_key: Mapping[str, object]) -> list[Named]:
+    def _named_keys(self, q: Quantity, i: int, by_key: Mapping[str, object], *, wide: bool = True) -> list[Named]:
         """The keys of an artifact a quantity may be: of its unit when it has one, and among
         those the ones its words name (a complement too)."""
         keys = list(by_key)
@@ -507,7 +508,7 @@ class Checker:
             return named or [Named(k, 0.0) for k in keys]
         if q.unit == "%":
             keys = [k for k in keys if self._share_values(k, by_key[k])]
-        named, _ = self._naming(i, keys, wide=q.unit == "%")
+        named, _ = self._naming(i, keys, wide=wide and q.unit == "%")
         return named
 
     def _share_values(self, key: str, values: object) -> bool:
@@ -572,7 +573,7 @@ class Checker:
         return value
 
     def _pointer(self, p: int, t: int, table: Table, scope: tuple[int, int], *, sentence: bool) -> Pointer:
-        key = (p, t, scope[0], scope[1])
+        key = (p, t, scope[0], scope[1], sentence)
         if key not in self._pointers:
             lo, hi = scope
             numbers = []
@@ -580,7 +581,7 @@ class Checker:
                 if lo <= other.start < hi and other.unit is None and not other.change:
                     words = self._row_words(k)
                     numbers.append((other.value, tuple(words)))
-            s_lo, s_hi = self._sentence(self.found[0]) if sentence or not self.found else sentence_of(self.text, lo)
+            s_lo, s_hi = sentence_of(self.text, lo)
             context = None if sentence else _blank(self.text[s_lo:s_hi], self.found, s_lo)
             self._pointers[key] = pointer(table, _blank(self.text[lo:hi], self.found, lo), numbers, context)
         return self._pointers[key]
@@ -596,7 +597,7 @@ class Checker:
             and any(isinstance(r[table.header.index(h)], float) for r in table.rows)
         ]
         numeric = [h for h in numeric if self._could_be_column(q, table, h)]
-        return self._named_keys(q, i, {h: [] for h in numeric})
+        return self._named_keys(q, i, {h: [] for h in numeric}, wide=False)
 
     def _could_be_column(self, q: Quantity, table: Table, column: str) -> bool:
         if q.unit != "%":
@@ -958,7 +959,7 @@ class Checker:
             return False
         if q.direction in ("up", "down") or q.signed or (q.change_kind == "relative" and self._sentence_direction(q)):
             return True
-        _lo, hi = self._sentence(q)
+        _lo, _hi = self._sentence(q)
         if q.unit == "x":
             follows = re.findall(r"[a-z]+", self.text[q.end : q.end + 30].lower())[:1]
             if q.direction != "share" or (follows and follows[0] in _COMPARING):
@@ -966,7 +967,11 @@ class Checker:
             named, _ = self._naming(i, [m for m in self._run_metric_names() if not units.is_spread(m)], wide=False)
             return not named  # "mean coverage of 30.2x": a value kept in x
         if q.direction == "share":  # "139% of node_A2's throughput", never "71.9% of FP32 peak, … below vec4"
-            return any(q.end <= pos < min(hi, q.end + 30) for pos, _ in self.mentions)
+            m = re.match(
+                r"\s*(?:of|vs\.?|versus|that of|compared to|against)\s+(?:the\s+|its\s+)?",
+                self.text[q.end : q.end + 40],
+            )
+            return m is not None and any(pos == q.end + m.end() for pos, _ in self.mentions)
         return False
 
     def _pairs(self, base: str) -> dict[str, str]:
@@ -1261,7 +1266,8 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         lead_text = text[start : q.start]
         leading = [w for w, _ in phrase_words(lead_text)]
         near: list[str] = []
-        for word in reversed(leading):
+        cut = max((m.end() for m in re.finditer(r"[,;:()\[\]|]", lead_text)), default=0)
+        for word in reversed([w for w, _ in phrase_words(lead_text[cut:])]):
             if word in _BOUNDARY:
                 if near:
                     break

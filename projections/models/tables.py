@@ -240,7 +240,8 @@ def is_key_column(table: Table, column: str) -> bool:
     if set(metric_words(column)) & _KEY_WORDS or set(canon(column)) & _KEY_WORDS:
         return True
     whole = all(isinstance(c, float) and c == int(c) for c in cells)
-    return whole and table.header.index(column) == 0
+    plural = column.islower() and column.endswith("s") and column.isalpha()  # stages, replicates, shots
+    return whole and (table.header.index(column) == 0 or plural)
 
 
 def pointer(
