@@ -296,6 +296,10 @@ class Checker:
         own = list(phrase.own)
         if q.noun:  # "7,449 truth SNPs": its own noun phrase names its column
             own += [w for w, _ in phrase_words(q.text[len(q.written) :])]
+        if q.list_pos is not None:  # "97.3%, 88.1% and 94.0% efficiency": the list's words are each member's
+            head, last = i - q.list_pos, i - q.list_pos + q.list_len - 1
+            if head >= 0 and last < len(self.found) and self.found[last].list_pos == q.list_len - 1:
+                own += self._phrases[head].own + self._phrases[last].own
         tiers = [[w for w in own if w not in nodes], [w for w in phrase.leading if w not in nodes]]
         paired = self._paired_word(q)
         if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"

@@ -213,7 +213,9 @@ def _join_per(parts: list[str]) -> str:
 
 def is_spread(name: str) -> bool:
     """A metric that measures a spread (``GFlops_per_s_std``), not a value."""
-    return any(p.lower() in _SPREAD_WORDS for p in re.split(r"[_\s]+", name))
+    parts = [p.lower() for p in re.split(r"[_\s]+", name) if p]
+    # "err" is a spread only as a suffix (GFlops_per_s_err), never rel_err_Cd_vs_ref, a relative error
+    return any(p in _SPREAD_WORDS and (p != "err" or k == len(parts) - 1) for k, p in enumerate(parts))
 
 
 _KINDS = (("second", "time"), ("byte / second", "bw"), ("bit / second", "bw"), ("byte", "size"), ("bit", "size"))
