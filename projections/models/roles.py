@@ -557,7 +557,7 @@ class Checker:
                     if len(rows) == len(table.rows) and not ptr.extreme:
                         continue  # points at no row in particular
                     values = [float(r[j]) for r in rows if isinstance(r[j], float)]
-                    in_table = any(_in_column(self._in_unit_of(n.metric, column), every, column) for n in named)
+                    in_table = any(self._reported_in(n.metric, column, every) for n in named)
                     if values and any(self._held_by(q, column, v, col, column=every) for v in values):
                         return self._out(q, "checked"), in_table
                     if values:
@@ -568,13 +568,17 @@ class Checker:
                         results.append((self._out(q, "mismatch", why, [place.where]), in_table))
         return results[0] if results else None
 
-    def _in_unit_of(self, metric: str, column: str) -> float:
-        """The own report's value of a metric in the unit of a table's column (kops/s → ops/s)."""
+    def _reported_in(self, metric: str, column: str, values: list[float]) -> bool:
+        """Whether the own report's value of a metric is one of a table column's, to the digits
+        the report wrote it with, in the column's unit (286.1 kops/s is 286,104.6 ops/s)."""
         value = self.ev.metrics[metric]
+        tol = tolerance(repr(value))
         mine, theirs = units.of_metric(metric), units.of_metric(column)
-        if mine and theirs and units.dimension(mine) == units.dimension(theirs):
-            return value * units.factor(mine, theirs)
-        return value
+        factor = (
+            units.factor(mine, theirs) if mine and theirs and units.dimension(mine) == units.dimension(theirs) else 1.0
+        )
+        scale = count_scale(column) if factor == 1.0 else 1.0
+        return any(abs(v * scale - value * factor) <= tol * abs(factor) * 1.0000001 for v in values)
 
     def _pointer(self, p: int, t: int, table: Table, scope: tuple[int, int], *, sentence: bool) -> Pointer:
         key = (p, t, scope[0], scope[1], sentence)
@@ -617,11 +621,11 @@ class Checker:
         if ptr.last or ptr.extreme:
             return ptr
         j = table.header.index(column)
-        reported = [self.ev.metrics[n.metric] for n in named if n.metric in self.ev.metrics]
+        reported = [n.metric for n in named if n.metric in self.ev.metrics]
         home = [
             r
             for r in table.rows
-            if isinstance(r[j], float) and any(_in_column(v, [float(r[j])], column) for v in reported)
+            if isinstance(r[j], float) and any(self._reported_in(m, column, [float(r[j])]) for m in reported)
         ]
         if not home:
             return ptr
@@ -837,7 +841,8 @@ class Checker:
             for m in self.ev.metrics
             if not m.startswith("_") and not units.is_spread(m) and _countable(m, self.ev.metrics[m])
         ]
-        own = [m for m in countable if q.per is None and noun in metric_words(m)]
+        per = canon(q.per)[0] if q.per else None
+        own = [m for m in countable if noun in metric_words(m) and (per is None or per in metric_words(m))]
         if not own and q.per is None:
             named, _ = self._naming(i, countable, wide=False)
             own = [n.metric for n in named]
@@ -882,7 +887,7 @@ class Checker:
         else:
             value = next((k for k in range(i - 1, -1, -1) if self.found[k].end <= q.start), None)
             words = self._phrases[value].own + self._phrases[value].leading if value is not None else []
-            words = words or self._phrases[i].sentence
+            words = (words + self._phrases[i].own) or self._phrases[i].sentence  # "77.78 ± 0.01% top-1"
             bases = {m: set(metric_words(m)) - {"std"} for m in spreads}
             cands = [m for m, w in bases.items() if w & set(words) - {"val", "train", "test", "mean"}]
             if not cands and len(spreads) == 1 and not set(words) & _named_measures(self._run_metric_names()):
@@ -1205,13 +1210,6 @@ def _countable(metric: str, value: float) -> bool:
     if count_scale(metric) != 1.0 or set(metric_words(metric)) & _COUNT_WORDS:
         return True
     return units.of_metric(metric) is None and value >= 1.0 and value == int(value)
-
-
-def _in_column(reported: float, column: list[float], name: str) -> bool:
-    """Whether a report's value (to the digits it was written with) is one of a column's."""
-    tol = tolerance(repr(reported))
-    scale = count_scale(name)
-    return any(abs(v - reported) <= tol or abs(v * scale - reported) <= tol * scale for v in column)
 
 
 def _cell(cell: object) -> str:
