@@ -206,6 +206,8 @@ SHARE_WORDS = frozenset({"acc", "em", "f1", "precision", "recall", "hit", "miss"
 _PERCENT_NAMES = frozenset({"pct", "percent", "percentage"})
 _WORD = re.compile(r"[pP]\d+(?:\.\d+)?(?![\w.])|[A-Za-z][A-Za-z0-9]*(?:[-@][A-Za-z0-9]+)*|\d+(?:\.\d+)?th\b")
 # words that stand for one metric word when written together
+# words kept whole, never stemmed: the sides of a complement ("unused" is not "unus")
+_KEPT_WHOLE = frozenset({"unused", "wasted", "failed", "detected", "unutilized", "unutilised", "duplicated"})
 _BIGRAMS = {
     ("learning", "rate"): "lr",
     ("exact", "match"): "em",
@@ -257,7 +259,12 @@ def canon(word: str) -> tuple[str, ...]:
         return (_CANON[low[:-1]],)
     if len(low) > 4 and low.endswith("ies"):
         return (low[:-3] + "y",)
-    if len(low) >= 6 and low.endswith(("ed", "ing")) and not low.endswith(("eed", "ring", "ning", "ting")):
+    if (
+        len(low) >= 6
+        and low.endswith(("ed", "ing"))
+        and not low.endswith(("eed", "ring", "ning", "ting"))
+        and low not in _KEPT_WHOLE
+    ):
         stem = low[:-2] if low.endswith("ed") else low[:-3]  # "stalled" and "stall", "scaling" and "scal(ed)"
         return (_CANON.get(stem, stem),)
     if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")):

@@ -588,6 +588,11 @@ def _lists(text: str, found: list[Quantity]) -> list[Quantity]:
         ):
             j += 1
         members = list(range(i, j + 1))
+        kinds = {(out[k].unit, out[k].name) for k in members if out[k].unit or out[k].name}
+        if len(kinds) > 1:
+            members = members[:1]  # "1 h 38 min and 1.6 GPU-hours": two quantities, not a list
+        if len(members) == 2 and not re.search(r"\b(?:and|or|vs\.?|versus)\b|/", text[out[i].end : out[j].start]):
+            members = members[:1]  # "an occupancy of 23.6%, 76.4% of the warp slots …": two numbers, not a list
         if len(members) >= 2 and not any(out[k].range_with is not None or out[k].spread for k in members):
             lo, hi = sentence_of(text, out[i].start)
             paired = bool(re.search(r"\brespectively\b", text[lo:hi], re.I))

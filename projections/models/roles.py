@@ -338,6 +338,12 @@ class Checker:
         pool = dim if dim is not None else own_all
         wide = dim is None
         named, missing = self._naming(i, pool, wide=wide)
+        if dim and not named and missing is None:  # "training takes 5.51 h": of the times, the training's
+            said = set(self._phrases[i].own)
+            overlap = {m: len(said & set(metric_words(m))) for m in dim}
+            best = max(overlap.values())
+            if best and list(overlap.values()).count(best) < len(dim):
+                named = [Named(m, float(best)) for m, n in overlap.items() if n == best]
         by_words = bool(named)
         if dim is not None and not named and missing is None:
             named = [Named(m, 0.0) for m in dim]  # a unit alone: every metric of its dimension
