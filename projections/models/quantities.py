@@ -588,7 +588,7 @@ def _lists(text: str, found: list[Quantity]) -> list[Quantity]:
         ):
             j += 1
         members = list(range(i, j + 1))
-        kinds = {(out[k].unit, out[k].name) for k in members if out[k].unit or out[k].name}
+        kinds = {(out[k].unit, out[k].name, out[k].noun) for k in members if out[k].unit or out[k].name or out[k].noun}
         if len(kinds) > 1:
             members = members[:1]  # "1 h 38 min and 1.6 GPU-hours": two quantities, not a list
         if len(members) == 2 and not re.search(r"\b(?:and|or|vs\.?|versus)\b|/", text[out[i].end : out[j].start]):

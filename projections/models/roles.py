@@ -81,7 +81,7 @@ class Checker:
     def __init__(self, text: str, found: list[Quantity], mentions: list[tuple[int, str]], ev: Evidence) -> None:
         self.text, self.found, self.mentions, self.ev = text, found, mentions, ev
         self._memo: dict[int, Verdict] = {}
-        self._phrases = _phrases(text, found)
+        self._phrases = _phrases(_blank_nodes(text, mentions), found)  # a node's name never names a metric
         self._run_names: list[str] | None = None
         self._pointers: dict[tuple[int, int, int, int, bool], Pointer] = {}
 
@@ -292,7 +292,6 @@ class Checker:
             if by_name or self._explicit(q):  # name=value: that metric, or none
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
-        nodes = self._node_words()
         own = list(phrase.own)
         if q.noun:  # "7,449 truth SNPs": its own noun phrase names its column
             own += [w for w, _ in phrase_words(q.text[len(q.written) :])]
@@ -300,7 +299,7 @@ class Checker:
             head, last = i - q.list_pos, i - q.list_pos + q.list_len - 1
             if head >= 0 and last < len(self.found) and self.found[last].list_pos == q.list_len - 1:
                 own += self._phrases[head].own + self._phrases[last].own
-        tiers = [[w for w in own if w not in nodes], [w for w in phrase.leading if w not in nodes]]
+        tiers = [own, list(phrase.leading)]
         paired = self._paired_word(q)
         if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"
             word, others = paired
@@ -716,11 +715,6 @@ class Checker:
                     return key, cell
         return None
 
-    def _node_words(self) -> set[str]:
-        """The run's node ids as words: ``smem`` the node is never ``smem_KB`` the metric."""
-        ids = set(self.ev.ancestors) | set(self.ev.others) | ({self.ev.node_id} if self.ev.node_id else set())
-        return {w for n in ids for w in canon(n)}
-
     def _paired_word(self, q: Quantity) -> tuple[str, set[str]] | None:
         """``respectively`` over a list of words (``SNP and INDEL F1 of 99.54% and 99.84%``): the
         canonical word this list member is paired with, and the list's other words."""
@@ -1029,6 +1023,11 @@ class Checker:
         when its words name a quantity no metric measures."""
         pairs = self._pairs(base)
         both = list(pairs)
+        if q.speed:  # "2.1x faster", "6.8-fold faster": a time or a rate, never "mixed precision"
+            paced = [
+                m for m in both if (u := units.of_metric(m)) is not None and units.kind(u) in ("time", "throughput")
+            ]
+            both = paced or both
         named, missing = self._naming(i, both, wide=False)
         if named:
             return named, None, pairs
@@ -1197,6 +1196,15 @@ def _figure(q: Quantity, direction: str, r: float) -> float:
     return 100 * (r - 1)
 
 
+def _blank_nodes(text: str, mentions: list[tuple[int, str]]) -> str:
+    """``text`` with every node it names blanked (``over smem`` is a node, ``smem_KB`` a metric)."""
+    for pos, _ in mentions:
+        m = re.match(r"[\w-]+(?:'s)?", text[pos:])
+        if m:
+            text = text[:pos] + " " * m.end() + text[pos + m.end() :]
+    return text
+
+
 def _blank(text: str, found: list[Quantity], offset: int) -> str:
     """``text`` (starting at ``offset`` of the claim) with every number's own words blanked."""
     for q in found:
@@ -1277,8 +1285,8 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         cut = max((m.end() for m in re.finditer(r"[,;:()\[\]|]", lead_text)), default=0)
         for word in reversed([w for w, _ in phrase_words(lead_text[cut:])]):
             if word in _BOUNDARY:
-                if near:
-                    break
+                if near or word in ("and", "or", "but", "while", "whereas", "vs", "versus"):
+                    break  # "1,621 SNP and 4,034 …": the word before "and" is the last number's
                 continue
             near.insert(0, word)
         sentence = [w for w, _ in phrase_words(text[lo:hi])]
