@@ -84,7 +84,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "smem": ("smem",),
     "dup": ("dup", "dups", "duplicate", "duplicates", "duplication", "duplicated"),
     "fp": ("fp", "fps"),
-    "fn": ("fn", "fns"),
+    "fn": ("fn", "fns", "undetected"),
     "tp": ("tp", "tps"),
     "score": ("score", "scores"),
 }
@@ -207,7 +207,9 @@ _PERCENT_NAMES = frozenset({"pct", "percent", "percentage"})
 _WORD = re.compile(r"[pP]\d+(?:\.\d+)?(?![\w.])|[A-Za-z][A-Za-z0-9]*(?:[-@][A-Za-z0-9]+)*|\d+(?:\.\d+)?th\b")
 # words that stand for one metric word when written together
 # words kept whole, never stemmed: the sides of a complement ("unused" is not "unus")
-_KEPT_WHOLE = frozenset({"unused", "wasted", "failed", "detected", "unutilized", "unutilised", "duplicated"})
+_KEPT_WHOLE = frozenset(
+    {"unused", "wasted", "failed", "detected", "undetected", "unutilized", "unutilised", "duplicated"}
+)
 _BIGRAMS = {
     ("learning", "rate"): "lr",
     ("exact", "match"): "em",

@@ -596,7 +596,9 @@ class Checker:
                     numbers.append((other.value, tuple(words)))
             s_lo, s_hi = sentence_of(self.text, lo)
             context = None if sentence else _blank(self.text[s_lo:s_hi], self.found, s_lo)
-            self._pointers[key] = pointer(table, _blank(self.text[lo:hi], self.found, lo), numbers, context)
+            self._pointers[key] = pointer(
+                table, _blank(self.text[lo:hi], self.found, lo, digits=True), numbers, context
+            )
         return self._pointers[key]
 
     def _columns_for(self, q: Quantity, i: int, table: Table, ptr: Pointer) -> list[Named]:
@@ -1205,10 +1207,12 @@ def _blank_nodes(text: str, mentions: list[tuple[int, str]]) -> str:
     return text
 
 
-def _blank(text: str, found: list[Quantity], offset: int) -> str:
-    """``text`` (starting at ``offset`` of the claim) with every number's own words blanked."""
+def _blank(text: str, found: list[Quantity], offset: int, *, digits: bool = False) -> str:
+    """``text`` (starting at ``offset`` of the claim) with every number's own words blanked
+    (``digits``: only the number as written, its noun kept: ``7,449 truth SNPs`` names a row)."""
     for q in found:
-        a, b = max(q.start - offset, 0), min(q.end - offset, len(text))
+        end = q.start + len(q.written) if digits and q.text.startswith(q.written) else q.end
+        a, b = max(q.start - offset, 0), min(end - offset, len(text))
         if a < b:
             text = text[:a] + " " * (b - a) + text[b:]
     return text
@@ -1290,7 +1294,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
                 continue
             near.insert(0, word)
         sentence = [w for w, _ in phrase_words(text[lo:hi])]
-        clause_start = start
+        clause_start = max(start, max((trailing_end[j] for j in range(k) if found[j].end <= q.start), default=lo))
         # the words after a number are its own until a conjunction, a comma or the next number
         after = re.search(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b", text[q.end : hi])
         clause_end = q.end + after.start() if after else hi
