@@ -92,6 +92,8 @@ _CANON: dict[str, str] = {w: c for c, ws in _SYNONYMS.items() for w in ws}
 # words a metric's name carries for its unit or its aggregation, which say nothing of what it measures
 _NAME_NOISE = frozenset(
     [
+        "vs",
+        "versus",
         "per",
         "s",
         "sec",

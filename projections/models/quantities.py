@@ -67,6 +67,10 @@ _DOWN = {
 }  # fmt: skip
 _SPEED = {"faster", "quicker", "slower", "speedup", "speed-up", "slowdown", "fast", "quick"}
 _BY_VERBS_UP = {
+    "improve",
+    "rise",
+    "grow",
+    "increase",
     "improves",
     "improved",
     "increases",
@@ -79,7 +83,7 @@ _BY_VERBS_UP = {
     "raises",
     "gains",
 }
-_BY_VERBS_DOWN = {"cut", "cuts", "reduced", "reduces", "drops", "dropped", "fell", "falls", "decreased", "decreases", "down", "lowers", "lowered", "shrinks"}  # fmt: skip
+_BY_VERBS_DOWN = {"cut", "cuts", "reduced", "reduces", "reduce", "drop", "drops", "dropped", "fell", "fall", "falls", "decreased", "decreases", "decrease", "down", "lowers", "lowered", "lower", "shrinks", "shrink"}  # fmt: skip
 _NOUNS = {
     "thread", "core", "cpu", "gpu", "socket", "node", "rank", "process", "worker", "repetition", "rep", "run",
     "trial", "seed", "sweep", "iteration", "step", "epoch", "sample", "layer", "point", "element", "batch", "task",

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from projections.models import units
 from projections.models.evidence import OWN, Evidence, Verdict, range_problem
 from projections.models.metric_names import (
+    QUANTITY_WORDS,
     SHARE_WORDS,
     Named,
     canon,
@@ -38,7 +39,7 @@ from projections.models.metric_names import (
     phrase_words,
 )
 from projections.models.quantities import Quantity, name_key, sentence_of, tolerance
-from projections.models.tables import Pointer, Table, is_key_column, pointed_rows, pointer
+from projections.models.tables import Pointer, Table, is_key_column, pointed_rows, pointer, shape_keys, shapes
 from projections.models.verdicts import ValuesVerdict
 
 # words that end the phrase a number is named by (looking back from it)
@@ -551,9 +552,14 @@ class Checker:
                 paired = self._paired_key(q, table) or self._paired_cell(q, table)
                 if paired is not None:
                     ptr = ptr.with_key(*paired)
+                shaped = self._paired_shape(q, table)
+                if shaped:  # "tiles of 64x64x8, …, 256x128x8 give 10.68, …, 12.11 TFLOP/s respectively"
+                    ptr = Pointer(
+                        tuple(k for k in ptr.keys if k[0] not in {c for c, _ in shaped}) + shaped, ptr.last, ptr.extreme
+                    )
                 if not ptr:
                     continue
-                for col in self._columns_for(q, i, table, ptr):
+                for col in self._columns_for(q, i, table, ptr) or self._columns_like(table, named, ptr):
                     column = col.metric
                     j = table.header.index(column)
                     every = [float(r[j]) for r in table.rows if isinstance(r[j], float)]
@@ -613,6 +619,21 @@ class Checker:
         ]
         numeric = [h for h in numeric if self._could_be_column(q, table, h)]
         return self._named_keys(q, i, {h: [] for h in numeric}, wide=False)
+
+    def _columns_like(self, table: Table, named: list[Named], ptr: Pointer) -> list[Named]:
+        """The columns of a table that keep what the named report metrics do (``METRIC.Precision``
+        for ``snp_precision``): a measure word of theirs, a row key the pointer names for the rest."""
+        keyed = {k for k, _ in ptr.keys}
+        out = []
+        for n in named:
+            mine = set(metric_words(n.metric)) - {"val", "train", "test", "mean", "final", "peak"}
+            for h in table.header:
+                if h in keyed or is_key_column(table, h) or h in {o.metric for o in out}:
+                    continue
+                theirs = set(metric_words(h))
+                if theirs & mine & QUANTITY_WORDS:
+                    out.append(Named(h, 0.0, n.complement))
+        return out
 
     def _could_be_column(self, q: Quantity, table: Table, column: str) -> bool:
         if q.unit != "%":
@@ -704,6 +725,16 @@ class Checker:
             if len(holding) == 1:  # "block heights of 128 and 256" of a column BM that holds both
                 return holding[0], other.value
         return None
+
+    def _paired_shape(self, q: Quantity, table: Table) -> tuple[tuple[str, tuple[float | str, ...]], ...]:
+        """``respectively`` over a list of shapes: the row of the shape this member is paired with."""
+        if not q.respectively or q.list_pos is None:
+            return ()
+        lo, _hi = self._sentence(q)
+        written = shapes(self.text[lo : q.start])
+        if len(written) != q.list_len:
+            return ()
+        return shape_keys(table, written[q.list_pos])
 
     def _paired_cell(self, q: Quantity, table: Table) -> tuple[str, str] | None:
         """``respectively`` over a list of words that are a table's text cells (``SNP and INDEL F1

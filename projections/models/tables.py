@@ -276,6 +276,13 @@ def pointer(
         if named:
             keys.append((key, tuple(dict.fromkeys(named))))
     keyed = {k for k, _ in keys}
+    for m in re.finditer(r"(?<![\w.])(\d+)-([A-Za-z]+)\b", text):  # "the 4-stage variant": stages=4
+        value, word = float(m.group(1)), canon(m.group(2))[0]
+        for key in table.varying():
+            named = key not in keyed and is_key_column(table, key) and word in set(metric_words(key)) | set(canon(key))
+            if named and value in table.column(key):
+                keys.append((key, (value,)))
+                keyed.add(key)
     for shape in re.finditer(r"(?<![\w.])(\d+(?:[x×]\d+)+|\d+\^[23])(?![\w.])", text):
         written = shape.group(1)
         if "^" in written:  # 4096^3: M = N = K = 4096
@@ -296,6 +303,25 @@ def pointer(
             if set(after) & row_words or (context is not None and around & _ROW_NOUNS):
                 extreme = extreme or way
     return Pointer(tuple(keys), last, extreme)
+
+
+def shapes(text: str) -> list[list[float]]:
+    """The shapes a text writes, in order (``64x64x8``, ``4096^3``)."""
+    out = []
+    for shape in re.finditer(r"(?<![\w.])(\d+(?:[x×]\d+)+|\d+\^[23])(?![\w.])", text):
+        written = shape.group(1)
+        if "^" in written:
+            side, power = written.split("^")
+            out.append([float(side)] * int(power))
+        else:
+            out.append([float(c) for c in re.split(r"[x×]", written)])
+    return out
+
+
+def shape_keys(table: Table, cells: list[float]) -> tuple[tuple[str, tuple[Cell, ...]], ...]:
+    """The key cells of the row a shape names, or none."""
+    found = _shape_columns(table, cells)
+    return tuple((column, (cell,)) for column, cell in zip(found, cells)) if found else ()
 
 
 def _shape_columns(table: Table, cells: list[float]) -> list[str] | None:
