@@ -399,12 +399,14 @@ def _complement(said: set[str], mine: set[str]) -> float | None:
     return None
 
 
-def names_a_quantity(words: Iterable[str], metrics: Iterable[str]) -> str | None:
+def names_a_quantity(words: Iterable[str], metrics: Iterable[str], *, change: bool = False) -> str | None:
     """A quantity word of the phrase that none of ``metrics`` carries (``energy`` when nothing
     measures energy), or None: such a number is never checked against another metric."""
     carried = {w for m in metrics for w in metric_words(m)}
     complements = {w for one, other in COMPLEMENTS for side in (one, other) if side & carried for w in (one | other)}
     for word in words:
+        if change and word in ("loss", "gain"):
+            continue  # "a 9.5 percentage-point loss": a fall, not the loss a model minimises
         if word in QUANTITY_WORDS and word not in carried and word not in complements:
             return word
     return None

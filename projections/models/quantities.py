@@ -336,10 +336,16 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             rest = rest[lead:]
             glued = False
             break
-    dh = re.match(r"(GPU|CPU|core|node|device|vCPU)[- ]?(hours?|h|hrs?)(?![A-Za-z])", rest, re.I)
-    if dh:
+    dh = re.match(
+        r"(GPU|CPU|core|node|device|vCPU)(?:[- ]?(hours?|hrs?|minutes?|mins?|seconds?)|[- ](h|s))(?![A-Za-z])",
+        rest,
+        re.I,
+    )
+    if dh:  # 1.52 GPU-hours, 452.8 CPU minutes: a time kept per device (never "16 nodes")
         stop = q.end + lead + dh.end()
-        return replace(q, unit="hour", name=f"{dh.group(1).lower()}_hours", end=stop, text=text[q.start : stop])
+        word = (dh.group(2) or dh.group(3)).lower()
+        unit = "hour" if word.startswith("h") else "minute" if word.startswith("m") else "second"
+        return replace(q, unit=unit, name=f"{dh.group(1).lower()}_{unit}s", end=stop, text=text[q.start : stop])
     pts = _POINTS.match(rest)
     if pts is None and _PLAIN_POINTS.match(rest) and _in_a_change(text, q):
         pts = _PLAIN_POINTS.match(rest)
@@ -559,9 +565,7 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
                 tail,
             )
             nxt = out[i + 1] if i + 1 < len(out) else None
-            sized = nxt is not None and (
-                nxt.unit not in (None, "%", "x", "pp") or (nxt.unit is None and (nxt.text != nxt.written or nxt.noun))
-            )
+            sized = nxt is not None and (nxt.unit not in (None, "%", "x", "pp") or nxt.unit is None)
             if om and nxt is not None and nxt.start == q.end + om.end() and sized:
                 of = i + 1
                 out[i + 1] = replace(nxt, base_of_share=True)

@@ -61,7 +61,7 @@ _COMPARING = frozenset(
     ["faster", "slower", "speedup", "speed", "the", "over", "more", "less", "higher", "lower", "fewer", "as", "that", "of", "improvement", "gain", "reduction", "increase", "decrease", "better", "worse", "than", "vs", "versus", "relative", "compared"]
 )  # fmt: skip
 _AS_IN = re.compile(
-    r"\b(?:as in|as for|as with|like|same as|unchanged from|matching|as did)\s+(?:the\s+|its\s+|\w+\s+)?$", re.I
+    r"\b(?:as in|as for|as with|like|same as|unchanged from|matching|as did)\s+(?:[\w-]+\s+){0,3}$", re.I
 )
 _COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", "step", "iter"})
 
@@ -95,6 +95,8 @@ class Checker:
         q = self.found[i]
         if q.base_of_share:  # "7% of the ~35 GFlops/s roofline", "50% of node_A's 9.87 GFlops/s"
             fact = self._fact(q, i, base=True)
+            if fact.verdict == "unchecked" and q.unit is None and any(self._holds(q, f.value) for f in self.ev.facts):
+                return self._out(q, "checked")  # "the planned 100,000": a number of the run's own words
             if fact.verdict == "checked" or (not self._named_outside(q) and not self._named_nodes(q)):
                 return fact
             return self._value(q, i)
@@ -318,7 +320,9 @@ class Checker:
             if named:
                 return named, None
             if tier == 0:  # its own phrase, not its sentence's
-                missing = names_a_quantity(words, run)
+                missing = names_a_quantity(
+                    words, run, change=q.unit in ("%", "x", "pp") and q.direction in ("up", "down")
+                )
                 if missing is not None:
                     return [], missing
         return [], None
@@ -344,6 +348,9 @@ class Checker:
             best = max(overlap.values())
             if best and list(overlap.values()).count(best) < len(dim):
                 named = [Named(m, float(best)) for m, n in overlap.items() if n == best]
+        asked = set(self._phrases[i].own) & (QUANTITY_WORDS | {"fp", "fn", "tp"})
+        if named and asked and not any(asked & set(metric_words(n.metric)) or n.complement for n in named):
+            named = []  # "SNP false positives": not snp_recall, although both say SNP
         by_words = bool(named)
         if dim is not None and not named and missing is None:
             named = [Named(m, 0.0) for m in dim]  # a unit alone: every metric of its dimension
@@ -357,7 +364,10 @@ class Checker:
         if paired is not None:
             return self._of_node(q, i, paired, named)
         own_holds = next((n for n in named if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
-        if own_holds is None and self._named_nodes(q):  # "the parent's: 361.5 vs 389.2 kops/s"
+        if explicit and own_holds is not None:  # snp_f1=0.9984: that metric's, whatever row the line names
+            return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
+        to_end = q.from_range and not q.range_first
+        if own_holds is None and not to_end and self._named_nodes(q):  # "the parent's: 361.5 vs 389.2 kops/s"
             found, _ = self._elsewhere(q, i, named, artifacts=False)
             if found is not None:
                 return found
@@ -888,13 +898,13 @@ class Checker:
         found, _ = self._elsewhere(replace(q, unit=None), i, [Named(m, 0.0) for m in own], artifacts=not own)
         if found is not None:
             return found
+        if own:  # "completed 100,000 steps" of a report that counts 38,400: the report, never the plan
+            said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
+            return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
         fact = self._fact(q, i)
-        if fact.verdict != "unchecked" or not own:
-            if fact.verdict == "unchecked":
-                return self._setting(q, i) or fact
-            return fact
-        said = ", ".join(f"{m}={self.ev.metrics[m]!r}" for m in own)
-        return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
+        if fact.verdict == "unchecked":
+            return self._setting(q, i) or fact
+        return fact
 
     def _spread(self, q: Quantity, i: int) -> Verdict:
         """``± 0.13 GFlops/s``, ``76.1 ± 0.2 %``: a spread metric of that quantity (named by the
@@ -1297,10 +1307,12 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
     stop_re = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
     strict_re = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
     for k, q in enumerate(found):
-        nxt = next((o.start for o in found[k + 1 :] if o.start >= q.end), len(text))
-        rest = text[q.end : min(q.end + 60, nxt)]
+        nxt = next((o.start for o in found[k + 1 :] if o.start >= q.end), None)
+        rest = text[q.end : min(q.end + 60, nxt if nxt is not None else len(text))]
         stop = stop_re.search(rest)
-        if nxt <= q.end + 60 and not re.search(r"[,;:.!?|]", rest):  # "0.9846 at INDEL recall 0.9912"
+        if (
+            nxt is not None and nxt <= q.end + 60 and not re.search(r"[,;:.!?|]", rest)
+        ):  # "0.9846 at INDEL recall 0.9912"
             stop = strict_re.search(rest) or stop
         span = rest[: stop.start()] if stop else rest
         words = [w for w, _ in phrase_words(span)][:6]
@@ -1317,7 +1329,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         lead_text = text[start : q.start]
         leading = [w for w, _ in phrase_words(lead_text)]
         near: list[str] = []
-        cut = max((m.end() for m in re.finditer(r"[,;:()\[\]|]", lead_text)), default=0)
+        cut = max((m.end() for m in re.finditer(r"[,;()\[\]|]", lead_text)), default=0)
         for word in reversed([w for w, _ in phrase_words(lead_text[cut:])]):
             if word in _BOUNDARY:
                 if near or word in ("and", "or", "but", "while", "whereas", "vs", "versus"):
