@@ -162,7 +162,7 @@ _COMMON = frozenset(_SYNONYMS) | frozenset(
 # words that say which quantity a sentence talks about; a phrase with one that no metric carries
 # names a quantity the run did not measure (never the primary metric's)
 QUANTITY_WORDS = frozenset(
-    ["acc", "loss", "ppl", "throughput", "latency", "bw", "mem", "time", "param", "err", "eff", "util", "recall", "precision", "f1", "em", "coeff", "occupancy", "residual", "amplification", "cost", "energy", "power", "coverage", "score"]
+    ["acc", "loss", "ppl", "throughput", "latency", "bw", "mem", "time", "param", "err", "eff", "util", "recall", "precision", "f1", "em", "coeff", "occupancy", "residual", "amplification", "cost", "energy", "power", "coverage"]
 )  # fmt: skip
 # a share and its complement: the words of one side, the words of the other
 COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (

@@ -388,6 +388,10 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             stop = q.end + lead + len(word)
             return replace(q, name=word, end=stop, text=text[q.start : stop])
         noun, stop = count_noun(word), q.end + lead + len(word)
+        unit2 = re.match(r"[A-Za-z][\w\-]* ([A-Za-z][A-Za-z/]*)", rest)
+        if noun is None and not glued and unit2 and units.parse(unit2.group(1)) and word.lower() not in _LINK_WORDS:
+            stop = q.end + lead + unit2.end()  # "1.5M read IOPS", "77.7K random-read IOPS": the unit after one word
+            return replace(q, unit=units.parse(unit2.group(1)), end=stop, text=text[q.start : stop])
         if noun is None and not glued and word.lower() not in _LINK_WORDS:  # "100 Jacobi sweeps": a noun after one word
             nm = re.match(
                 r"(?!(?:this|that|these|those|the|its|our|their|each|every)\b)[A-Za-z][\w\-]* ([A-Za-z]+)", rest
@@ -404,7 +408,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
 
 def _in_a_change(text: str, q: Quantity) -> bool:
     """Whether plain ``points`` after a number are percentage points: a sign, or a change word near it."""
-    if q.signed:
+    if q.signed or text[: q.start].rstrip().endswith(("±", "+/-")):
         return True
     around = text[max(0, q.start - 25) : q.start] + " " + text[q.end : q.end + 30]
     return bool(_CHANGE_NEAR.search(around))

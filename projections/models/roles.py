@@ -295,14 +295,7 @@ class Checker:
             if by_name or self._explicit(q):  # name=value: that metric, or none
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
-        own = list(phrase.own)
-        if q.noun:  # "7,449 truth SNPs": its own noun phrase names its column
-            own += [w for w, _ in phrase_words(q.text[len(q.written) :])]
-        if q.list_pos is not None:  # "97.3%, 88.1% and 94.0% efficiency": the list's words are each member's
-            head, last = i - q.list_pos, i - q.list_pos + q.list_len - 1
-            if head >= 0 and last < len(self.found) and self.found[last].list_pos == q.list_len - 1:
-                own += self._phrases[head].own + self._phrases[last].own
-        tiers = [own, list(phrase.leading)]
+        tiers = [self._own_words(i), list(phrase.leading)]
         paired = self._paired_word(q)
         if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"
             word, others = paired
@@ -348,7 +341,7 @@ class Checker:
             best = max(overlap.values())
             if best and list(overlap.values()).count(best) < len(dim):
                 named = [Named(m, float(best)) for m, n in overlap.items() if n == best]
-        asked = set(self._phrases[i].own) & (QUANTITY_WORDS | {"fp", "fn", "tp"})
+        asked = set(self._own_words(i)) & (QUANTITY_WORDS | {"fp", "fn", "tp"})
         if named and asked and not any(asked & set(metric_words(n.metric)) or n.complement for n in named):
             named = []  # "SNP false positives": not snp_recall, although both say SNP
         by_words = bool(named)
@@ -381,7 +374,7 @@ class Checker:
         # a value whose words or unit name a metric of the own report is that metric's, unless the
         # sentence points at a row, names a range or a list: the artifacts back only what it lacks
         artifacts = (not by_words and not dim) or q.range_with is not None or q.from_range or q.list_pos is not None
-        if q.from_range and not q.range_first:
+        if q.from_range and not q.range_first and (by_words or dim):
             artifacts = False  # "rises from 1,203 µs to 1.9 ms": the to-end is the node's own, as reported
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
         if found is not None:
@@ -486,7 +479,10 @@ class Checker:
     ) -> tuple[Verdict | None, list[str]]:
         """``checked`` when a named ancestor's metric (any ancestor's for the first end of ``from
         A to B``) or, with ``artifacts``, a pinned artifact's number equals the quantity."""
-        nodes = list(self.ev.ancestors) if q.from_range and q.range_first else self._named_nodes(q)
+        if q.from_range:  # "from A to B": A may be any ancestor's, B is the node's own
+            nodes = list(self.ev.ancestors) if q.range_first else []
+        else:
+            nodes = self._named_nodes(q)
         by_name = {n.metric: n for n in named}
         for node in nodes:
             metrics = self.ev.ancestors[node]
@@ -758,6 +754,19 @@ class Checker:
                     return key, cell
         return None
 
+    def _own_words(self, i: int) -> list[str]:
+        """The words of a number's own phrase, with its noun's (``7,449 truth SNPs``) and, in a
+        list, the list's (``97.3%, 88.1% and 94.0% efficiency``)."""
+        q = self.found[i]
+        own = list(self._phrases[i].own)
+        if q.noun:
+            own += [w for w, _ in phrase_words(q.text[len(q.written) :])]
+        if q.list_pos is not None:
+            head, last = i - q.list_pos, i - q.list_pos + q.list_len - 1
+            if head >= 0 and last < len(self.found) and self.found[last].list_pos == q.list_len - 1:
+                own += self._phrases[head].own + self._phrases[last].own
+        return own
+
     def _paired_word(self, q: Quantity) -> tuple[str, set[str]] | None:
         """``respectively`` over a list of words (``SNP and INDEL F1 of 99.54% and 99.84%``): the
         canonical word this list member is paired with, and the list's other words."""
@@ -895,7 +904,9 @@ class Checker:
         pointed = self._pointed(replace(q, unit=None), i, [Named(m, 0.0) for m in own])
         if pointed is not None:
             return pointed[0]
-        found, _ = self._elsewhere(replace(q, unit=None), i, [Named(m, 0.0) for m in own], artifacts=not own)
+        found, _ = self._elsewhere(
+            replace(q, unit=None), i, [Named(m, 0.0) for m in own], artifacts=not own and not q.per
+        )
         if found is not None:
             return found
         if own:  # "completed 100,000 steps" of a report that counts 38,400: the report, never the plan
