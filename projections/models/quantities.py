@@ -352,6 +352,10 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     if pts is not None:
         stop = q.end + lead + pts.end()
         return replace(q, unit="pp", end=stop, text=text[q.start : stop])
+    deg = re.match(r"°\s?([CF])\b", rest)
+    if deg:  # "3 °C": a temperature (a difference of one, as it is written beside a number)
+        stop = q.end + lead + deg.end()
+        return replace(q, unit=f"delta_deg{deg.group(1)}", end=stop, text=text[q.start : stop])
     if rest.startswith("%") or re.match(r"(percent|per cent|pct)\b", rest):
         n = 1 if rest.startswith("%") else len(re.match(r"(percent|per cent|pct)", rest).group())  # type: ignore[union-attr]
         return replace(q, unit="%", end=q.end + lead + n, text=text[q.start : q.end + lead + n])

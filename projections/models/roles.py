@@ -48,8 +48,9 @@ _BOUNDARY = frozenset(
 )  # fmt: skip
 # a measurement's verbs: a hardware number of the same unit is the machine's, not this quantity
 _MEASURED = frozenset(
-    ["achieved", "achieves", "achieve", "measured", "sustained", "sustains", "reaches", "reached", "reach", "peaks", "peaked", "peak", "used", "uses", "consumed", "consumes", "took", "takes", "needs", "needed", "runs", "ran", "effective", "observed", "delivers", "delivered", "attains", "attained", "hits", "sustain", "drops", "dropped", "falls", "fell", "rises", "rose", "improves", "improved", "reads", "read", "writes", "processes", "processed", "streams", "stream", "moved", "saturates", "saturate", "issues", "issue", "achieving", "reaching"]
+    ["achieved", "achieves", "achieve", "measured", "sustained", "sustains", "reaches", "reached", "reach", "peaks", "peaked", "peak", "used", "uses", "consumed", "consumes", "took", "takes", "needs", "needed", "effective", "observed", "delivers", "delivered", "attains", "attained", "hits", "sustain", "drops", "dropped", "falls", "fell", "rises", "rose", "improves", "improved", "reads", "read", "writes", "processes", "processed", "streams", "stream", "moved", "saturates", "saturate", "issues", "issue", "achieving", "reaching"]
 )  # fmt: skip
+_MEASURED_WORDS = frozenset(w for word in _MEASURED for w in canon(word)) | _MEASURED  # as phrases hold them
 _IDENTIFIER = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w-])")
 _GENERIC_IDS = frozenset(
     ["gpu", "gpus", "cpu", "cpus", "vcpu", "vcpus", "ram", "dram", "hbm", "ssd", "nvme", "io", "os", "api", "sm", "sms", "simd", "mpi", "omp", "id", "ids", "ok", "na", "pr", "ci", "csv", "json", "log", "logs", "fp32", "fp16", "bf16", "tf32", "fp64", "int8", "int4", "nf4", "amp", "ema", "sgd", "lr", "ls", "top-1", "top-5", "p50", "p90", "p95", "p99", "p999", "all", "pass", "result", "results", "metric", "metrics", "warn", "warning", "info", "finding", "note", "error", "debug", "fail", "failed", "table", "fig", "figure", "dimm", "node", "run", "status", "summary"]
@@ -61,7 +62,9 @@ _COMPARING = frozenset(
     ["faster", "slower", "speedup", "speed", "the", "over", "more", "less", "higher", "lower", "fewer", "as", "that", "of", "improvement", "gain", "reduction", "increase", "decrease", "better", "worse", "than", "vs", "versus", "relative", "compared"]
 )  # fmt: skip
 _AS_IN = re.compile(
-    r"\b(?:as in|as for|as with|like|same as|unchanged from|matching|as did)\s+(?:[\w-]+\s+){0,3}$", re.I
+    r"\b(?:as in|as for|as with|like|same as|unchanged from|matching|matches|as did|reproduces|reproduced|replicates|"
+    r"confirms|confirmed)\s+(?:[\w-]+\s+){0,3}$",
+    re.I,
 )
 _COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", "step", "iter"})
 
@@ -472,7 +475,7 @@ class Checker:
     def _measurement(self, i: int) -> bool:
         """The number's sentence says it was measured (a hardware number does not decide it)."""
         phrase = self._phrases[i]
-        return bool(set(phrase.own) & _MEASURED or set(phrase.leading) & _MEASURED)
+        return bool(set(phrase.own) & _MEASURED_WORDS or set(phrase.leading) & _MEASURED_WORDS)
 
     def _elsewhere(
         self, q: Quantity, i: int, named: list[Named], *, artifacts: bool = True
