@@ -89,6 +89,9 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "score": ("score", "scores"),
 }
 _CANON: dict[str, str] = {w: c for c, ws in _SYNONYMS.items() for w in ws}
+# an acronym a metric's name carries for a rate of errors: the words it abbreviates, so that "error"
+# names it and "word accuracy" names its complement
+_ACRONYMS: dict[str, tuple[str, ...]] = {"wer": ("word", "err"), "cer": ("character", "err")}
 # words a metric's name carries for its unit or its aggregation, which say nothing of what it measures
 _NAME_NOISE = frozenset(
     [
@@ -317,6 +320,7 @@ def metric_words(name: str) -> tuple[str, ...]:
         if token in _MAGNITUDE and len(raw) > 1:
             continue  # params_M: the magnitude, see count_scale
         out.extend(canon(token))
+        out.extend(w for c in canon(token) for w in _ACRONYMS.get(c, ()))
     unit = units.of_metric(name)
     if unit is not None:
         kind = units.kind(unit)

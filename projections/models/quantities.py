@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from projections.models import units, written_numbers
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
-_UNIT_WORD = re.compile(r"[A-Za-zµμ][A-Za-z0-9µμ]*(?:/[A-Za-zµμ][A-Za-z]*)?")
+_UNIT_WORD = re.compile(r"[A-Za-zµμ][A-Za-z0-9µμ]*(?:/[A-Za-zµμ][A-Za-z]*){0,2}")
 _PER_WORDS = re.compile(r"(?:[A-Za-z]+ )?([A-Za-zµμ][A-Za-z0-9µμ]*) per (second|sec|s|hour|minute|min)\b")
 # a difference of percentages: 1.8 pp, 1.8 percentage points, 1.8 p.p., 1.8 % points (plain "points" only in a change)
 _POINTS = re.compile(
@@ -375,6 +375,9 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     if um:
         word = um.group()
         unit = units.parse(word)
+        if unit is None and word.count("/") == 2 and units.parse(word.rpartition("/")[0]) is not None:
+            word = word.rpartition("/")[0]  # "12 GB/s/node": the rate, then a noun per thing
+            unit = units.parse(word)
         if unit is None and "/" in word:
             top, _, per = word.partition("/")
             if units.parse(per) is None and count_noun(per + "s") is not None:  # "10 bits/key", "3.0 min/epoch"

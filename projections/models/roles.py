@@ -345,7 +345,12 @@ class Checker:
             if best and list(overlap.values()).count(best) < len(dim):
                 named = [Named(m, float(best)) for m, n in overlap.items() if n == best]
         asked = set(self._own_words(i)) & (QUANTITY_WORDS | {"fp", "fn", "tp"})
-        if named and asked and not any(asked & set(metric_words(n.metric)) or n.complement for n in named):
+        if (
+            named
+            and asked
+            and not explicit
+            and not any(asked & set(metric_words(n.metric)) or n.complement for n in named)
+        ):
             named = []  # "SNP false positives": not snp_recall, although both say SNP
         by_words = bool(named)
         if dim is not None and not named and missing is None:
@@ -1037,7 +1042,8 @@ class Checker:
                 r"\s*(?:of|vs\.?|versus|that of|compared to|against)\s+(?:the\s+|its\s+)?",
                 self.text[q.end : q.end + 40],
             )
-            return m is not None and any(pos == q.end + m.end() for pos, _ in self.mentions)
+            # "27.4% of the baseline's wall time" written at the baseline: its own share, no comparison
+            return m is not None and any(pos == q.end + m.end() and n != self.ev.node_id for pos, n in self.mentions)
         return False
 
     def _pairs(self, base: str) -> dict[str, str]:
@@ -1219,13 +1225,15 @@ class Checker:
         absolute = q.unit == "%" and q.change_kind == "absolute" and direction in ("up", "down")
         for n in named:
             own, theirs = self.ev.metrics[n.metric], self._base_value(base, pairs, n.metric)
-            if n.complement:
+            if self._is_share(n.metric):  # one node may keep it as a fraction, another as a percent
+                own, theirs = self._percent(n.metric, own), self._percent(n.metric, theirs)
+                if n.complement:
+                    own, theirs = 100 - own, 100 - theirs
+            elif n.complement:
                 if kept_as_percent(n.metric, own, self._others(n.metric)):
                     own, theirs = 100 - own, 100 - theirs
                 else:
                     own, theirs = 1 - own, 1 - theirs
-            if self._is_share(n.metric):  # one node may keep it as a fraction, another as a percent
-                own, theirs = self._percent(n.metric, own), self._percent(n.metric, theirs)
             if absolute:
                 figure = own - theirs if direction == "up" else theirs - own
             elif own and theirs:
@@ -1329,6 +1337,8 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         ):  # "0.9846 at INDEL recall 0.9912"
             stop = strict_re.search(rest) or stop
         span = rest[: stop.start()] if stop else rest
+        if "(" in span and ")" not in span and nxt is not None:
+            span = span[: span.index("(")]  # "2.39 (eval loss 0.817)": the parenthesis is the next number's
         words = [w for w, _ in phrase_words(span)][:6]
         trailing_end.append(q.end + (len(span) if words else 0))
         trailing.append(words)
@@ -1340,7 +1350,8 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
             if found[j].end <= q.start and found[j].start >= lo:
                 start = max(start, found[j].end)
                 break
-        lead_text = text[start : q.start]
+        own_start = max(start, max((trailing_end[j] for j in range(k) if found[j].end <= q.start), default=lo))
+        lead_text = text[own_start : q.start]  # "0.0009 kJ/mol/ns per atom, a 92% cut": "per atom" is not the 92%'s
         leading = [w for w, _ in phrase_words(lead_text)]
         near: list[str] = []
         cut = max((m.end() for m in re.finditer(r"[,;()\[\]|]", lead_text)), default=0)

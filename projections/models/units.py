@@ -98,6 +98,12 @@ _COUNT_RATE = re.compile(
     r"|^([kKMGB]?)(iops|qps|tps|lups|ops)$",
     re.I,
 )
+# a simulation's pace, as MD and climate codes write it: ns/day, µs/day, ps/h (simulated per wall time),
+# and its inverse, h/ns or days/µs
+_WALL = {"day": "day", "days": "day", "d": "day", "h": "hour", "hr": "hour", "hour": "hour", "hours": "hour"}
+_WALL_WORDS = "days?|d|h|hrs?|hours?"
+_SIM_PACE = re.compile(rf"^([fpnum]?)s/({_WALL_WORDS})$")
+_SIM_COST = re.compile(rf"^({_WALL_WORDS})/([fpnum]?)s$")
 _PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "giga"}
 # prefixes and units no run reports in, which pint still finds in plain words
 _ODD = re.compile(r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot")
@@ -114,12 +120,20 @@ def registry() -> Any:
         ureg.define("flop = [floating_point_operation] = FLOP")
         ureg.define("item = [item]")
         ureg.define("USD = [currency] = usd = dollar = dollars")
+        ureg.define("simsecond = [simulated_time]")  # the time a simulation covers, never the wall clock's
         return ureg
 
 
 def _normalise(word: str) -> str:
-    """``GFlops/s``, ``GFLOP/s``, ``Gflop/s`` and ``GFLOPS`` as pint reads them."""
+    """``GFlops/s``, ``GFLOP/s``, ``Gflop/s`` and ``GFLOPS`` as pint reads them; ``ns/day`` and
+    ``h/ns`` (a simulation's pace: simulated time per wall time, or its inverse) in simulated time."""
     word = word.replace("µ", "u").replace("μ", "u").strip()
+    m = _SIM_PACE.match(word)
+    if m:
+        return f"{m.group(1)}simsecond/{_WALL[m.group(2).lower()]}"
+    m = _SIM_COST.match(word)
+    if m:
+        return f"{_WALL[m.group(1).lower()]}/{m.group(2)}simsecond"
     m = _COUNT_RATE.match(word)
     if m:
         prefix = m.group(1) if m.group(2) else m.group(4)
