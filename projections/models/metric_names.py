@@ -231,6 +231,11 @@ _BIGRAMS = {
     ("true", "positive"): "tp",
     ("true", "positives"): "tp",
     ("false", "discovery"): "fdr",
+    # a number format, never the precision of a classifier
+    ("double", "precision"): "fp64",
+    ("single", "precision"): "fp32",
+    ("half", "precision"): "fp16",
+    ("mixed", "precision"): "amp",
 }
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _SPLIT = re.compile(r"[^A-Za-z0-9@]+")
@@ -260,6 +265,9 @@ def canon(word: str) -> tuple[str, ...]:
     if low in _CANON:
         return (_CANON[low],)
     if "-" in low:
+        pair = tuple(low.split("-"))
+        if pair in _BIGRAMS:  # "false-positive", "word-error": as the two words
+            return (_BIGRAMS[pair],)  # type: ignore[index]
         parts = tuple(p for part in low.split("-") if part for p in canon(part))
         return parts
     if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")) and low[:-1] in _CANON:

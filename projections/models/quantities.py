@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from projections.models import units, written_numbers
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
-_UNIT_WORD = re.compile(r"[A-Za-zµμ][A-Za-z0-9µμ]*(?:/[A-Za-zµμ][A-Za-z]*){0,2}")
+_UNIT_WORD = re.compile(r"[A-Za-zµμÅ][A-Za-z0-9µμ]*(?:/[A-Za-zµμÅ][A-Za-z]*){0,2}")
 _PER_WORDS = re.compile(r"(?:[A-Za-z]+ )?([A-Za-zµμ][A-Za-z0-9µμ]*) per (second|sec|s|hour|minute|min)\b")
 # a difference of percentages: 1.8 pp, 1.8 percentage points, 1.8 p.p., 1.8 % points (plain "points" only in a change)
 _POINTS = re.compile(
@@ -533,9 +533,9 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         dashed = re.fullmatch(r"\s*[-–—]\s*", gap) or re.fullmatch(r"\s*-\s*", text[a.start + len(a.written) : b.start])
         if dashed or (re.fullmatch(r"\s+and\s+", gap) and re.search(r"\bbetween\s*$", head)):
             is_range = True
-        elif re.fullmatch(r"\s+(?:(?:down|up|fell|rose)\s+)?(?:to|→|->)\s+|\s*(?:→|->)\s*", gap) and re.search(
-            r"\bfrom\b[^.;]*$", head
-        ):
+        elif re.fullmatch(
+            r"(?:\s*\([^()\d]{1,30}\))?(?:\s+(?:(?:down|up|fell|rose)\s+)?(?:to|→|->)\s+|\s*(?:→|->)\s*)", gap
+        ) and re.search(r"\bfrom\b[^.;]*$", head):
             is_range, from_range = True, True
         if b.spread and re.fullmatch(r"\s*(?:±|\+/-|\+-|plus or minus)\s*", gap):
             if a.unit is None and a.name is None and b.unit is not None:

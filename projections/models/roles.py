@@ -38,8 +38,18 @@ from projections.models.metric_names import (
     names_a_quantity,
     phrase_words,
 )
-from projections.models.quantities import Quantity, name_key, sentence_of, tolerance
-from projections.models.tables import Pointer, Table, is_key_column, pointed_rows, pointer, shape_keys, shapes
+from projections.models.quantities import Quantity, count_noun, name_key, sentence_of, tolerance
+from projections.models.tables import (
+    Cell,
+    Place,
+    Pointer,
+    Table,
+    is_key_column,
+    pointed_rows,
+    pointer,
+    shape_keys,
+    shapes,
+)
 from projections.models.verdicts import ValuesVerdict
 
 # words that end the phrase a number is named by (looking back from it)
@@ -69,6 +79,10 @@ _AS_IN = re.compile(
 _COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", "step", "iter"})
 
 
+# words before a percentage that make it what is left of a share the sentence names
+_REMAINDER = frozenset({"leav", "leave", "remaining", "remainder", "rest"})
+
+
 @dataclass(frozen=True)
 class _Phrase:
     """The words that may name one number's quantity, nearest first."""
@@ -77,6 +91,7 @@ class _Phrase:
     leading: list[str]  # all its words since the last number's phrase
     sentence: list[str]
     scope: tuple[int, int]  # its clause: where a row it points at is named
+    after: int = 0  # how many of ``own`` follow it (the rest lead to it)
 
 
 class Checker:
@@ -215,6 +230,8 @@ class Checker:
     def _could_be(self, q: Quantity, metric: str, value: float) -> bool:
         """Whether a metric may be what a percentage states: a share (kept as a fraction or a
         percent), never a count or a measure with a unit."""
+        if q.unit is None and abs(q.value) > 100 and self._is_share(metric):
+            return False  # "322 of them deletions": no error rate, kept as a fraction or a percent
         if q.unit != "%":
             return True
         if units.of_metric(metric) is not None and metric not in self.ev.metrics:
@@ -338,13 +355,17 @@ class Checker:
         pool = dim if dim is not None else own_all
         wide = dim is None
         named, missing = self._naming(i, pool, wide=wide)
+        if q.unit == "%" and set(self._phrases[i].own[self._phrases[i].after :]) & _REMAINDER:
+            # "takes 27.4% of the time, leaving 72.6% for the rest": the other side of the sentence's share
+            whole = name_metrics(self._phrases[i].sentence, pool, complements=False)
+            named, missing = [Named(n.metric, n.score, complement=True) for n in whole], None
         if dim and not named and missing is None:  # "training takes 5.51 h": of the times, the training's
             said = set(self._phrases[i].own)
             overlap = {m: len(said & set(metric_words(m))) for m in dim}
             best = max(overlap.values())
             if best and list(overlap.values()).count(best) < len(dim):
                 named = [Named(m, float(best)) for m, n in overlap.items() if n == best]
-        asked = set(self._own_words(i)) & (QUANTITY_WORDS | {"fp", "fn", "tp"})
+        asked = set(self._asking_words(i)) & (QUANTITY_WORDS | {"fp", "fn", "tp"})
         if (
             named
             and asked
@@ -372,7 +393,9 @@ class Checker:
             found, _ = self._elsewhere(q, i, named, artifacts=False)
             if found is not None:
                 return found
-        pointed = None if q.range_with is not None else self._pointed(q, i, named)
+        # a range's ends may sit on two rows; the to-end of "from A to B" is the row its sentence points at
+        ends = q.range_with is not None and not (q.from_range and not q.range_first)
+        pointed = None if ends else self._pointed(q, i, named)
         if pointed is not None:
             verdict, report_in_table = pointed
             if verdict.verdict == "checked" or own_holds is None or report_in_table:
@@ -505,9 +528,47 @@ class Checker:
             for key in self._named_keys(q, i, place.by_key):
                 looked.append(f"{place.where} ({key.metric})")
                 values = place.by_key[key.metric]
-                if any(self._held_by(q, key.metric, v, key, column=values) for v in values):
+                said = values if q.range_with is not None else self._unpointed(place, key.metric)  # ends: two rows
+                if any(self._held_by(q, key.metric, v, key, column=values) for v in said):
                     return self._out(q, "checked"), []
         return None, looked
+
+    def _unpointed(self, place: Place, key: str) -> list[float]:
+        """The values of a key a sentence that points at no row may state: a table's column only
+        in the rows that hold the node report's values (the configuration it reported), when the
+        report's numbers single them out; every value otherwise."""
+        values = place.by_key[key]
+        for table in place.tables:
+            if key not in table.header or is_key_column(table, key):
+                continue  # a key's cells name rows: any of them is a row the table has
+            j = table.header.index(key)
+            column = {float(r[j]) for r in table.rows if isinstance(r[j], float)}
+            if len(column) < 2:
+                continue
+            rows = self._report_rows(table)
+            if rows:
+                kept = {float(r[j]) for r in rows if isinstance(r[j], float)}
+                values = [v for v in values if v not in column or v in kept]
+        return values
+
+    def _report_rows(self, table: Table) -> list[list[Cell]]:
+        """The rows of a table the node report's metrics come from: each holds, in a column named
+        like a report metric, that metric's value to the digits the report wrote."""
+        pairs = [
+            (table.header.index(m), m) for m in self.ev.metrics if m in table.header and not is_key_column(table, m)
+        ]
+        if not pairs:
+            return []
+        picked = []
+        for row in table.rows:
+            hits = [
+                m
+                for j, m in pairs
+                if isinstance(row[j], float) and self._reported_in(m, table.header[j], [float(row[j])])
+            ]
+            if len(hits) == len(pairs):
+                picked.append(row)
+        return picked if len(picked) < len(table.rows) else []
 
     def _same_kind(self, q: Quantity, i: int, metrics: Mapping[str, float]) -> list[str]:
         """An ancestor's metrics the quantity may be: named by its words, else of its dimension."""
@@ -564,8 +625,14 @@ class Checker:
                     self._pointer(p, t, table, self._phrases[i].scope, sentence=False)
                 )
                 paired = self._paired_key(q, table) or self._paired_cell(q, table)
-                if paired is not None:
-                    ptr = ptr.with_key(*paired)
+                if paired is not None:  # the list's other members point at no row of this member's
+                    listed = {
+                        o.value
+                        for o in self.found
+                        if lo <= o.start < hi and o.respectively and o.list_len == q.list_len and o.unit != q.unit
+                    }
+                    kept = tuple(k for k in ptr.keys if k[0] == paired[0] or not listed & set(k[1]))
+                    ptr = Pointer(kept, ptr.last, ptr.extreme).with_key(*paired)
                 shaped = self._paired_shape(q, table)
                 if shaped:  # "tiles of 64x64x8, …, 256x128x8 give 10.68, …, 12.11 TFLOP/s respectively"
                     ptr = Pointer(
@@ -773,7 +840,21 @@ class Checker:
             head, last = i - q.list_pos, i - q.list_pos + q.list_len - 1
             if head >= 0 and last < len(self.found) and self.found[last].list_pos == q.list_len - 1:
                 own += self._phrases[head].own + self._phrases[last].own
+        nxt = self.found[i + 1] if i + 1 < len(self.found) else None
+        if nxt is not None and re.fullmatch(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+", self.text[q.end : nxt.start]):
+            after = self._phrases[i + 1]  # "1,621 SNP and 4,034 indel false positives": SNP false positives
+            own += after.own[1 : after.after]
+        if q.range_with is not None and not q.range_first:  # "takes SNP FPs from 14,655 to 4,104"
+            own += self._phrases[q.range_with].own
         return own
+
+    def _asking_words(self, i: int) -> list[str]:
+        """The words that say which quantity a number is: its own, but for a percentage's ``of``
+        tail, which names the whole it is a share of (``27.4% of the wall time``)."""
+        q = self.found[i]
+        if q.unit == "%" and re.match(r"\s*of\b", self.text[q.end :]):
+            return self._phrases[i].own[self._phrases[i].after :]
+        return self._own_words(i)
 
     def _paired_word(self, q: Quantity) -> tuple[str, set[str]] | None:
         """``respectively`` over a list of words (``SNP and INDEL F1 of 99.54% and 99.84%``): the
@@ -903,9 +984,9 @@ class Checker:
         ]
         per = canon(q.per)[0] if q.per else None
         own = [m for m in countable if noun in metric_words(m) and (per is None or per in metric_words(m))]
-        if not own and q.per is None:
+        if not own and q.per is None:  # "612 LINCS warnings": named by its words; "12 residues" of no metric
             named, _ = self._naming(i, countable, wide=False)
-            own = [n.metric for n in named]
+            own = [n.metric for n in named if not noun or not _counts_another(n.metric, noun)]
         for metric in own:
             if self._held_by(replace(q, unit=None), metric, self.ev.metrics[metric]):
                 return self._out(q, "checked")
@@ -1035,6 +1116,9 @@ class Checker:
             follows = re.findall(r"[a-z]+", self.text[q.end : q.end + 30].lower())[:1]
             if q.direction != "share" or (follows and follows[0] in _COMPARING):
                 return True
+            m = re.match(r"\s*(?:the|its|that of)?\s*", self.text[q.end : q.end + 20])
+            if m is not None and any(pos == q.end + m.end() and n != self.ev.node_id for pos, n in self.mentions):
+                return True  # "2.32x its parent in ns/day
             named, _ = self._naming(i, [m for m in self._run_metric_names() if not units.is_spread(m)], wide=False)
             return not named  # "mean coverage of 30.2x": a value kept in x
         if q.direction == "share":  # "139% of node_A2's throughput", never "71.9% of FP32 peak, … below vec4"
@@ -1285,6 +1369,16 @@ def _comparable(unit: str, other: str) -> bool:
     return other not in ("%", "x", "pp") and units.dimension(unit) == units.dimension(other)
 
 
+_COMMON_COUNTS = frozenset({"count", "number", "num", "n", "cnt", "total"})
+
+
+def _counts_another(metric: str, noun: str) -> bool:
+    """Whether a count metric counts a thing of its own other than ``noun`` (``lincs_warnings``
+    counts warnings, never residues)."""
+    last = metric_words(metric)[-1:] if metric_words(metric) else ()
+    return bool(last) and last[0] != noun and count_noun(last[0] + "s") is not None and last[0] not in _COMMON_COUNTS
+
+
 def _countable(metric: str, value: float) -> bool:
     """A metric a count may be: kept at a magnitude (``params_M``), named like a count, or a
     whole number above one without a unit."""
@@ -1369,5 +1463,5 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         nxt = next((o.start for o in found[k + 1 :] if q.end <= o.start < clause_end), None)
         if nxt is not None:
             clause_end = nxt
-        result.append(_Phrase(trailing[k] + near, leading, sentence, (clause_start, clause_end)))
+        result.append(_Phrase(trailing[k] + near, leading, sentence, (clause_start, clause_end), len(trailing[k])))
     return result

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.models.metric_names import canon, metric_words
+from projections.models.metric_names import QUANTITY_WORDS, canon, metric_words
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
 _KEY_VALUE = re.compile(rf"([A-Za-z_][\w/.@-]*)\s*[=:]\s*({_NUM})(?![\w.])")
@@ -237,11 +237,16 @@ def is_key_column(table: Table, column: str) -> bool:
     cells = table.column(column)
     if all(isinstance(c, str) for c in cells):
         return True
+    if set(metric_words(column)) & QUANTITY_WORDS:
+        return False  # n_err_test_clean, epoch_time_s, gpu_mem_GB: a measure, whatever it is counted per
     if set(metric_words(column)) & _KEY_WORDS or set(canon(column)) & _KEY_WORDS:
         return True
-    whole = all(isinstance(c, float) and c == int(c) for c in cells)
+    numbered = [c for c in cells if not (isinstance(c, str) and c.strip().lower() in _SUMMARY_ROWS)]
+    whole = bool(numbered) and all(isinstance(c, float) and c == int(c) for c in numbered)  # 1..10, then "all"
     plural = column.islower() and column.endswith("s") and column.isalpha()  # stages, replicates, shots
-    return whole and (table.header.index(column) == 0 or plural)
+    first = table.header.index(column) == 0
+    swept = first and len(numbered) > 1 and len(set(numbered)) == len(numbered)  # lm_weight 0.0, 0.1, …: a sweep
+    return (whole and (first or plural)) or swept
 
 
 def pointer(
@@ -268,6 +273,9 @@ def pointer(
         ]
         if not named:
             named = _cells_by_part(text, [x for x in cells if isinstance(x, str) and x])
+        if not named and {c for c in cells if isinstance(c, float)} == {0.0, 1.0}:
+            flag = _flag_said(text, key)  # "without GPU-direct communication": gpu_direct_comm=0
+            named = [] if flag is None else [flag]
         if not named:
             values = [c for c in cells if isinstance(c, float)]
             for value, near in numbers:
@@ -293,9 +301,12 @@ def pointer(
         found = _shape_columns(table, cells)
         if found and not set(found) & keyed:
             keys += [(column, (cell,)) for column, cell in zip(found, cells)]
-    last = bool(_LAST.search(text)) and bool(said & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
-    extreme = None
     row_words = _ROW_NOUNS | {w for key in table.header if is_key_column(table, key) for w in metric_words(key)}
+    last = bool(_LAST.search(text)) and bool(said & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
+    for m in _LAST.finditer(text):  # "in its final segment": the last row of a table keyed by segment
+        after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 30])[:2] for w in canon(word)]
+        last = last or bool(set(after) & row_words)
+    extreme = None
     around = {w for word in re.findall(r"[A-Za-z][\w-]*", context or text) for w in canon(word)}
     for regex, way in ((_MOST, "max"), (_BEST, "best"), (_LEAST, "min")):
         for m in regex.finditer(text):  # "the best run", "the slowest of the three repetitions", not "the best kernel"
@@ -370,6 +381,32 @@ def _names_text_cell(text: str, low: str, cell: str, column_words: set[str], sai
     return False
 
 
+_WITHOUT = re.compile(r"\b(?:without|no|w/o|disabled?|disabling|turning off|minus)\s+(?:the\s+|any\s+)?$", re.I)
+_WITH = re.compile(r"\b(?:with|w/|enabled?|enabling|using|plus)\s+(?:the\s+)?$", re.I)
+
+
+def _flag_said(text: str, column: str) -> float | None:
+    """The cell of a 0/1 column (``gpu_direct_comm``, ``use_lm``) a sentence names by ``with``
+    or ``without`` before the words of its name, or None."""
+    parts = [
+        p for p in re.split(r"[_\s-]+", column.lower()) if p and p not in ("use", "enable", "enabled", "is", "has")
+    ]
+    if not parts:
+        return None
+    m = re.search(r"\b" + r"[\s_-]+".join(re.escape(p) + r"[a-z]*" for p in parts) + r"\b", text, re.I)
+    if m is None:
+        return None
+    before = text[max(0, m.start() - 30) : m.start()]
+    if _WITHOUT.search(before):
+        return 0.0
+    if _WITH.search(before):
+        return 1.0
+    return None
+
+
+_SUMMARY_ROWS = frozenset({"all", "total", "sum", "mean", "avg", "average", "median", "overall", "summary"})
+
+
 def pointed_rows(table: Table, ptr: Pointer, column: str | None = None) -> list[list[Cell]]:
     """The rows a pointer picks (all rows when it picks none of this table's)."""
     rows = table.rows
@@ -377,6 +414,8 @@ def pointed_rows(table: Table, ptr: Pointer, column: str | None = None) -> list[
         if key in table.header:
             i = table.header.index(key)
             rows = [r for r in rows if r[i] in cells]
+    if ptr.last or ptr.extreme:  # the final epoch, the best tile: never a summary row (all, mean, total)
+        rows = [r for r in rows if not any(isinstance(c, str) and c.strip().lower() in _SUMMARY_ROWS for c in r)]
     if ptr.last and rows:
         rows = [rows[-1]]
     if ptr.extreme and column in table.header and rows:

@@ -127,7 +127,7 @@ def registry() -> Any:
 def _normalise(word: str) -> str:
     """``GFlops/s``, ``GFLOP/s``, ``Gflop/s`` and ``GFLOPS`` as pint reads them; ``ns/day`` and
     ``h/ns`` (a simulation's pace: simulated time per wall time, or its inverse) in simulated time."""
-    word = word.replace("µ", "u").replace("μ", "u").strip()
+    word = word.replace("µ", "u").replace("μ", "u").replace("Å", "angstrom").strip()
     m = _SIM_PACE.match(word)
     if m:
         return f"{m.group(1)}simsecond/{_WALL[m.group(2).lower()]}"
@@ -163,7 +163,7 @@ def _normalise(word: str) -> str:
 def parse(word: str) -> str | None:
     """The canonical unit a written word names (``'GFlops/s'`` → ``'gigaflop / second'``), or None
     when it is not a unit of a measured quantity (plain words, counts, dimensionless ratios)."""
-    if not word or word.lower() in _NOT_UNITS or not re.match(r"^[A-Za-zµμ]", word):
+    if not word or word.lower() in _NOT_UNITS or not re.match(r"^[A-Za-zµμÅ]", word):
         return None
     ureg = registry()
     try:
