@@ -266,6 +266,7 @@ class Grounding:
             facts=facts_in(texts, numbers),
             primary=primary if isinstance(primary, str) else None,
             words=self._run_words(work_dir, report),
+            label=report.get("label") if isinstance(report.get("label"), str) else None,
         )
 
     def _run_words(self, work_dir: Path, report: Mapping[str, Any]) -> frozenset[str]:

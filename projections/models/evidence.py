@@ -98,6 +98,7 @@ class Evidence:
     facts: list[Fact] = field(default_factory=list)
     primary: str | None = None  # the experiment's primary metric
     words: frozenset[str] = frozenset()  # the run's own words, lowercase (see :attr:`vocabulary`)
+    label: str | None = None  # ARI's label of the claim's node ("validation" re-runs its parent)
     _places: list[Place] | None = field(default=None, repr=False)
     _vocabulary: frozenset[str] | None = field(default=None, repr=False)
 

@@ -534,7 +534,9 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         if dashed or (re.fullmatch(r"\s+and\s+", gap) and re.search(r"\bbetween\s*$", head)):
             is_range = True
         elif re.fullmatch(
-            r"(?:\s*\([^()\d]{1,30}\))?(?:\s+(?:(?:down|up|fell|rose)\s+)?(?:to|→|->)\s+|\s*(?:→|->)\s*)", gap
+            r"(?:\s*\([^()\d]{1,30}\)|\s+(?:at|for|in|on|of)\s+(?:the\s+)?[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*)?)?"
+            r"(?:\s+(?:(?:down|up|fell|rose)\s+)?(?:to|→|->)\s+|\s*(?:→|->)\s*)",
+            gap,
         ) and re.search(r"\bfrom\b[^.;]*$", head):
             is_range, from_range = True, True
         if b.spread and re.fullmatch(r"\s*(?:±|\+/-|\+-|plus or minus)\s*", gap):
