@@ -37,6 +37,7 @@ from projections.models.metric_names import (
     name_metrics,
     names_a_quantity,
     phrase_words,
+    weight,
 )
 from projections.models.quantities import Quantity, count_noun, name_key, sentence_of, tolerance
 from projections.models.tables import (
@@ -471,8 +472,8 @@ class Checker:
             named = [Named(m, 0.0) for m in dim]  # a unit alone: every metric of its dimension
         if not named and missing is None and q.unit == "%" and not explicit and self._is_unnamed_share(q, i):
             return self._out(q, "unchecked", "a share of something no metric measures")
-        if not named and missing is None and not bare and q.unit == "%" and not explicit:
-            named = self._primary_share(q)
+        if not named and missing is None and not bare and q.unit == "%" and not explicit and not q.bound:
+            named = self._primary_share(q)  # "reaches 76.1%"; never "up to 15% of the utterance"
         if q.bound:  # an inequality of the own report's metric, exactly; nothing else decides it
             return self._bound(q, named)
         paired = self._paired_node(q) or self._subject_node(q)
@@ -798,15 +799,18 @@ class Checker:
         """The columns of a table that keep what the named report metrics do (``METRIC.Precision``
         for ``snp_precision``): a measure word of theirs, a row key the pointer names for the rest."""
         keyed = {k for k, _ in ptr.keys}
-        out = []
+        out: list[Named] = []
         for n in named:
             mine = set(metric_words(n.metric)) - {"val", "train", "test", "mean", "final", "peak"}
+            like: dict[str, float] = {}
             for h in table.header:
                 if h in keyed or is_key_column(table, h) or h in {o.metric for o in out}:
                     continue
                 theirs = set(metric_words(h))
-                if theirs & mine & QUANTITY_WORDS:
-                    out.append(Named(h, 0.0, n.complement))
+                if theirs & mine & QUANTITY_WORDS:  # wer for wer_test_other before n_err, which shares "error"
+                    like[h] = sum(weight(w) for w in theirs & mine)
+            best = max(like.values(), default=0.0)
+            out += [Named(h, 0.0, n.complement) for h, score in like.items() if score == best]
         return out
 
     def _could_be_column(self, q: Quantity, table: Table, column: str) -> bool:
@@ -1070,8 +1074,10 @@ class Checker:
         near = near or self._near_word(q)
         if near not in _SETTING_WORDS:
             return None
-        words = {near}
-        same = [f for f in self.ev.facts if f.key and words & (set(f.key) - {"size", "num", "n", "the"})]
+        own = set(self._own_words(i))
+        same = [f for f in self.ev.facts if f.key and {near} & (set(f.key) - {"size", "num", "n", "the"})]
+        best = max((len(own & set(f.key)) for f in same), default=0)
+        same = [f for f in same if len(own & set(f.key)) == best]  # "per-device batch size": not "global batch"
         for f in same:
             if self._holds(q, f.value):
                 return self._out(q, "checked")
