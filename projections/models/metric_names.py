@@ -75,6 +75,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "wer": ("wer",),
     "cer": ("cer",),
     "p99": ("tail",),
+    "p50": ("median",),
     "hour": ("hour", "hours", "hr", "hrs"),
     "cost": ("cost", "costs", "price", "usd", "dollars"),
     "energy": ("energy", "kwh", "joules"),

@@ -637,7 +637,9 @@ def _lists(text: str, found: list[Quantity]) -> list[Quantity]:
 def _change_kind(text: str, q: Quantity) -> str | None:
     """``absolute`` or ``relative``, when the words around a change say which."""
     lo, hi = sentence_of(text, q.start)
-    around = text[max(lo, q.start - 40) : min(hi, q.end + 40)].lower()
+    before = re.split(r"\d", text[max(lo, q.start - 40) : q.start])[-1]  # never past another number:
+    after = re.split(r"\d", text[q.end : min(hi, q.end + 40)])[0]  # "4.41% WER, an 11.1% relative cut"
+    around = (before + " " + after).lower()
     for kind in ("absolute", "relative"):
         if re.search(rf"\b{kind}(?:ly)?\b", around):
             return kind

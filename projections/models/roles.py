@@ -80,6 +80,10 @@ _AS_IN = re.compile(
 _COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", "step", "iter"})
 
 
+# words that say what a setting is counted over: one of them in the sentence excludes a fact with another
+_SCOPES = frozenset({"global", "device", "local", "total", "effective", "micro", "gpu", "node", "rank", "worker"})
+# what a run is repeated over: "three seeds" counts them, "seed 3" names one
+_REPLICATES = frozenset({"seed", "rep", "run", "trial", "fold", "replicate", "repetition"})
 # words before a node that make it a base or a circumstance, never the subject of the value after it
 _PREPOSITIONS = (
     "than",
@@ -238,6 +242,9 @@ class Checker:
             setting = self._setting(q, i, near=self._near_word(self._list_head(i)))
             if setting is not None:
                 return setting
+        flag = self._flag(q, i)
+        if flag is not None:
+            return flag
         if q.name is not None or self._phrases[i].own or q.range_with is not None or q.list_pos is not None:
             return self._value(q, i, bare=True)
         return self._out(q, "unchecked", "a bare number (no unit, metric name or noun)")
@@ -369,10 +376,14 @@ class Checker:
         if not self.ev.words:
             return None
         vocabulary = self.ev.vocabulary
+        s_lo, _ = self._sentence(q)
         for m in _IDENTIFIER.finditer(clause):
             word = m.group(1)
             low = word.lower()
-            if low in _GENERIC_IDS or low.rstrip("s") in _GENERIC_IDS or not _looks_like_a_name(word):
+            # a capitalised word inside a sentence is a proper name too ("on Common Voice", "a Jetson Orin")
+            inside = re.search(r"[a-z,]\s+$", self.text[s_lo : lo + m.start()]) is not None
+            proper = inside and re.fullmatch(r"[A-Z][a-z]{2,}", word) is not None
+            if low in _GENERIC_IDS or low.rstrip("s") in _GENERIC_IDS or not (proper or _looks_like_a_name(word)):
                 continue
             parts = [p for p in re.split(r"[-_.]", low) if p]
             if low in vocabulary or low.rstrip("s") in vocabulary or all(p in vocabulary for p in parts):
@@ -772,7 +783,8 @@ class Checker:
             lo, hi = scope
             numbers = []
             for k, other in enumerate(self.found):
-                if lo <= other.start < hi and other.unit is None and not other.change:
+                replicates = other.noun is not None and canon(other.noun)[0] in _REPLICATES and other.text.endswith("s")
+                if lo <= other.start < hi and other.unit is None and not other.change and not replicates:
                     words = self._row_words(k)
                     numbers.append((other.value, tuple(words)))
             s_lo, s_hi = sentence_of(self.text, lo)
@@ -899,7 +911,9 @@ class Checker:
                 and o.start < q.start
                 and o.unit == other.unit
             ]
-            holding = [key for key in keys if all(v in table.column(key) for v in mates)]
+            holding = [key for key in keys if all(v in table.column(key) for v in mates)] or [
+                key for key in table.varying() if len(mates) > 1 and all(v in table.column(key) for v in mates)
+            ]  # "tile heights of 64, 128 and 256": the one column (BM) that holds every listed value
             if len(holding) == 1:  # "block heights of 128 and 256" of a column BM that holds both
                 return holding[0], other.value
         return None
@@ -1076,8 +1090,9 @@ class Checker:
             return None
         own = set(self._own_words(i))
         same = [f for f in self.ev.facts if f.key and {near} & (set(f.key) - {"size", "num", "n", "the"})]
-        best = max((len(own & set(f.key)) for f in same), default=0)
-        same = [f for f in same if len(own & set(f.key)) == best]  # "per-device batch size": not "global batch"
+        scope = own & _SCOPES
+        if scope:  # "per-device batch size of 64": never the "global batch 64" of the run's words
+            same = [f for f in same if not (set(f.key) - own) & _SCOPES]
         for f in same:
             if self._holds(q, f.value):
                 return self._out(q, "checked")
@@ -1085,6 +1100,27 @@ class Checker:
             said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in same}))
             return self._out(q, "mismatch", said, [f.where for f in same])
         return None
+
+    def _flag(self, q: Quantity, i: int) -> Verdict | None:
+        """A bare number beside every word of one of the run's command-line settings (``an LM
+        weight of 0.3`` for ``--lm_weight 0.3``): that setting's value decides it."""
+        if q.from_range and q.range_first:
+            return None  # "raised from 2e-4 to 1e-3": the from-end is the parent's setting
+        own = set(self._own_words(i))
+        flags = [
+            f
+            for f in self.ev.facts
+            if f.key
+            and re.search(r"_command \(", f.where)
+            and set(f.key) <= own
+            and set(f.key) - {"num", "n", "per", "max", "min"}
+        ]
+        if not flags:
+            return None
+        if any(self._holds(q, f.value) for f in flags):
+            return self._out(q, "checked")
+        said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in flags}))
+        return self._out(q, "mismatch", said, [f.where for f in flags])
 
     def _list_head(self, i: int) -> Quantity:
         """The first member of the list a number is in (itself when it is in none)."""
@@ -1297,6 +1333,8 @@ class Checker:
         when its words name a quantity no metric measures."""
         pairs = self._pairs(base)
         both = list(pairs)
+        if q.unit == "pp":  # points are differences of percentages: only a share is compared so
+            both = [m for m in both if self._could_be(replace(q, unit="%"), m, self.ev.metrics[m])]
         if q.speed:  # "2.1x faster", "6.8-fold faster": a time or a rate, never "mixed precision"
             paced = [
                 m for m in both if (u := units.of_metric(m)) is not None and units.kind(u) in ("time", "throughput")

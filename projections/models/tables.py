@@ -131,7 +131,8 @@ def _number(cell: str) -> float | None:
 _LAST = re.compile(r"\b(?:final|last|end(?:ing)?)\b", re.I)
 _MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum)\b", re.I)
 _BEST = re.compile(r"\b(?:best|fastest|quickest)\b", re.I)
-_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|slowest|worst|bottoms?|shortest)\b", re.I)
+_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|bottoms?|shortest)\b", re.I)
+_WORST = re.compile(r"\b(?:worst|slowest)\b", re.I)
 # words of a column where less is better ("the best loss" is the lowest)
 # nouns of what a table's rows are: the extreme one of them is a row ("the best run")
 _ROW_NOUNS = frozenset(
@@ -308,7 +309,7 @@ def pointer(
         last = last or bool(set(after) & row_words)
     extreme = None
     around = {w for word in re.findall(r"[A-Za-z][\w-]*", context or text) for w in canon(word)}
-    for regex, way in ((_MOST, "max"), (_BEST, "best"), (_LEAST, "min")):
+    for regex, way in ((_MOST, "max"), (_BEST, "best"), (_LEAST, "min"), (_WORST, "worst")):
         for m in regex.finditer(text):  # "the best run", "the slowest of the three repetitions", not "the best kernel"
             after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 40])[:4] for w in canon(word)]
             if set(after) & row_words or (context is not None and around & _ROW_NOUNS):
@@ -404,7 +405,29 @@ def _flag_said(text: str, column: str) -> float | None:
     return None
 
 
-_SUMMARY_ROWS = frozenset({"all", "total", "sum", "mean", "avg", "average", "median", "overall", "summary"})
+_SUMMARY_ROWS = frozenset(
+    {
+        "all",
+        "total",
+        "sum",
+        "mean",
+        "avg",
+        "average",
+        "median",
+        "overall",
+        "summary",
+        "std",
+        "sd",
+        "stdev",
+        "stddev",
+        "sem",
+        "var",
+        "min",
+        "max",
+        "ci95",
+        "ci",
+    }
+)
 
 
 def pointed_rows(table: Table, ptr: Pointer, column: str | None = None) -> list[list[Cell]]:
@@ -423,8 +446,9 @@ def pointed_rows(table: Table, ptr: Pointer, column: str | None = None) -> list[
         numeric = [r for r in rows if isinstance(r[i], float)]
         if numeric:
             way = ptr.extreme
-            if way == "best":
-                way = "min" if set(metric_words(column)) & _LOWER_BETTER else "max"
+            if way in ("best", "worst"):  # the best loss is the lowest, the worst the highest
+                lower = bool(set(metric_words(column)) & _LOWER_BETTER)
+                way = "min" if lower == (way == "best") else "max"
             pick = max if way == "max" else min
             best = pick(float(r[i]) for r in numeric)
             rows = [r for r in numeric if r[i] == best]

@@ -107,6 +107,7 @@ _SIM_COST = re.compile(rf"^({_WALL_WORDS})/([fpnum]?)s$")
 _PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "giga"}
 # prefixes and units no run reports in, which pint still finds in plain words
 _ODD = re.compile(r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot")
+_AGGREGATE = re.compile(r"p\d+(?:\.\d+)?|mean|avg|median|max|total|final|best")  # never min: minutes
 _SPREAD_WORDS = frozenset({"std", "stddev", "stdev", "sd", "sem", "err", "ci", "var", "spread", "jitter"})
 
 
@@ -197,8 +198,8 @@ def of_metric(name: str) -> str | None:
     """The unit a metric's name ends in (``time_s`` → second, ``effective_bandwidth_GB_per_s`` →
     gigabyte / second, ``GFlops_per_s_std`` → gigaflop / second), or None."""
     parts = [p for p in re.split(r"[_\s]+", name) if p]
-    while parts and parts[-1].lower() in _SPREAD_WORDS:
-        parts.pop()
+    while parts and (parts[-1].lower() in _SPREAD_WORDS or _AGGREGATE.fullmatch(parts[-1].lower())):
+        parts.pop()  # latency_ms_p50, time_s_mean: the unit before how the values were aggregated
     for start in range(len(parts)):
         tail = parts[start:]
         if tail[0].lower() == "per" or (start and parts[start - 1].lower() == "per"):
