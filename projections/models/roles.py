@@ -1166,8 +1166,29 @@ class Checker:
             return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
         fact = self._fact(q, i)
         if fact.verdict == "unchecked":
-            return self._setting(q, i) or fact
+            return self._setting(q, i) or self._counted_in_artifacts(q, i, noun) or fact
         return fact
+
+    def _counted_in_artifacts(self, q: Quantity, i: int, noun: str) -> Verdict | None:
+        """A count of a thing a cited artifact counts under a key named for it (``1,907
+        insertions`` of ``results.test-clean.insertions``) that no value of those keys equals:
+        a mismatch, unless the sentence names another node."""
+        if not noun or q.approximate or self._named_nodes(q) or self._named_outside(q):
+            return None
+        shown = []
+        for place in self.ev.places:
+            keys = [
+                k
+                for k in self._named_keys(replace(q, unit=None), i, place.by_key)
+                if metric_words(k.metric)[-1:] == (noun,)  # results.test-clean.insertions, never cells_M
+                and not any(self._holds(q, v) for v in place.by_key[k.metric])
+            ]
+            shown += [
+                f"{place.where} says {k.metric}={'/'.join(f'{v:g}' for v in place.by_key[k.metric][:3])}" for k in keys
+            ]
+        if not shown:
+            return None
+        return self._out(q, "mismatch", "; ".join(shown), [s.split(" says ")[0] for s in shown])
 
     def _spread(self, q: Quantity, i: int) -> Verdict:
         """``± 0.13 GFlops/s``, ``76.1 ± 0.2 %``: a spread metric of that quantity (named by the
