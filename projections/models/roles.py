@@ -515,6 +515,9 @@ class Checker:
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
         if found is not None:
             return found
+        if q.unit not in (None, "%", "x", "pp") and not by_words and self.ev.sources:
+            if any(self._keyed_by_unit(q, t) for place in self.ev.places for t in place.tables):
+                return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's grid
         fact = self._fact(q, i) if (q.unit is not None or q.noun is not None) and not by_words else None
         if fact is not None and fact.verdict == "checked" and not self._measurement(i):
             return fact
@@ -787,12 +790,28 @@ class Checker:
                 if lo <= other.start < hi and other.unit is None and not other.change and not replicates:
                     words = self._row_words(k)
                     numbers.append((other.value, tuple(words)))
+                elif lo <= other.start < hi and other.unit not in (None, "%", "x", "pp") and not other.change:
+                    numbers += self._keyed_by_unit(other, table)  # "a 60 Ry cutoff": ecutwfc_Ry=60
             s_lo, s_hi = sentence_of(self.text, lo)
             context = None if sentence else _blank(self.text[s_lo:s_hi], self.found, s_lo)
             self._pointers[key] = pointer(
                 table, _blank(self.text[lo:hi], self.found, lo, digits=True), numbers, context
             )
         return self._pointers[key]
+
+    def _keyed_by_unit(self, q: Quantity, table: Table) -> list[tuple[float, tuple[str, ...]]]:
+        """A number with a unit as a key cell: in a key column kept in a unit of its dimension,
+        converted to it, with that column's words (so that the pointer names its row)."""
+        out = []
+        assert q.unit is not None
+        for column in table.header:
+            unit = units.of_metric(column)
+            if unit is None or not is_key_column(table, column) or units.dimension(unit) != units.dimension(q.unit):
+                continue
+            value = q.value * units.factor(q.unit, unit)
+            if any(isinstance(c, float) and abs(c - value) <= 1e-9 * max(1.0, abs(c)) for c in table.column(column)):
+                out.append((value, tuple(metric_words(column)) + tuple(canon(column))))
+        return out
 
     def _columns_for(self, q: Quantity, i: int, table: Table, ptr: Pointer) -> list[Named]:
         """The numeric columns of a table the number may be (its words, its unit), never a key."""

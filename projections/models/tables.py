@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from projections.models import units
 from projections.models.metric_names import QUANTITY_WORDS, canon, metric_words
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
@@ -129,9 +130,9 @@ def _number(cell: str) -> float | None:
 # ------------------------------------------------------------------------- row pointers
 
 _LAST = re.compile(r"\b(?:final|last|end(?:ing)?)\b", re.I)
-_MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum)\b", re.I)
+_MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum|largest|biggest|widest|deepest|longest)\b", re.I)
 _BEST = re.compile(r"\b(?:best|fastest|quickest)\b", re.I)
-_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|bottoms?|shortest)\b", re.I)
+_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|bottoms?|shortest|narrowest|shallowest)\b", re.I)
 _WORST = re.compile(r"\b(?:worst|slowest)\b", re.I)
 # words of a column where less is better ("the best loss" is the lowest)
 # nouns of what a table's rows are: the extreme one of them is a row ("the best run")
@@ -240,7 +241,8 @@ def is_key_column(table: Table, column: str) -> bool:
         return True
     if set(metric_words(column)) & QUANTITY_WORDS:
         return False  # n_err_test_clean, epoch_time_s, gpu_mem_GB: a measure, whatever it is counted per
-    if set(metric_words(column)) & _KEY_WORDS or set(canon(column)) & _KEY_WORDS:
+    named = set(metric_words(column)) & _KEY_WORDS or set(canon(column)) & _KEY_WORDS
+    if named and units.of_metric(column) is None:  # index_size_GB is a measure; batch_size a key
         return True
     numbered = [c for c in cells if not (isinstance(c, str) and c.strip().lower() in _SUMMARY_ROWS)]
     whole = bool(numbered) and all(isinstance(c, float) and c == int(c) for c in numbered)  # 1..10, then "all"
@@ -309,12 +311,34 @@ def pointer(
         last = last or bool(set(after) & row_words)
     extreme = None
     around = {w for word in re.findall(r"[A-Za-z][\w-]*", context or text) for w in canon(word)}
+    keyed = {k for k, _ in keys}
     for regex, way in ((_MOST, "max"), (_BEST, "best"), (_LEAST, "min"), (_WORST, "worst")):
         for m in regex.finditer(text):  # "the best run", "the slowest of the three repetitions", not "the best kernel"
             after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 40])[:4] for w in canon(word)]
-            if set(after) & row_words or (context is not None and around & _ROW_NOUNS):
+            column = _extreme_key(table, after[:2], keyed) if way in ("max", "min") else None
+            if column is not None:  # "at the largest ef_search": the row of that key's largest cell
+                cells = [c for c in table.column(column) if isinstance(c, float)]
+                keys.append((column, ((max if way == "max" else min)(cells),)))
+                keyed.add(column)
+            elif set(after) & row_words or (context is not None and around & _ROW_NOUNS):
                 extreme = extreme or way
     return Pointer(tuple(keys), last, extreme)
+
+
+def _extreme_key(table: Table, words: list[str], keyed: set[str]) -> str | None:
+    """The numeric key column the words after ``largest``/``smallest`` name (``the largest
+    ef_search``), or None; never what the rows are (``the lowest replicate`` is the row whose
+    value is lowest)."""
+    for column in table.varying():
+        if column in keyed or not is_key_column(table, column):
+            continue
+        if (set(metric_words(column)) | set(canon(column))) & _ROW_NOUNS:
+            continue
+        if not any(isinstance(c, float) for c in table.column(column)):
+            continue
+        if set(words) & ((set(metric_words(column)) | set(canon(column))) - {"time", "size"}):
+            return column
+    return None
 
 
 def shapes(text: str) -> list[list[float]]:
