@@ -92,7 +92,12 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
 _CANON: dict[str, str] = {w: c for c, ws in _SYNONYMS.items() for w in ws}
 # an acronym a metric's name carries for a rate of errors: the words it abbreviates, so that "error"
 # names it and "word accuracy" names its complement
-_ACRONYMS: dict[str, tuple[str, ...]] = {"wer": ("word", "err"), "cer": ("character", "err")}
+_ACRONYMS: dict[str, tuple[str, ...]] = {
+    "wer": ("word", "err"),
+    "cer": ("character", "err"),
+    "knn": ("nearest", "neighbour", "neighbor"),
+    "ann": ("approximate", "nearest", "neighbour", "neighbor"),
+}
 # words a metric's name carries for its unit or its aggregation, which say nothing of what it measures
 _NAME_NOISE = frozenset(
     [
@@ -178,6 +183,8 @@ COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
         frozenset({"util", "occupancy", "eff", "rate"}),
     ),
     (frozenset({"failure", "fail", "failed"}), frozenset({"success", "pass"})),
+    (frozenset({"below", "under"}), frozenset({"above", "over"})),
+    (frozenset({"outside", "clipped"}), frozenset({"inside", "within"})),
 )
 # words that name what is measured, beyond the shared vocabulary: a complement's phrase must not hold one
 _MEASURES = frozenset(["calibration", "confidence", "coverage", "agreement", "consistency"])

@@ -264,7 +264,8 @@ def read(text: str, metric_names: frozenset[str] = frozenset()) -> list[Quantity
         if any(a <= w.start < b for a, b in taken) or any(q.start <= w.start < q.end for q in found):
             continue
         written = text[w.start : w.end]
-        q = Quantity(written, written, w.start, w.end, w.value, 0.5, unit=w.unit)
+        # a count in words is exact; a ratio word (twice, half, two-fold) rounds to within 10 %
+        q = Quantity(written, written, w.start, w.end, w.value, 0.1 * w.value if w.unit == "x" else 0.5, unit=w.unit)
         if w.unit is None:
             q = _after(text, q, metric_names) or q
         found.append(_before(text, q, metric_names))
@@ -468,6 +469,11 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
             if _ends_with_word(low, (words,)):
                 q = replace(q, qualifier=op)
                 break
+    elif q.unit == "x":  # "more than twice the parent's": a bound on the factor; "over" stays a comparison word
+        for words, op in _BOUNDS:
+            if " " in words and words.endswith(("than", "least", "most")) and _ends_with_word(low, (words,)):
+                q = replace(q, qualifier=op)
+                break
     name, explicit = _name_before(stripped)
     if name is not None and q.name is None:
         key = name_key(name)
@@ -668,6 +674,10 @@ _VERB_UP = {"rises", "rose", "gains", "gained", "grows", "grew", "climbs", "clim
 _NEUTRAL = {"relative", "relatively", "absolute", "absolutely", "in", "the", "a", "an", "its", "their", "of", "to"}
 
 
+# verbs that take a share away ("saves 32.6% of the time")
+_SAVING = frozenset({"saves", "save", "saved", "saving", "cuts", "cut", "shaves", "trims", "removes", "eliminates"})
+
+
 def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     """up, down or share, and whether it is about speed, from the words around a change: the
     words after it (``faster``, ``lower``, ``of``, past ``relative``/``absolute``), a verb before
@@ -703,6 +713,8 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
         if w in _UP:
             return "up", speed
         if w in ("of", "that", "vs", "versus", "compared", "against"):
+            if w == "of" and before_words[-1:] and before_words[-1] in _SAVING:
+                return "down", speed  # "saves 32.6% of the baseline's time": a cut, not what is left
             return "share", speed
     if after_words[:1] == ["the"]:
         return "share", speed

@@ -19,7 +19,7 @@ _UNITS = {
     "eighteen": 18, "nineteen": 19,
 }  # fmt: skip
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_RATIOS = {"twice": 2, "thrice": 3, "double": 2, "triple": 3, "quadruple": 4}
+_RATIOS = {"twice": 2, "thrice": 3, "double": 2, "triple": 3, "quadruple": 4, "half": 0.5}
 _WORDS = re.compile(
     r"\b(?:(?P<tens>" + "|".join(_TENS) + r")(?:[- ](?P<unit2>" + "|".join(k for k in _UNITS if k != "one") + r"))?"
     r"|(?P<unit>" + "|".join(_UNITS) + r")|(?P<dozen>a dozen|dozen)|(?P<hundred>a hundred|one hundred))"
