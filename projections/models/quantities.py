@@ -469,6 +469,11 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
             if _ends_with_word(low, (words,)):
                 q = replace(q, qualifier=op)
                 break
+    elif q.unit is None and q.noun is None and q.name is None:  # "a loss under 0.95": a bound on a named value
+        for words, op in _BOUNDS:
+            if _ends_with_word(low, (words,)) and words not in ("over", "above", "below", "up to"):
+                q = replace(q, qualifier=op)
+                break
     elif q.unit == "x":  # "more than twice the parent's": a bound on the factor; "over" stays a comparison word
         for words, op in _BOUNDS:
             if " " in words and words.endswith(("than", "least", "most")) and _ends_with_word(low, (words,)):
@@ -669,8 +674,10 @@ _VERB_DOWN = {
     "shrinks",
     "shrank",
     "sheds",
+    "decreases",
+    "decreased",
 }
-_VERB_UP = {"rises", "rose", "gains", "gained", "grows", "grew", "climbs", "climbed", "jumps", "jumped"}
+_VERB_UP = {"rises", "rose", "gains", "gained", "grows", "grew", "climbs", "climbed", "jumps", "jumped", "improves", "improved", "increases", "increased"}  # fmt: skip
 _NEUTRAL = {"relative", "relatively", "absolute", "absolutely", "in", "the", "a", "an", "its", "their", "of", "to"}
 
 
