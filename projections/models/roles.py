@@ -427,6 +427,10 @@ class Checker:
             if not words:
                 continue
             named = name_metrics(words, metrics, complements=tier < 2)
+            if named and tier == 0 and not any(n.complement for n in named) and phrase.leading:
+                flipped = name_metrics(list(phrase.leading), [n.metric for n in named], complements=True)
+                if flipped and all(f.complement for f in flipped):  # "word accuracy on test-clean is 95.6%"
+                    named = flipped
             if named:
                 after = phrase.own[: phrase.after] if tier == 0 else []
                 for wider in [after, *tiers[tier + 1 :]]:  # "final CER on test-clean": CER breaks the tie; "2.9 GB of
