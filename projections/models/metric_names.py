@@ -21,6 +21,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 # canonical word ← the ways fields write it
@@ -252,6 +253,7 @@ _MAGNITUDE_WORDS = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions
 _COUNT_PREFIXED = re.compile(r"^([kKMGB])(ops|reads|writes|bases|cells|tok|tokens|lups|updates|reqs|samples|img)$")
 
 
+@functools.lru_cache(maxsize=65536)
 def canon(word: str) -> tuple[str, ...]:
     """The canonical words one written word stands for (``Top-1`` → ``top1``, ``Acc@1`` →
     ``acc``, ``top1``, ``99th`` → ``p99``, ``validation`` → ``val``, ``threads`` → ``thread``)."""
@@ -297,6 +299,11 @@ def canon(word: str) -> tuple[str, ...]:
 
 def phrase_words(text: str) -> list[tuple[str, int]]:
     """The canonical words of a piece of claim text, each with its position."""
+    return list(_phrase_words(text))
+
+
+@functools.lru_cache(maxsize=16384)
+def _phrase_words(text: str) -> tuple[tuple[str, int], ...]:
     out: list[tuple[str, int]] = []
     matches = list(_WORD.finditer(text))
     skip = False
@@ -311,7 +318,7 @@ def phrase_words(text: str) -> list[tuple[str, int]]:
                 skip = pair[1] not in ("error",)  # "word error rate": wer, and the rate
                 continue
         out.extend((c, m.start()) for c in canon(m.group()))
-    return out
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -362,12 +369,17 @@ class Named:
 
 
 def name_metrics(words: Iterable[str], metrics: Iterable[str], *, complements: bool = True) -> list[Named]:
+    """The metrics the canonical ``words`` name best (see :func:`_name_metrics`)."""
+    return list(_name_metrics(frozenset(words), tuple(metrics), complements))
+
+
+@functools.lru_cache(maxsize=16384)
+def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: bool) -> tuple[Named, ...]:
     """The metrics the canonical ``words`` name best (all tied at the best score), or [].
 
     A metric is named when the words hold one of its words that says what it measures; a
     complement (an ``error`` of an ``acc`` metric) is named when the words hold the other side
     of a pair in :data:`COMPLEMENTS` and every other word of theirs that the metric has."""
-    said = set(words)
     scored: list[Named] = []
     for metric in metrics:
         if metric.startswith("_"):
@@ -383,12 +395,12 @@ def name_metrics(words: Iterable[str], metrics: Iterable[str], *, complements: b
         if hit and _names_its_measure(said, mine):
             scored.append(Named(metric, hit))
     if not scored:
-        return []
+        return ()
     best = max(n.score for n in scored)
-    return [n for n in scored if n.score == best]
+    return tuple(n for n in scored if n.score == best)
 
 
-def _names_its_measure(said: set[str], mine: tuple[str, ...]) -> bool:
+def _names_its_measure(said: AbstractSet[str], mine: tuple[str, ...]) -> bool:
     """The phrase names what the metric measures, not only a qualifier both share (``val``,
     ``peak``): one of its words other than qualifiers, or an identifier."""
     qualifiers = {"val", "train", "test", "peak", "final", "best", "mean", "max", "min", "total", "std"}
@@ -400,7 +412,7 @@ def _names_its_measure(said: set[str], mine: tuple[str, ...]) -> bool:
     return any(w in said for w in core) or not core
 
 
-def _complement(said: set[str], mine: set[str]) -> float | None:
+def _complement(said: AbstractSet[str], mine: AbstractSet[str]) -> float | None:
     """The score of a metric as the complement of what the phrase names, or None: the phrase
     names the other side of a share the metric keeps (``top-1 error`` of ``val_top1_acc``), and
     no measure word the metric lacks (``calibration error`` is another quantity)."""
@@ -432,6 +444,7 @@ def names_a_quantity(words: Iterable[str], metrics: Iterable[str], *, change: bo
     return None
 
 
+@functools.lru_cache(maxsize=8192)
 def count_scale(name: str) -> float:
     """The magnitude a count metric is kept in, from its name: ``params_M`` 10⁶, ``reads_M``
     10⁶, ``throughput_kops_per_s`` 10³, ``tokens_B`` 10⁹; 1 otherwise. Case matters: ``M`` is a
@@ -454,9 +467,15 @@ def kept_as_percent(name: str, value: float, others: Iterable[float] = ()) -> bo
     76.13), not a fraction (``val_top1_acc`` 0.7613): its name says so, or it is a share whose
     value, or another value of it (``others``: its column, its value at other nodes), is
     above 1.5 (an accuracy of 0.10 % after a divergence is still kept as a percentage)."""
-    words = {t.lower() for t in _SPLIT.split(name) if t}
-    if words & _PERCENT_NAMES and abs(value) > 1.0:
+    percent_named, share = _share_name(name)
+    if percent_named and abs(value) > 1.0:
         return True
-    values = [v for v in (value, *others) if math.isfinite(v)]
-    share = bool(set(metric_words(name)) & SHARE_WORDS) or bool(words & _PERCENT_NAMES)
-    return share and any(1.5 < abs(v) <= 100.0 for v in values)
+    return share and any(1.5 < abs(v) <= 100.0 for v in (value, *others) if math.isfinite(v))
+
+
+@functools.lru_cache(maxsize=8192)
+def _share_name(name: str) -> tuple[bool, bool]:
+    """Whether a metric's name says percent (``mapped_pct``), and whether it names a share."""
+    words = {t.lower() for t in _SPLIT.split(name) if t}
+    percent_named = bool(words & _PERCENT_NAMES)
+    return percent_named, bool(set(metric_words(name)) & SHARE_WORDS) or percent_named

@@ -735,9 +735,14 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
 def sentence_of(text: str, pos: int) -> tuple[int, int]:
     """The span of the sentence around ``pos``."""
     start = 0
-    for m in _SENTENCE_END.finditer(text):
-        if m.end() <= pos:
-            start = m.end()
-        elif m.start() >= pos:
-            return start, m.start()
+    for begin, end in _sentence_ends(text):
+        if end <= pos:
+            start = end
+        elif begin >= pos:
+            return start, begin
     return start, len(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sentence_ends(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple((m.start(), m.end()) for m in _SENTENCE_END.finditer(text))

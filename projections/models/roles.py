@@ -19,6 +19,7 @@ dataset, a sample, a device it did not use) puts the number out of reach.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -519,9 +520,9 @@ class Checker:
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
         if found is not None:
             return found
-        if q.unit not in (None, "%", "x", "pp") and not by_words and self.ev.sources:
-            if any(self._keyed_by_unit(q, t) for place in self.ev.places for t in place.tables):
-                return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's grid
+        keyed = q.unit not in (None, "%", "x", "pp") and not by_words and self.ev.sources
+        if keyed and any(self._keyed_by_unit(q, t) for place in self.ev.places for t in place.tables):
+            return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's key column
         fact = self._fact(q, i) if (q.unit is not None or q.noun is not None) and not by_words else None
         if fact is not None and fact.verdict == "checked" and not self._measurement(i):
             return fact
@@ -1604,6 +1605,7 @@ def _named_measures(names: list[str]) -> set[str]:
     return {w for n in names for w in metric_words(n)}
 
 
+@functools.lru_cache(maxsize=8192)
 def _looks_like_a_name(word: str) -> bool:
     """A proper name of a thing a run may or may not have used: letters with digits (``HG005``,
     ``H100``, ``CIFAR-100``), all capitals (``LARS``, ``MATH``), or capitals inside a word
@@ -1620,6 +1622,11 @@ def _looks_like_a_name(word: str) -> bool:
     return bool(re.search(r"[a-z][A-Z]", word))
 
 
+# where a number's own phrase ends: punctuation or a boundary word (strict: on, in and at too)
+_STOP = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
+_STRICT = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
+
+
 def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
     """For each number, the canonical words that may name its quantity, nearest first: its own
     phrase (the noun phrase right after it, to the next boundary word or punctuation, at most
@@ -1629,8 +1636,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         text = text[: q.start] + " " * (q.end - q.start) + text[q.end :]
     trailing: list[list[str]] = []
     trailing_end: list[int] = []
-    stop_re = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
-    strict_re = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
+    stop_re, strict_re = _STOP, _STRICT
     for k, q in enumerate(found):
         nxt = next((o.start for o in found[k + 1 :] if o.start >= q.end), None)
         rest = text[q.end : min(q.end + 60, nxt if nxt is not None else len(text))]

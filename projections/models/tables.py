@@ -11,6 +11,7 @@ kept by key. Pure text work: the API reads the bytes (hash-verified) and passes 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -33,6 +34,8 @@ class Table:
 
     header: list[str]
     rows: list[list[Cell]] = field(default_factory=list)
+    # what is derived from the rows, once they are all read (keyed by their count)
+    memo: dict[tuple[object, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, key: str) -> list[Cell]:
         i = self.header.index(key)
@@ -40,12 +43,15 @@ class Table:
 
     def varying(self) -> list[str]:
         """The columns whose cells differ between rows: what can tell one row from another."""
-        out = []
-        for i, key in enumerate(self.header):
-            cells = {str(row[i]) for row in self.rows}
-            if len(cells) > 1:
-                out.append(key)
-        return out
+        memo = ("varying", len(self.rows))
+        if memo not in self.memo:
+            out = []
+            for i, key in enumerate(self.header):
+                cells = {str(row[i]) for row in self.rows}
+                if len(cells) > 1:
+                    out.append(key)
+            self.memo[memo] = out
+        return list(self.memo[memo])
 
 
 @dataclass
@@ -233,6 +239,13 @@ class Pointer:
 
 
 def is_key_column(table: Table, column: str) -> bool:
+    memo = ("key", column, len(table.rows))
+    if memo not in table.memo:
+        table.memo[memo] = _is_key_column(table, column)
+    return bool(table.memo[memo])
+
+
+def _is_key_column(table: Table, column: str) -> bool:
     """A column a row is told apart by: text (``workload``, ``Type``), or named like one
     (``epoch``, ``threads``, ``batch``, ``seed``), or the table's first column when it holds
     whole numbers."""
@@ -264,23 +277,14 @@ def pointer(
     keys: list[tuple[str, tuple[Cell, ...]]] = []
     low = text.lower()
     said = {w for m in re.finditer(r"[A-Za-z][\w@-]*", text) for w in canon(m.group())}
-    for key in table.varying():
-        if not is_key_column(table, key):
-            continue
-        cells = table.column(key)
-        words = (set(metric_words(key)) or set(canon(key))) - {"time", "size"}
-        named: list[Cell] = [
-            c
-            for c in dict.fromkeys(x for x in cells if isinstance(x, str) and x)
-            if _names_text_cell(text, low, c, words, said)
-        ]
-        if not named:
-            named = _cells_by_part(text, [x for x in cells if isinstance(x, str) and x])
-        if not named and {c for c in cells if isinstance(c, float)} == {0.0, 1.0}:
+    for key, words, texts, values, flags in _keys_of(table):
+        named: list[Cell] = [c for c in texts if _names_text_cell(text, low, c, words, said)]
+        if not named and texts:
+            named = _cells_by_part(text, list(texts))
+        if not named and flags:
             flag = _flag_said(text, key)  # "without GPU-direct communication": gpu_direct_comm=0
             named = [] if flag is None else [flag]
         if not named:
-            values = [c for c in cells if isinstance(c, float)]
             for value, near in numbers:
                 if words & set(near) and any(abs(value - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
                     named.append(value)
@@ -374,6 +378,24 @@ def _shape_columns(table: Table, cells: list[float]) -> list[str] | None:
     return None
 
 
+def _keys_of(table: Table) -> list[tuple[str, frozenset[str], tuple[str, ...], tuple[float, ...], bool]]:
+    """The table's key columns, once: each with its words, its text cells, its numbers, and
+    whether it is a 0/1 flag."""
+    memo = ("keys", len(table.rows))
+    if memo not in table.memo:
+        out = []
+        for key in table.varying():
+            if not is_key_column(table, key):
+                continue
+            cells = table.column(key)
+            words = frozenset((set(metric_words(key)) or set(canon(key))) - {"time", "size"})
+            texts = tuple(dict.fromkeys(x for x in cells if isinstance(x, str) and x))
+            values = tuple(c for c in cells if isinstance(c, float))
+            out.append((key, words, texts, values, set(values) == {0.0, 1.0}))
+        table.memo[memo] = out
+    return list(table.memo[memo])
+
+
 def _cells_by_part(text: str, cells: list[str]) -> list[Cell]:
     """Text cells named by a distinctive part (``HaplotypeCaller`` of ``gatk_haplotypecaller``,
     ``BWA-MEM2 alignment`` of ``bwa_mem2_align``): the one cell whose parts of four letters or
@@ -391,13 +413,18 @@ def _cells_by_part(text: str, cells: list[str]) -> list[Cell]:
     return winners if best and len(winners) == 1 else []
 
 
+@functools.lru_cache(maxsize=8192)
+def _cell_pattern(cell: str) -> re.Pattern[str]:
+    flags = re.I if len(cell) >= 4 or not cell.isupper() else 0
+    return re.compile(rf"(?<![\w-]){re.escape(cell)}s?(?!\w)", flags)
+
+
 def _names_text_cell(text: str, low: str, cell: str, column_words: set[str], said: set[str]) -> bool:
     """A text cell is named by the text: alone when it is long or an identifier (``SNP`` or
     ``SNPs``, ``INDEL`` or ``indels``, ``PASS``, ``leveled``), after its column's name when it is
     short (``workload A``)."""
     if len(cell) >= 3:
-        pattern = rf"(?<![\w-]){re.escape(cell)}s?(?!\w)"
-        return re.search(pattern, text, re.I if len(cell) >= 4 or not cell.isupper() else 0) is not None
+        return _cell_pattern(cell).search(text) is not None
     if cell.isupper() and len(cell) == 2 and re.search(rf"(?<![\w-]){re.escape(cell)}(?![\w-])", text):
         return True
     for word in column_words:

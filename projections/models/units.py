@@ -230,6 +230,7 @@ def _join_per(parts: list[str]) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=8192)
 def is_spread(name: str) -> bool:
     """A metric that measures a spread (``GFlops_per_s_std``), not a value."""
     parts = [p.lower() for p in re.split(r"[_\s]+", name) if p]
