@@ -167,6 +167,11 @@ _COMMON = frozenset(_SYNONYMS) | frozenset(
         "count",
         "counts",
         "per",
+        "above",  # prepositions a metric's name may carry (games_above_human): a sentence writes them anyway
+        "below",
+        "over",
+        "under",
+        "within",
     ]
 )
 # words that say which quantity a sentence talks about; a phrase with one that no metric carries

@@ -187,7 +187,7 @@ _FUNCTION_WORDS = {
 }
 _LINK_WORDS = {"of", "the", "a", "an", "to", "in", "on", "at", "for", "with", "by", "from", "and", "or", "per", "vs", "than", "as"}  # fmt: skip
 _VALUE_VERBS = {"took", "takes", "is", "was", "are", "were", "of", "at", "in", "reaches", "reached", "achieves", "achieved", "runs", "ran", "needs", "needed", "lasts", "lasted", "gives", "gave", "measured"}  # fmt: skip
-_DIFF_WORDS = {"more", "less", "higher", "lower", "faster", "slower", "above", "below", "better", "worse", "shorter", "longer", "over", "up", "down", "fewer"}  # fmt: skip
+_DIFF_WORDS = {"more", "less", "higher", "lower", "faster", "slower", "above", "below", "better", "worse", "shorter", "longer", "over", "up", "down", "fewer", "smaller", "larger", "bigger"}  # fmt: skip
 _DIFF_ALONE = {"over", "above", "below", "up", "down"}  # "5.95 GFlops/s over node_A"; the others take "than"
 BASE_WORDS = {"baseline": "root", "root": "root", "parent": "parent"}
 # a sentence ends at . ; ! ? before a space, but not after an abbreviation ("vs. 1.33 s", "e.g. 2")
@@ -282,8 +282,8 @@ def _quantity(text: str, m: re.Match[str], names: frozenset[str], spans: list[tu
             raw, start, signed = raw[1:], start + 1, False  # 15.4-15.9: a range, not a sign
         elif prev.isalnum() or prev in "_.":
             return None  # DDR4-2933, AVX-512: a name
-    elif prev.isalnum() or prev in "_.^/×\\#":
-        return None  # node_A2, v0.6, 16x64's second half
+    elif prev.isalnum() or prev in "_.^/×\\#@":
+        return None  # node_A2, v0.6, 16x64's second half, MRR@10
     nxt, after = text[end : end + 1], text[end + 1 : end + 2]
     if nxt == "^" or (nxt in "xX×" and after.isdigit()) or (nxt == "." and after.isdigit()):
         return None  # 256^3, 16x64, 12.2.0

@@ -83,6 +83,10 @@ _COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", 
 
 # words that say what a setting is counted over: one of them in the sentence excludes a fact with another
 _SCOPES = frozenset({"global", "device", "local", "total", "effective", "micro", "gpu", "node", "rank", "worker"})
+# nouns after a number that make it a goal the run set, never a value it measured
+_TARGETS = frozenset(
+    {"budget", "target", "goal", "limit", "threshold", "cap", "slo", "deadline", "ceiling", "requirement"}
+)
 # what a run is repeated over: "three seeds" counts them, "seed 3" names one
 _REPLICATES = frozenset({"seed", "rep", "run", "trial", "fold", "replicate", "repetition"})
 # words before a node that make it a base or a circumstance, never the subject of the value after it
@@ -328,8 +332,8 @@ class Checker:
             return False  # "322 of them deletions": no error rate, kept as a fraction or a percent
         if q.unit != "%":
             return True
-        if units.of_metric(metric) is not None and metric not in self.ev.metrics:
-            return False
+        if units.of_metric(metric) is not None:
+            return False  # a percentage is never a quantity with a unit (max_abs_err_kcal_per_mol)
         words = set(metric_words(metric))
         share = bool(words & SHARE_WORDS) or kept_as_percent(metric, value, self._others(metric))
         return share or (0.0 <= value <= 1.0 and units.of_metric(metric) is None and not words & _COUNT_WORDS)
@@ -456,6 +460,14 @@ class Checker:
         """A value (a number with a unit, a percentage stating a quantity, a named number), a
         bound or a range end (docs/grounding.md, 3 and 4)."""
         explicit = self._explicit(q)
+        phrase = self._phrases[i]
+        if not explicit and set(phrase.own[: phrase.after]) & _TARGETS:  # "the 5 ms budget": a goal, not a result
+            fact = self._fact(q, i)
+            return (
+                fact
+                if fact.verdict != "unchecked"
+                else self._out(q, "unchecked", "a target the run's words do not state")
+            )
         said = name_key(q.name) if q.name else None
         own_all = [m for m in self.ev.metrics if explicit or not units.is_spread(m) or name_key(m) == said]
         own_all = [m for m in own_all if self._could_be(q, m, self.ev.metrics[m])]
@@ -906,7 +918,8 @@ class Checker:
                         continue
                     if words & ((set(metric_words(key)) | set(canon(key))) - {"time", "size"}):
                         cells = [c for c in table.column(key) if isinstance(c, float)]
-                        if any(abs(c - q.value) <= q.tolerance for c in cells):
+                        scale = count_scale(key)  # "at 5M frames" of a column frames_M
+                        if any(min(abs(c - q.value), abs(c * scale - q.value)) <= q.tolerance for c in cells):
                             return self._out(q, "checked")
         return None
 

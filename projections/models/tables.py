@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.models import units
-from projections.models.metric_names import QUANTITY_WORDS, canon, metric_words
+from projections.models.metric_names import QUANTITY_WORDS, canon, count_scale, metric_words
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
 _KEY_VALUE = re.compile(rf"([A-Za-z_][\w/.@-]*)\s*[=:]\s*({_NUM})(?![\w.])")
@@ -285,9 +285,12 @@ def pointer(
             flag = _flag_said(text, key)  # "without GPU-direct communication": gpu_direct_comm=0
             named = [] if flag is None else [flag]
         if not named:
+            scale = count_scale(key)  # frames_M: "at 5M frames" is the row 5
             for value, near in numbers:
-                if words & set(near) and any(abs(value - v) <= 1e-9 * max(1.0, abs(v)) for v in values):
-                    named.append(value)
+                if words & set(near):
+                    named += [
+                        v for v in values if min(abs(value - v), abs(value - v * scale)) <= 1e-9 * max(1.0, abs(v))
+                    ]
         if named:
             keys.append((key, tuple(dict.fromkeys(named))))
     keyed = {k for k, _ in keys}

@@ -60,7 +60,6 @@ _NOT_UNITS = frozenset(
         "counts",
         "fold",
         "times",
-        "fps",
         "pp",
         "pt",
         "pts",
@@ -95,7 +94,7 @@ _COUNT_RATE = re.compile(
     r"^([kKMGB]?)(ops?|operations?|tok|toks|tokens?|img|imgs|images?|samples?|seqs?|sequences?|req|reqs|requests?"
     r"|quer(?:y|ies)|reads?|writes?|updates?|lups?|txns?|transactions?|items?|records?|keys?|bases?|events?|msgs?"
     r"|messages?|frames?|pairs?|cells?|genomes?)(?P<per>/s|/sec|/second|ps|/h|/hr|/hour|/min)$"
-    r"|^([kKMGB]?)(iops|qps|tps|lups|ops)$",
+    r"|^([kKMGB]?)(iops|qps|tps|lups|ops|fps)$",
     re.I,
 )
 # a simulation's pace, as MD and climate codes write it: ns/day, µs/day, ps/h (simulated per wall time),
@@ -129,6 +128,8 @@ def _normalise(word: str) -> str:
     """``GFlops/s``, ``GFLOP/s``, ``Gflop/s`` and ``GFLOPS`` as pint reads them; ``ns/day`` and
     ``h/ns`` (a simulation's pace: simulated time per wall time, or its inverse) in simulated time."""
     word = word.replace("µ", "u").replace("μ", "u").replace("Å", "angstrom").strip()
+    if word == "FPs":
+        return word  # false positives (a count), never frames per second
     m = _SIM_PACE.match(word)
     if m:
         return f"{m.group(1)}simsecond/{_WALL[m.group(2).lower()]}"
