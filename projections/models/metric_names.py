@@ -337,8 +337,11 @@ def metric_words(name: str) -> tuple[str, ...]:
     spaced = _CAMEL.sub(r"\1 \2", name.replace("/", " per "))
     raw = [t for t in _SPLIT.split(spaced) if t]
     out: list[str] = []
-    for token in raw:
+    for k, token in enumerate(raw):
         low = token.lower()
+        if k and raw[k - 1].lower() == "at" and token.isdigit():
+            out.append(f"top{token}")  # recall_at_100 is Recall@100, never Recall@1000
+            continue
         if low in _NAME_NOISE or low == "metric":
             continue
         m = _COUNT_PREFIXED.match(token)

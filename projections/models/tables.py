@@ -281,9 +281,10 @@ def pointer(
         named: list[Cell] = [c for c in texts if _names_text_cell(text, low, c, words, said)]
         if not named and texts:
             named = _cells_by_part(text, list(texts))
-        if not named and flags:
+        if not named and (flags or 0.0 in values):
             flag = _flag_said(text, key)  # "without GPU-direct communication": gpu_direct_comm=0
-            named = [] if flag is None else [flag]
+            if flag is not None and (flags or flag == 0.0):  # "without re-ranking": rerank_depth=0
+                named = [flag]
         if not named:
             scale = count_scale(key)  # frames_M: "at 5M frames" is the row 5
             for value, near in numbers:
@@ -444,11 +445,17 @@ def _flag_said(text: str, column: str) -> float | None:
     """The cell of a 0/1 column (``gpu_direct_comm``, ``use_lm``) a sentence names by ``with``
     or ``without`` before the words of its name, or None."""
     parts = [
-        p for p in re.split(r"[_\s-]+", column.lower()) if p and p not in ("use", "enable", "enabled", "is", "has")
+        p
+        for p in re.split(r"[_\s-]+", column.lower())
+        if p and p not in ("use", "enable", "enabled", "is", "has", "depth", "size", "num", "n", "count")
     ]
     if not parts:
         return None
-    m = re.search(r"\b" + r"[\s_-]+".join(re.escape(p) + r"[a-z]*" for p in parts) + r"\b", text, re.I)
+    pattern = re.compile(r"\b" + r"[\s_-]+".join(re.escape(p) + r"[a-z]*" for p in parts) + r"\b", re.I)
+    m = pattern.search(text)
+    if m is None:
+        text = re.sub(r"(?<=[A-Za-z])-(?=[a-z])", "", text)  # "re-ranking" names rerank_depth
+        m = pattern.search(text)
     if m is None:
         return None
     before = text[max(0, m.start() - 30) : m.start()]
