@@ -22,7 +22,12 @@ from projections.models.verdicts import ValuesVerdict
 
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
-_FRACTION_WORDS = {"accuracy", "acc", "precision", "recall", "f1", "auc", "ratio", "fraction", "probability", "iou"}
+# scores a field keeps as a fraction or as a percent (val_top1_acc 0.7613 or 76.13)
+_FRACTION_WORDS = {"accuracy", "acc", "precision", "recall", "f1", "auc", "iou"}
+# what is a number in [0, 1] by its very name (clip_frac, a probability); a ratio only when it is
+# a share of events (cache_hit_ratio 1.37 is impossible, titv_ratio 2.1 is not)
+_UNIT_INTERVAL_WORDS = {"fraction", "probability", "frac", "prob"}
+_SHARE_RATIO_WORDS = {"hit", "miss", "acceptance", "success"}
 _PERCENT_WORDS = {"percent", "pct", "percentage"}
 _NONNEGATIVE_WORDS = {
     "time", "latency", "duration", "runtime", "seconds", "bandwidth", "throughput", "flops", "gflops", "tflops",
@@ -66,8 +71,11 @@ def range_problem(name: str, value: float, declared: Mapping[str, tuple[float, f
     words = set(tokens(name))
     if words & _PERCENT_WORDS and not 0 <= value <= 100:
         return f"{name}={value:g} is a percentage outside [0, 100]"
+    share = words & _UNIT_INTERVAL_WORDS or ("ratio" in words and words & _SHARE_RATIO_WORDS)
+    if share and not words & _PERCENT_WORDS and not 0 <= value <= 1:
+        return f"{name}={value:g} is a ratio or fraction outside [0, 1]"
     if words & _FRACTION_WORDS and not words & _PERCENT_WORDS and not 0 <= value <= 100:
-        return f"{name}={value:g} is a ratio or score outside [0, 1] (or [0, 100] as a percentage)"
+        return f"{name}={value:g} is a score outside [0, 1] (or [0, 100] as a percentage)"
     if words & _NONNEGATIVE_WORDS and value < 0:
         return f"{name}={value:g} is negative, which a {name} cannot be"
     return None

@@ -178,6 +178,11 @@ _METHOD_WORDS = frozenset(
 _REMAINDER = frozenset({"leav", "leave", "remaining", "remainder", "rest"})
 
 
+# a sentence that states a row other than the reported one, not the node's result ("another
+# configuration ran at 9.80"); never "another 2%" (more of it) nor "test-other" (a split's name)
+_OTHER_ROW = re.compile(r"\b(?:another|an alternative)\s+(?![-+]?[\d.])[a-z]", re.IGNORECASE)
+
+
 @dataclass(frozen=True)
 class _Phrase:
     """The words that may name one number's quantity, nearest first."""
@@ -337,6 +342,10 @@ class Checker:
         words = set(metric_words(metric))
         share = bool(words & SHARE_WORDS) or kept_as_percent(metric, value, self._others(metric))
         return share or (0.0 <= value <= 1.0 and units.of_metric(metric) is None and not words & _COUNT_WORDS)
+
+    def _other_row(self, q: Quantity) -> bool:
+        lo, hi = self._sentence(q)
+        return _OTHER_ROW.search(self.text, lo, hi) is not None
 
     def _sentence(self, q: Quantity) -> tuple[int, int]:
         return sentence_of(self.text, q.start)
@@ -527,6 +536,7 @@ class Checker:
         # a value whose words or unit name a metric of the own report is that metric's, unless the
         # sentence points at a row, names a range or a list: the artifacts back only what it lacks
         artifacts = (not by_words and not dim) or q.range_with is not None or q.from_range or q.list_pos is not None
+        artifacts = artifacts or self._other_row(q)  # "another configuration"
         if q.from_range and not q.range_first and (by_words or dim):
             artifacts = False  # "rises from 1,203 µs to 1.9 ms": the to-end is the node's own, as reported
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
@@ -653,7 +663,9 @@ class Checker:
             for key in self._named_keys(q, i, place.by_key):
                 looked.append(f"{place.where} ({key.metric})")
                 values = place.by_key[key.metric]
-                said = values if q.range_with is not None else self._unpointed(place, key.metric)  # ends: two rows
+                # ends of a range are two rows; "another configuration ran at 9.80" is any row's
+                anyrow = q.range_with is not None or self._other_row(q)
+                said = values if anyrow else self._unpointed(place, key.metric)
                 if any(self._held_by(q, key.metric, v, key, column=values) for v in said):
                     return self._out(q, "checked"), []
         return None, looked

@@ -170,7 +170,8 @@ def test_the_newest_verdict_counts_a_resumed_node_that_succeeded_is_not_failed(c
     refs = [{"path": "out.csv", "sha256": "a" * 64, "role": "data_output"}]
     for verdict in ("status=failed succeeded=false", "status=success succeeded=true"):
         backend.add_memory("n1", f"RESULT SUMMARY metrics=[] {verdict}", {"type": "result_summary"}, current_node="n1")
-    claim = backend.add_experiment_result("n1", "x is 1.0", artifact_refs=refs, current_node="n1")["id"]
+    # no number in the text: the unchecked-number rule is not what this test is about
+    claim = backend.add_experiment_result("n1", "x converges", artifact_refs=refs, current_node="n1")["id"]
     try:
         ctx = backend.get_verified_context(["n1"])
     finally:
