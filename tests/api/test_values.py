@@ -116,7 +116,7 @@ def test_artifact_numbers_are_keyed_by_column_and_key() -> None:
     found = check_claim("9.80 GFlops/s at TI=16", Evidence(REPORT, sources=[lambda: csv_place]))
     assert [v.verdict for v in found] == ["checked"] * 2  # the row the sentence points at, in the cited CSV only
     found = check_claim("13.64 GFlops/s at TI=16", Evidence(REPORT, sources=[lambda: csv_place]))
-    assert [v.verdict for v in found][0] == "mismatch"  # the report's number, but not that row's
+    assert found[0].verdict == "mismatch"  # the report's number, but not that row's
     found = check_claim("9.80 GFlops/s in the sweep", Evidence(REPORT, sources=[lambda: csv_place]))
     assert [v.verdict for v in found] == ["mismatch"]  # no row named: the report's GFlops_per_s decides
 
