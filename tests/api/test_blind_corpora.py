@@ -83,7 +83,11 @@ def _pins(work: Path, report: dict[str, Any], cites: list[str] | None) -> list[d
     names = [a["filename"] for a in listed] if cites is None else cites
     roles = {a["filename"]: a.get("role", "data_output") for a in listed}
     return [
-        {"path": name, "sha256": hashlib.sha256((work / name).read_bytes()).hexdigest(), "role": roles.get(name, "data_output")}
+        {
+            "path": name,
+            "sha256": hashlib.sha256((work / name).read_bytes()).hexdigest(),
+            "role": roles.get(name, "data_output"),
+        }
         for name in names
     ]
 
@@ -120,9 +124,7 @@ def grade(field: str, out: Path) -> list[dict[str, Any]]:
             usable |= {c["entry_id"] for c in ctx["usable_for_claims"]}
     finally:
         backend.close()
-    return [
-        {**c, "values": views[ids[c["id"]]].get("values"), "usable": ids[c["id"]] in usable} for c in claims
-    ]
+    return [{**c, "values": views[ids[c["id"]]].get("values"), "usable": ids[c["id"]] in usable} for c in claims]
 
 
 def _norm(written: str) -> str:
@@ -142,7 +144,12 @@ def match(claim: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | 
             if k in taken:
                 continue
             tw, tt = str(t.get("written", "")), str(t.get("text", ""))
-            if tw == w or _norm(tw) == _norm(w) or _norm(tt).startswith(_norm(w)) or (tw and _norm(w).startswith(_norm(tw))):
+            if (
+                tw == w
+                or _norm(tw) == _norm(w)
+                or _norm(tt).startswith(_norm(w))
+                or (tw and _norm(w).startswith(_norm(tw)))
+            ):
                 found = t
                 taken.add(k)
                 break
@@ -194,7 +201,9 @@ def test_the_confusion_table_meets_the_targets(
             got = verdict_of(found)
             by_truth[(number["truth"], got)] += 1
             if number["truth"] == "wrong" and claim["usable"]:
-                in_paper.append(f"{claim['id']}: {number['written']!r} is wrong and the claim is usable: {claim['text']!r}")
+                in_paper.append(
+                    f"{claim['id']}: {number['written']!r} is wrong and the claim is usable: {claim['text']!r}"
+                )
             if got != number["expect"]:
                 disagree.append(
                     f"{claim['id']} [{claim['node_id']}, {claim['form']}] {claim['text']!r}\n"
