@@ -346,12 +346,11 @@ def claim_checks(args: argparse.Namespace) -> Figure:
             work.append((claim["text"], cache[key]))
     for text, evidence in work:  # warm: pint's registry, each node's artifacts read once
         check_claim(text, evidence)  # type: ignore[arg-type]
-    from projections.models import metric_names, quantities
+    from projections.models import text_caches
 
     rounds = []
     for _ in range(args.claim_rounds):
-        metric_names._phrase_words.cache_clear()  # a claim's text is new to each round,
-        quantities._sentence_ends.cache_clear()  # as each claim is to one command
+        text_caches.forget()  # a claim's text is new to each round, as each claim is to one command
         start = time.perf_counter()
         for text, evidence in work:
             check_claim(text, evidence)  # type: ignore[arg-type]

@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
+from projections.models.text_caches import per_text
+
 # canonical word ← the ways fields write it
 _SYNONYMS: dict[str, tuple[str, ...]] = {
     "acc": ("acc", "accuracy", "accuracies", "accurate"),
@@ -192,6 +194,7 @@ COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     (frozenset({"below", "under"}), frozenset({"above", "over"})),
     (frozenset({"outside", "clipped"}), frozenset({"inside", "within"})),
 )
+_COMPLEMENT_WORDS = frozenset(w for pair in COMPLEMENTS for side in pair for w in side)
 # words that name what is measured, beyond the shared vocabulary: a complement's phrase must not hold one
 _MEASURES = frozenset(["calibration", "confidence", "coverage", "agreement", "consistency"])
 _GENERIC = frozenset(
@@ -282,7 +285,7 @@ def canon(word: str) -> tuple[str, ...]:
     if "-" in low:
         pair = tuple(low.split("-"))
         if pair in _BIGRAMS:  # "false-positive", "word-error": as the two words
-            return (_BIGRAMS[pair],)  # type: ignore[index]
+            return (_BIGRAMS[pair],)
         parts = tuple(p for part in low.split("-") if part for p in canon(part))
         return parts
     if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")) and low[:-1] in _CANON:
@@ -307,7 +310,7 @@ def phrase_words(text: str) -> list[tuple[str, int]]:
     return list(_phrase_words(text))
 
 
-@functools.lru_cache(maxsize=16384)
+@per_text
 def _phrase_words(text: str) -> tuple[tuple[str, int], ...]:
     out: list[tuple[str, int]] = []
     matches = list(_WORD.finditer(text))
@@ -381,7 +384,7 @@ def name_metrics(words: Iterable[str], metrics: Iterable[str], *, complements: b
     return list(_name_metrics(frozenset(words), tuple(metrics), complements))
 
 
-@functools.lru_cache(maxsize=16384)
+@per_text
 def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: bool) -> tuple[Named, ...]:
     """The metrics the canonical ``words`` name best (all tied at the best score), or [].
 
@@ -389,6 +392,7 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
     complement (an ``error`` of an ``acc`` metric) is named when the words hold the other side
     of a pair in :data:`COMPLEMENTS` and every other word of theirs that the metric has."""
     scored: list[Named] = []
+    complements = complements and ("complement" in said or not said.isdisjoint(_COMPLEMENT_WORDS))
     for metric in metrics:
         if metric.startswith("_"):
             continue  # ARI's own (_scientific_score, _axis_scores): never what a sentence names
@@ -442,14 +446,23 @@ def _complement(said: AbstractSet[str], mine: AbstractSet[str]) -> float | None:
 def names_a_quantity(words: Iterable[str], metrics: Iterable[str], *, change: bool = False) -> str | None:
     """A quantity word of the phrase that none of ``metrics`` carries (``energy`` when nothing
     measures energy), or None: such a number is never checked against another metric."""
-    carried = {w for m in metrics for w in metric_words(m)}
-    complements = {w for one, other in COMPLEMENTS for side in (one, other) if side & carried for w in (one | other)}
+    carried, complements = _carried(tuple(metrics))
     for word in words:
         if change and word in ("loss", "gain"):
             continue  # "a 9.5 percentage-point loss": a fall, not the loss a model minimises
         if word in QUANTITY_WORDS and word not in carried and word not in complements:
             return word
     return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _carried(metrics: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+    """The words a run's metric names carry, and the complements of those words."""
+    carried = frozenset(w for m in metrics for w in metric_words(m))
+    complements = frozenset(
+        w for one, other in COMPLEMENTS for side in (one, other) if side & carried for w in (one | other)
+    )
+    return carried, complements
 
 
 @functools.lru_cache(maxsize=8192)

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 from projections.models import units, written_numbers
+from projections.models.text_caches import per_text
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
 _UNIT_WORD = re.compile(r"[A-Za-zµμÅ][A-Za-z0-9µμ]*(?:/[A-Za-zµμÅ][A-Za-z]*){0,2}")
@@ -242,6 +244,18 @@ class Quantity:
         return self.unit in ("%", "x", "pp")
 
 
+def replace(q: Quantity, **changes: Any) -> Quantity:
+    """``dataclasses.replace`` for a quantity, without its walk over the fields on every call (a
+    claim's check makes thousands); the fields are all plain values, none computed."""
+    unknown = changes.keys() - q.__dict__.keys()
+    if unknown:
+        raise TypeError(f"Quantity has no field {sorted(unknown)[0]!r}")
+    new = object.__new__(Quantity)
+    new.__dict__.update(q.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
 def read(text: str, metric_names: frozenset[str] = frozenset()) -> list[Quantity]:
     """The quantities of ``text``, in order; ``metric_names`` are the report's (normalised by
     :func:`name_key`), so a metric named beside a number is recognised."""
@@ -345,7 +359,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     if dh:  # 1.52 GPU-hours, 452.8 CPU minutes: a time kept per device (never "16 nodes")
         stop = q.end + lead + dh.end()
         word = (dh.group(2) or dh.group(3)).lower()
-        unit = "hour" if word.startswith("h") else "minute" if word.startswith("m") else "second"
+        unit: str | None = "hour" if word.startswith("h") else "minute" if word.startswith("m") else "second"
         return replace(q, unit=unit, name=f"{dh.group(1).lower()}_{unit}s", end=stop, text=text[q.start : stop])
     pts = _POINTS.match(rest)
     if pts is None and _PLAIN_POINTS.match(rest) and _in_a_change(text, q):
@@ -743,6 +757,6 @@ def sentence_of(text: str, pos: int) -> tuple[int, int]:
     return start, len(text)
 
 
-@functools.lru_cache(maxsize=4096)
+@per_text
 def _sentence_ends(text: str) -> tuple[tuple[int, int], ...]:
     return tuple((m.start(), m.end()) for m in _SENTENCE_END.finditer(text))

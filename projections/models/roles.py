@@ -23,7 +23,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from projections.models import units
 from projections.models.evidence import OWN, Evidence, Verdict, range_problem
@@ -40,7 +40,7 @@ from projections.models.metric_names import (
     phrase_words,
     weight,
 )
-from projections.models.quantities import Quantity, count_noun, name_key, sentence_of, tolerance
+from projections.models.quantities import Quantity, count_noun, name_key, replace, sentence_of, tolerance
 from projections.models.tables import (
     Cell,
     Place,
@@ -421,8 +421,8 @@ class Checker:
         if q.name is not None:
             by_name = [m for m in metrics if name_key(m) == name_key(q.name)]
             if not by_name and self._explicit(q):  # "Cd = 1.3521": a metric that carries every word of it
-                words = {w for part in re.split(r"[_.]+", q.name) if part for w in canon(part)}
-                by_name = [m for m in metrics if words and words <= set(metric_words(m)) | {m.lower()}]
+                carried = {w for part in re.split(r"[_.]+", q.name) if part for w in canon(part)}
+                by_name = [m for m in metrics if carried and carried <= set(metric_words(m)) | {m.lower()}]
             if by_name or self._explicit(q):  # name=value: that metric, or none
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
@@ -471,10 +471,10 @@ class Checker:
         explicit = self._explicit(q)
         phrase = self._phrases[i]
         if not explicit and set(phrase.own[: phrase.after]) & _TARGETS:  # "the 5 ms budget": a goal, not a result
-            fact = self._fact(q, i)
+            goal = self._fact(q, i)
             return (
-                fact
-                if fact.verdict != "unchecked"
+                goal
+                if goal.verdict != "unchecked"
                 else self._out(q, "unchecked", "a target the run's words do not state")
             )
         said = name_key(q.name) if q.name else None
@@ -491,8 +491,8 @@ class Checker:
             whole = name_metrics(self._phrases[i].sentence, pool, complements=False)
             named, missing = [Named(n.metric, n.score, complement=True) for n in whole], None
         if dim and not named and missing is None:  # "training takes 5.51 h": of the times, the training's
-            said = set(self._phrases[i].own)
-            overlap = {m: len(said & set(metric_words(m))) for m in dim}
+            own = set(self._phrases[i].own)
+            overlap = {m: len(own & set(metric_words(m))) for m in dim}
             best = max(overlap.values())
             if best and list(overlap.values()).count(best) < len(dim):
                 named = [Named(m, float(best)) for m, n in overlap.items() if n == best]
@@ -545,7 +545,7 @@ class Checker:
         keyed = q.unit not in (None, "%", "x", "pp") and not by_words and self.ev.sources
         if keyed and any(self._keyed_by_unit(q, t) for place in self.ev.places for t in place.tables):
             return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's key column
-        fact = self._fact(q, i) if (q.unit is not None or q.noun is not None) and not by_words else None
+        fact: Verdict | None = self._fact(q, i) if (q.unit is not None or q.noun is not None) and not by_words else None
         if fact is not None and fact.verdict == "checked" and not self._measurement(i):
             return fact
         outside = self._named_outside(q)
@@ -914,7 +914,8 @@ class Checker:
         if other.list_pos:
             head = next((j for j in range(k - 1, -1, -1) if self.found[j].list_pos == 0), None)
             if head is not None:
-                words += self._phrases[head].own + ([self.found[head].noun] if self.found[head].noun else [])
+                noun = self.found[head].noun
+                words += self._phrases[head].own + ([noun] if noun else [])
         return [w for word in words for w in canon(word)]
 
     def _row_key(self, q: Quantity, i: int) -> Verdict | None:
@@ -1261,8 +1262,8 @@ class Checker:
                         said = ", ".join(f"{m}={self.ev.metrics[m]!r} (in {base}'s unit)" for m in mates)
                         return self._out(q, "mismatch", f"the node report says {said}", (OWN,))
         else:
-            value = next((k for k in range(i - 1, -1, -1) if self.found[k].end <= q.start), None)
-            words = self._phrases[value].own + self._phrases[value].leading if value is not None else []
+            prev = next((k for k in range(i - 1, -1, -1) if self.found[k].end <= q.start), None)
+            words = self._phrases[prev].own + self._phrases[prev].leading if prev is not None else []
             words = (words + self._phrases[i].own) or self._phrases[i].sentence  # "77.78 ± 0.01% top-1"
             bases = {m: set(metric_words(m)) - {"std"} for m in spreads}
             cands = [m for m, w in bases.items() if w & set(words) - {"val", "train", "test", "mean"}]

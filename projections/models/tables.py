@@ -17,11 +17,13 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 from projections.models import units
 from projections.models.metric_names import QUANTITY_WORDS, canon, count_scale, metric_words
+from projections.models.text_caches import per_text
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
 _KEY_VALUE = re.compile(rf"([A-Za-z_][\w/.@-]*)\s*[=:]\s*({_NUM})(?![\w.])")
@@ -276,7 +278,7 @@ def pointer(
     repetitions … the fastest``). ``numbers``: the text's numbers, each with the words beside it."""
     keys: list[tuple[str, tuple[Cell, ...]]] = []
     low = text.lower()
-    said = {w for m in re.finditer(r"[A-Za-z][\w@-]*", text) for w in canon(m.group())}
+    said = _said(text)
     for key, words, texts, values, flags in _keys_of(table):
         named: list[Cell] = [c for c in texts if _names_text_cell(text, low, c, words, said)]
         if not named and texts:
@@ -298,8 +300,8 @@ def pointer(
     for m in re.finditer(r"(?<![\w.])(\d+)-([A-Za-z]+)\b", text):  # "the 4-stage variant": stages=4
         value, word = float(m.group(1)), canon(m.group(2))[0]
         for key in table.varying():
-            named = key not in keyed and is_key_column(table, key) and word in set(metric_words(key)) | set(canon(key))
-            if named and value in table.column(key):
+            names = key not in keyed and is_key_column(table, key) and word in set(metric_words(key)) | set(canon(key))
+            if names and value in table.column(key):
                 keys.append((key, (value,)))
                 keyed.add(key)
     for shape in re.finditer(r"(?<![\w.])(\d+(?:[x×]\d+)+|\d+\^[23])(?![\w.])", text):
@@ -312,13 +314,13 @@ def pointer(
         found = _shape_columns(table, cells)
         if found and not set(found) & keyed:
             keys += [(column, (cell,)) for column, cell in zip(found, cells)]
-    row_words = _ROW_NOUNS | {w for key in table.header if is_key_column(table, key) for w in metric_words(key)}
+    row_words = _row_words(table)
     last = bool(_LAST.search(text)) and bool(said & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
     for m in _LAST.finditer(text):  # "in its final segment": the last row of a table keyed by segment
         after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 30])[:2] for w in canon(word)]
         last = last or bool(set(after) & row_words)
     extreme = None
-    around = {w for word in re.findall(r"[A-Za-z][\w-]*", context or text) for w in canon(word)}
+    around = _around(context or text)
     keyed = {k for k, _ in keys}
     for regex, way in ((_MOST, "max"), (_BEST, "best"), (_LEAST, "min"), (_WORST, "worst")):
         for m in regex.finditer(text):  # "the best run", "the slowest of the three repetitions", not "the best kernel"
@@ -331,6 +333,26 @@ def pointer(
             elif set(after) & row_words or (context is not None and around & _ROW_NOUNS):
                 extreme = extreme or way
     return Pointer(tuple(keys), last, extreme)
+
+
+@per_text
+def _said(text: str) -> frozenset[str]:
+    """The canonical words of a text, identifiers whole (``MRR@10``, ``n1a-lm``)."""
+    return frozenset(w for m in re.finditer(r"[A-Za-z][\w@-]*", text) for w in canon(m.group()))
+
+
+@per_text
+def _around(text: str) -> frozenset[str]:
+    return frozenset(w for word in re.findall(r"[A-Za-z][\w-]*", text) for w in canon(word))
+
+
+def _row_words(table: Table) -> frozenset[str]:
+    """What a table's rows are called: a row noun, or a word of a key column's name."""
+    memo = ("row_words", len(table.rows))
+    if memo not in table.memo:
+        keyed = {w for key in table.header if is_key_column(table, key) for w in metric_words(key)}
+        table.memo[memo] = _ROW_NOUNS | keyed
+    return frozenset(table.memo[memo])
 
 
 def _extreme_key(table: Table, words: list[str], keyed: set[str]) -> str | None:
@@ -404,17 +426,27 @@ def _cells_by_part(text: str, cells: list[str]) -> list[Cell]:
     """Text cells named by a distinctive part (``HaplotypeCaller`` of ``gatk_haplotypecaller``,
     ``BWA-MEM2 alignment`` of ``bwa_mem2_align``): the one cell whose parts of four letters or
     more the text holds most of (none when two tie)."""
+    written = _written_parts(text)
+    scored = [(sum(1 for p in _cell_parts(cell) if p in written), cell) for cell in dict.fromkeys(cells)]
+    best = max((s for s, _ in scored), default=0)
+    winners: list[Cell] = [c for s, c in scored if s == best]
+    return winners if best and len(winners) == 1 else []
+
+
+@per_text
+def _written_parts(text: str) -> frozenset[str]:
+    """A text's words, lower case, and their stems without -ing and -ment."""
     written = {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", text)}
     written |= {w[: len(w) - 3] for w in written if w.endswith("ing")} | {
         w[: len(w) - 4] for w in written if w.endswith("ment")
     }
-    scored = []
-    for cell in dict.fromkeys(cells):
-        parts = [p for p in re.split(r"[^A-Za-z0-9]+", cell.lower()) if len(p) >= 4 or re.search(r"\d", p)]
-        scored.append((sum(1 for p in parts if p in written), cell))
-    best = max((s for s, _ in scored), default=0)
-    winners = [c for s, c in scored if s == best]
-    return winners if best and len(winners) == 1 else []
+    return frozenset(written)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cell_parts(cell: str) -> tuple[str, ...]:
+    """A text cell's distinctive parts: of four letters or more, or with a digit."""
+    return tuple(p for p in re.split(r"[^A-Za-z0-9]+", cell.lower()) if len(p) >= 4 or re.search(r"\d", p))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -423,7 +455,7 @@ def _cell_pattern(cell: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(cell)}s?(?!\w)", flags)
 
 
-def _names_text_cell(text: str, low: str, cell: str, column_words: set[str], said: set[str]) -> bool:
+def _names_text_cell(text: str, low: str, cell: str, column_words: AbstractSet[str], said: AbstractSet[str]) -> bool:
     """A text cell is named by the text: alone when it is long or an identifier (``SNP`` or
     ``SNPs``, ``INDEL`` or ``indels``, ``PASS``, ``leveled``), after its column's name when it is
     short (``workload A``)."""
@@ -441,9 +473,9 @@ _WITHOUT = re.compile(r"\b(?:without|no|w/o|disabled?|disabling|turning off|minu
 _WITH = re.compile(r"\b(?:with|w/|enabled?|enabling|using|plus)\s+(?:the\s+)?$", re.I)
 
 
-def _flag_said(text: str, column: str) -> float | None:
-    """The cell of a 0/1 column (``gpu_direct_comm``, ``use_lm``) a sentence names by ``with``
-    or ``without`` before the words of its name, or None."""
+@functools.lru_cache(maxsize=4096)
+def _flag_pattern(column: str) -> re.Pattern[str] | None:
+    """The words of a 0/1 column's name as a sentence writes them (``GPU-direct communication``)."""
     parts = [
         p
         for p in re.split(r"[_\s-]+", column.lower())
@@ -451,7 +483,15 @@ def _flag_said(text: str, column: str) -> float | None:
     ]
     if not parts:
         return None
-    pattern = re.compile(r"\b" + r"[\s_-]+".join(re.escape(p) + r"[a-z]*" for p in parts) + r"\b", re.I)
+    return re.compile(r"\b" + r"[\s_-]+".join(re.escape(p) + r"[a-z]*" for p in parts) + r"\b", re.I)
+
+
+def _flag_said(text: str, column: str) -> float | None:
+    """The cell of a 0/1 column (``gpu_direct_comm``, ``use_lm``) a sentence names by ``with``
+    or ``without`` before the words of its name, or None."""
+    pattern = _flag_pattern(column)
+    if pattern is None:
+        return None
     m = pattern.search(text)
     if m is None:
         text = re.sub(r"(?<=[A-Za-z])-(?=[a-z])", "", text)  # "re-ranking" names rerank_depth
