@@ -91,6 +91,8 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "fn": ("fn", "fns", "undetected"),
     "tp": ("tp", "tps"),
     "score": ("score", "scores"),
+    "ap": ("ap", "map"),  # COCO's AP is the mean over classes: mAP
+    "box": ("box", "bbox", "boxes"),
 }
 _CANON: dict[str, str] = {w: c for c, ws in _SYNONYMS.items() for w in ws}
 # an acronym a metric's name carries for a rate of errors: the words it abbreviates, so that "error"
@@ -255,6 +257,8 @@ _BIGRAMS = {
     ("mixed", "precision"): "amp",
 }
 _CAMEL = re.compile(r"([a-z])([A-Z])")
+_MAP = re.compile(r"(?<![A-Za-z])mAP(?![a-z])")
+_OBJECT_SIZES = {"s": "small", "m": "medium", "l": "large"}
 _SPLIT = re.compile(r"[^A-Za-z0-9@]+")
 _MAGNITUDE = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 _MAGNITUDE_WORDS = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions": 1e6, "billion": 1e9, "billions": 1e9}
@@ -337,13 +341,18 @@ def metric_words(name: str) -> tuple[str, ...]:
     time, ``mem`` for a size in bytes)."""
     from projections.models import units  # pint loads with the first claim checked, not on import
 
-    spaced = _CAMEL.sub(r"\1 \2", name.replace("/", " per "))
+    spaced = _CAMEL.sub(r"\1 \2", _MAP.sub("MAP", name).replace("/", " per "))  # bbox_mAP: one word, not m AP
     raw = [t for t in _SPLIT.split(spaced) if t]
     out: list[str] = []
     for k, token in enumerate(raw):
         low = token.lower()
         if k and raw[k - 1].lower() == "at" and token.isdigit():
             out.append(f"top{token}")  # recall_at_100 is Recall@100, never Recall@1000
+            continue
+        if k and token.isdigit() and raw[k - 1].isalpha():  # bbox_mAP_50 is written AP50 too
+            out.extend(f"{c}{token}" for c in canon(raw[k - 1]))
+        if k and low in _OBJECT_SIZES and raw[k - 1].lower() in ("map", "ap", "ar"):
+            out.append(_OBJECT_SIZES[low])  # bbox_mAP_s: the AP of small objects (COCO's AP_S)
             continue
         if low in _NAME_NOISE or low == "metric":
             continue
@@ -410,6 +419,20 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
         return ()
     best = max(n.score for n in scored)
     return tuple(n for n in scored if n.score == best)
+
+
+def fewest_unsaid(tied: list[Named], said: Iterable[str]) -> list[Named]:
+    """Of metrics the words name equally, those that add the fewest words the sentence does not
+    say and the others do not share: "box AP" is ``bbox_mAP``, not ``bbox_mAP_50`` (its 50 is
+    unsaid); "latency" stays ``latency_ms_p50`` and ``latency_ms_p99`` (each adds one)."""
+    if len(tied) < 2:
+        return tied
+    said = set(said)
+    words = {n.metric: set(metric_words(n.metric)) for n in tied}
+    shared = set.intersection(*words.values())
+    extra = {m: len(w - shared - said) for m, w in words.items()}
+    least = min(extra.values())
+    return [n for n in tied if extra[n.metric] == least]
 
 
 def _names_its_measure(said: AbstractSet[str], mine: tuple[str, ...]) -> bool:

@@ -33,6 +33,7 @@ from projections.models.metric_names import (
     Named,
     canon,
     count_scale,
+    fewest_unsaid,
     kept_as_percent,
     metric_words,
     name_metrics,
@@ -432,7 +433,7 @@ class Checker:
             word, others = paired
             tiers = [[word] + [w for w in t if w not in others] for t in tiers]
         if wide:
-            tiers.append(phrase.sentence)
+            tiers.append([w for w in phrase.sentence if paired is None or w not in paired[1]])
         elif before:
             lo, _ = self._sentence(q)
             tiers.append([w for w, _ in phrase_words(_blank(self.text[lo : q.start], self.found, lo))])
@@ -447,10 +448,14 @@ class Checker:
                     named = flipped
             if named:
                 after = phrase.own[: phrase.after] if tier == 0 else []
+                theirs: set[str] | None = None  # the words that name the sentence's other numbers
                 for wider in [after, *tiers[tier + 1 :]]:  # "final CER on test-clean": CER breaks the tie; "2.9 GB of
-                    # GPU memory", the words after the number first
+                    # GPU memory", the words after the number first; never another number's name ("AP 36.6%, AP50 55.6%")
                     if len(named) < 2:
                         break
+                    if theirs is None:
+                        theirs = {w for j in range(len(self.found)) if j != i for w in self._own_words(j)} - set(words)
+                    wider = [w for w in wider if w not in theirs]
                     fewer = name_metrics(wider, [n.metric for n in named], complements=False)
                     if fewer and len(fewer) < len(named):
                         named = [n for n in named if n.metric in {f.metric for f in fewer}]
@@ -516,7 +521,9 @@ class Checker:
         paired = self._paired_node(q) or self._subject_node(q)
         if paired is not None:
             return self._of_node(q, i, paired, named)
-        own_holds = next((n for n in named if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
+        # of metrics named alike, the one the sentence names best: "55.6% box AP" is bbox_mAP's, never AP50's
+        candidates = fewest_unsaid(named, self._phrases[i].sentence) if by_words and not explicit else named
+        own_holds = next((n for n in candidates if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
         if explicit and own_holds is not None:  # snp_f1=0.9984: that metric's, whatever row the line names
             return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
         to_end = q.from_range and not q.range_first

@@ -107,6 +107,7 @@ _PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "gig
 # prefixes and units no run reports in, which pint still finds in plain words
 _ODD = re.compile(r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot")
 _AGGREGATE = re.compile(r"p\d+(?:\.\d+)?|mean|avg|median|max|total|final|best")  # never min: minutes
+_SCORE_WORDS = frozenset({"map", "ap", "ar", "acc", "f1", "iou", "auc", "precision", "recall", "dice"})
 _SPREAD_WORDS = frozenset({"std", "stddev", "stdev", "sd", "sem", "err", "ci", "var", "spread", "jitter"})
 
 
@@ -205,6 +206,8 @@ def of_metric(name: str) -> str | None:
         tail = parts[start:]
         if tail[0].lower() == "per" or (start and parts[start - 1].lower() == "per"):
             continue  # a denominator alone is not the metric's unit (samples_per_s is not seconds)
+        if start and len(tail) == 1 and len(tail[0]) == 1 and parts[start - 1].lower() in _SCORE_WORDS:
+            continue  # bbox_mAP_s, AP_m: a score of small or medium objects, never seconds or metres
         unit = parse(_join_per(tail))
         if unit is not None:
             return unit
