@@ -93,6 +93,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "score": ("score", "scores"),
     "ap": ("ap", "map"),  # COCO's AP is the mean over classes: mAP
     "box": ("box", "bbox", "boxes"),
+    "comm": ("comm", "communication", "communications"),
 }
 _CANON: dict[str, str] = {w: c for c, ws in _SYNONYMS.items() for w in ws}
 # an acronym a metric's name carries for a rate of errors: the words it abbreviates, so that "error"
@@ -255,6 +256,11 @@ _BIGRAMS = {
     ("single", "precision"): "fp32",
     ("half", "precision"): "fp16",
     ("mixed", "precision"): "amp",
+    ("anomaly", "correlation"): "acc",
+    (
+        "halo",
+        "exchange",
+    ): "comm",  # a stencil code's communication  # ACC, the anomaly correlation coefficient of a forecast
 }
 _CAMEL = re.compile(r"([a-z])([A-Z])")
 _MAP = re.compile(r"(?<![A-Za-z])mAP(?![a-z])")

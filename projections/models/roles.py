@@ -47,6 +47,7 @@ from projections.models.tables import (
     Place,
     Pointer,
     Table,
+    is_index_column,
     is_key_column,
     pointed_rows,
     pointer,
@@ -204,6 +205,7 @@ class Checker:
         self._phrases = _phrases(_blank_nodes(text, mentions), found)  # a node's name never names a metric
         self._run_names: list[str] | None = None
         self._pointers: dict[tuple[int, int, int, int, bool], Pointer] = {}
+        self._theirs: dict[int, set[str]] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -448,14 +450,11 @@ class Checker:
                     named = flipped
             if named:
                 after = phrase.own[: phrase.after] if tier == 0 else []
-                theirs: set[str] | None = None  # the words that name the sentence's other numbers
                 for wider in [after, *tiers[tier + 1 :]]:  # "final CER on test-clean": CER breaks the tie; "2.9 GB of
                     # GPU memory", the words after the number first; never another number's name ("AP 36.6%, AP50 55.6%")
                     if len(named) < 2:
                         break
-                    if theirs is None:
-                        theirs = {w for j in range(len(self.found)) if j != i for w in self._own_words(j)} - set(words)
-                    wider = [w for w in wider if w not in theirs]
+                    wider = self._not_theirs(i, wider)
                     fewer = name_metrics(wider, [n.metric for n in named], complements=False)
                     if fewer and len(fewer) < len(named):
                         named = [n for n in named if n.metric in {f.metric for f in fewer}]
@@ -467,6 +466,13 @@ class Checker:
                 if missing is not None:
                     return [], missing
         return [], None
+
+    def _not_theirs(self, i: int, words: list[str]) -> list[str]:
+        """The words, without those that name the sentence's other numbers and not this one."""
+        if i not in self._theirs:
+            mine = set(self._own_words(i))
+            self._theirs[i] = {w for j in range(len(self.found)) if j != i for w in self._own_words(j)} - mine
+        return [w for w in words if w not in self._theirs[i]]
 
     # ----------------------------------------------------------------------- roles
 
@@ -522,7 +528,9 @@ class Checker:
         if paired is not None:
             return self._of_node(q, i, paired, named)
         # of metrics named alike, the one the sentence names best: "55.6% box AP" is bbox_mAP's, never AP50's
-        candidates = fewest_unsaid(named, self._phrases[i].sentence) if by_words and not explicit else named
+        candidates = (
+            fewest_unsaid(named, self._not_theirs(i, self._phrases[i].sentence)) if by_words and not explicit else named
+        )
         own_holds = next((n for n in candidates if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
         if explicit and own_holds is not None:  # snp_f1=0.9984: that metric's, whatever row the line names
             return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
@@ -1174,10 +1182,25 @@ class Checker:
         ]
         if not flags:
             return None
-        if any(self._holds(q, f.value) for f in flags):
+        if any(self._holds(q, f.value) for f in flags) or self._names_a_row(q, own):
             return self._out(q, "checked")
         said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in flags}))
         return self._out(q, "mismatch", said, [f.where for f in flags])
+
+    def _names_a_row(self, q: Quantity, own: set[str]) -> bool:
+        """The number is a row of a cited table its words name by the key column (``at lead day 6``
+        of ``lead_day``, 1..10): a row the run has, not the run's setting (``--lead-days 10``)."""
+        for place in self.ev.places:
+            for table in place.tables:
+                for key in table.header:
+                    words = set(metric_words(key)) - {"time", "size"}
+                    if not words or not words <= own:
+                        continue
+                    if not is_key_column(table, key) and not is_index_column(table, key):
+                        continue
+                    if any(isinstance(c, float) and c == q.value for c in table.column(key)):
+                        return True
+        return False
 
     def _list_head(self, i: int) -> Quantity:
         """The first member of the list a number is in (itself when it is in none)."""

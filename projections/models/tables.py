@@ -267,6 +267,22 @@ def _is_key_column(table: Table, column: str) -> bool:
     return (whole and (first or plural)) or swept
 
 
+def is_index_column(table: Table, column: str) -> bool:
+    """The table's first column, whole numbers rising row by row (``lead_day`` 1…10, ``step``
+    500, 1000, …): the rows' index, whatever its unit."""
+    return table.header.index(column) == 0 and _counting(table.column(column))
+
+
+def _counting(cells: list[Cell]) -> bool:
+    """Whole numbers that rise row by row (more than two of them)."""
+    numbers = [c for c in cells if isinstance(c, float)]
+    return (
+        len(numbers) == len(cells) > 2
+        and all(c == int(c) for c in numbers)
+        and all(a < b for a, b in zip(numbers, numbers[1:]))
+    )
+
+
 def pointer(
     table: Table, text: str, numbers: Iterable[tuple[float, tuple[str, ...]]], context: str | None = None
 ) -> Pointer:
