@@ -317,7 +317,9 @@ def claim_checks(args: argparse.Namespace) -> Figure:
 
     root = Path(__file__).resolve().parents[1] / "fixtures" / "corpora" / "grounding"
     work: list[tuple[str, object]] = []
-    for field in sorted(p for p in root.iterdir() if (p / "claims.json").is_file()):
+    corpora = sorted(p for p in root.iterdir() if (p / "claims.json").is_file())
+    fields = len(corpora)
+    for field in corpora:
         run = json.loads((field / "run.json").read_text(encoding="utf-8"))
         experiments = field / "experiments"
         grounding = Grounding([experiments], None, run["experiment"])
@@ -357,7 +359,7 @@ def claim_checks(args: argparse.Namespace) -> Figure:
         rounds.append((time.perf_counter() - start) / len(work) * 1000)
     took = statistics.median(rounds)
     return Figure(
-        f"a claim's check: mean over {len(work):,} blind-corpus claims of 11 fields (median of {len(rounds)} rounds)",
+        f"a claim's check: mean over {len(work):,} blind-corpus claims of {fields} fields (median of {len(rounds)} rounds)",
         took,
         "ms",
         CLAIM_LIMIT_MS,

@@ -56,6 +56,15 @@ _BOUNDS = (
     ("exceeding", ">"), ("beyond", ">"), ("no less than", ">="), ("at least", ">="), (">=", ">="), ("≥", ">="),
     (">", ">"), ("exceeds", ">"), ("clears", ">="), ("tops", ">"), ("surpasses", ">"),
 )  # fmt: skip
+_A_DIGIT = re.compile(r"\d")
+_DEVICE_TIME = re.compile(
+    r"(GPU|CPU|core|node|device|vCPU)(?:[- ]?(hours?|hrs?|minutes?|mins?|seconds?)|[- ](h|s))(?![A-Za-z])", re.I
+)
+_DEGREES = re.compile(r"°\s?([CF])\b")
+_TIMES = re.compile(r"(?:[x×X](?![A-Za-z0-9])|times\b|-fold\b|fold\b)")
+_AFTER_CUT = re.compile(r"[,;:()\[\]]|(?<![A-Za-z])\d")
+_BEFORE_CUT = re.compile(r"[,;:()\[\]]")
+_BOUND_ENDS = tuple(words for words, _ in _BOUNDS)  # one C-level test before the loop over them
 _SPREAD_MARKS = ("±", "+/-", "+-", "plus or minus")
 _UP = {
     "faster", "quicker", "speedup", "speed-up", "higher", "more", "greater", "larger", "better", "improvement",
@@ -351,11 +360,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             rest = rest[lead:]
             glued = False
             break
-    dh = re.match(
-        r"(GPU|CPU|core|node|device|vCPU)(?:[- ]?(hours?|hrs?|minutes?|mins?|seconds?)|[- ](h|s))(?![A-Za-z])",
-        rest,
-        re.I,
-    )
+    dh = _DEVICE_TIME.match(rest)
     if dh:  # 1.52 GPU-hours, 452.8 CPU minutes: a time kept per device (never "16 nodes")
         stop = q.end + lead + dh.end()
         word = (dh.group(2) or dh.group(3)).lower()
@@ -367,14 +372,14 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     if pts is not None:
         stop = q.end + lead + pts.end()
         return replace(q, unit="pp", end=stop, text=text[q.start : stop])
-    deg = re.match(r"°\s?([CF])\b", rest)
+    deg = _DEGREES.match(rest)
     if deg:  # "3 °C": a temperature (a difference of one, as it is written beside a number)
         stop = q.end + lead + deg.end()
         return replace(q, unit=f"delta_deg{deg.group(1)}", end=stop, text=text[q.start : stop])
     if rest.startswith("%") or re.match(r"(percent|per cent|pct)\b", rest):
         n = 1 if rest.startswith("%") else len(re.match(r"(percent|per cent|pct)", rest).group())  # type: ignore[union-attr]
         return replace(q, unit="%", end=q.end + lead + n, text=text[q.start : q.end + lead + n])
-    xm = re.match(r"(?:[x×X](?![A-Za-z0-9])|times\b|-fold\b|fold\b)", rest)
+    xm = _TIMES.match(rest)
     if xm:
         stop = q.end + lead + xm.end()
         return replace(q, unit="x", end=stop, text=text[q.start : stop])
@@ -478,6 +483,8 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
         q = replace(q, spread=True)
     elif stripped.endswith(_APPROX_MARKS) or _ends_with_word(low, _APPROX):
         q = replace(q, qualifier="approx")
+    elif not low.endswith(_BOUND_ENDS):
+        pass  # no bound word before it
     elif q.unit is not None and q.unit not in ("x", "pp"):  # "over 5 repetitions" is across five, not a bound
         for words, op in _BOUNDS:
             if _ends_with_word(low, (words,)):
@@ -662,9 +669,11 @@ def _lists(text: str, found: list[Quantity]) -> list[Quantity]:
 def _change_kind(text: str, q: Quantity) -> str | None:
     """``absolute`` or ``relative``, when the words around a change say which."""
     lo, hi = sentence_of(text, q.start)
-    before = re.split(r"\d", text[max(lo, q.start - 40) : q.start])[-1]  # never past another number:
-    after = re.split(r"\d", text[q.end : min(hi, q.end + 40)])[0]  # "4.41% WER, an 11.1% relative cut"
+    before = _A_DIGIT.split(text[max(lo, q.start - 40) : q.start])[-1]  # never past another number:
+    after = _A_DIGIT.split(text[q.end : min(hi, q.end + 40)])[0]  # "4.41% WER, an 11.1% relative cut"
     around = (before + " " + after).lower()
+    if "absolute" not in around and "relative" not in around:
+        return None
     for kind in ("absolute", "relative"):
         if re.search(rf"\b{kind}(?:ly)?\b", around):
             return kind
@@ -704,9 +713,9 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     words after it (``faster``, ``lower``, ``of``, past ``relative``/``absolute``), a verb before
     ``by`` (``cut by``, ``improves throughput by``) or a noun before ``of`` (``a drop of``)."""
     after = text[q.end : q.end + 60].lower()
-    after_words = _WORD.findall(re.split(r"[,;:()\[\]]|(?<![A-Za-z])\d", after)[0])[:6]
+    after_words = _WORD.findall(_AFTER_CUT.split(after, maxsplit=1)[0])[:6]
     before = text[max(0, q.start - 40) : q.start].lower()
-    before_words = _WORD.findall(re.split(r"[,;:()\[\]]", before)[-1])[-6:]
+    before_words = _WORD.findall(_BEFORE_CUT.split(before)[-1])[-6:]
     speed = any(w in _SPEED for w in after_words[:2] + before_words[-2:])  # this clause's words, not the last one's
     if q.signed:
         return ("down" if q.value < 0 else "up"), speed

@@ -180,6 +180,11 @@ _METHOD_WORDS = frozenset(
 _REMAINDER = frozenset({"leav", "leave", "remaining", "remainder", "rest"})
 
 
+_CLAUSE_MARKS = re.compile(r"[,;()\[\]|]")
+_CLAUSE_END = re.compile(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b")
+_AFTER_A_WORD = re.compile(r"[a-z,]\s+$")
+_CAPITALISED = re.compile(r"[A-Z][a-z]{2,}")
+_NAME_PARTS = re.compile(r"[-_.]")
 # a sentence that states a row other than the reported one, not the node's result ("another
 # configuration ran at 9.80"); never "another 2%" (more of it) nor "test-other" (a split's name)
 _OTHER_ROW = re.compile(r"\b(?:another|an alternative)\s+(?![-+]?[\d.])[a-z]", re.IGNORECASE)
@@ -206,6 +211,7 @@ class Checker:
         self._run_names: list[str] | None = None
         self._pointers: dict[tuple[int, int, int, int, bool], Pointer] = {}
         self._theirs: dict[int, set[str]] = {}
+        self._blanks: dict[tuple[int, int, bool], str] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -398,11 +404,11 @@ class Checker:
             word = m.group(1)
             low = word.lower()
             # a capitalised word inside a sentence is a proper name too ("on Common Voice", "a Jetson Orin")
-            inside = re.search(r"[a-z,]\s+$", self.text[s_lo : lo + m.start()]) is not None
-            proper = inside and re.fullmatch(r"[A-Z][a-z]{2,}", word) is not None
+            inside = _AFTER_A_WORD.search(self.text, s_lo, lo + m.start()) is not None
+            proper = inside and _CAPITALISED.fullmatch(word) is not None
             if low in _GENERIC_IDS or low.rstrip("s") in _GENERIC_IDS or not (proper or _looks_like_a_name(word)):
                 continue
-            parts = [p for p in re.split(r"[-_.]", low) if p]
+            parts = [p for p in _NAME_PARTS.split(low) if p]
             if low in vocabulary or low.rstrip("s") in vocabulary or all(p in vocabulary for p in parts):
                 continue
             if units.parse(word) is not None:
@@ -836,12 +842,20 @@ class Checker:
                     numbers.append((other.value, tuple(words)))
                 elif lo <= other.start < hi and other.unit not in (None, "%", "x", "pp") and not other.change:
                     numbers += self._keyed_by_unit(other, table)  # "a 60 Ry cutoff": ecutwfc_Ry=60
-            s_lo, s_hi = sentence_of(self.text, lo)
-            context = None if sentence else _blank(self.text[s_lo:s_hi], self.found, s_lo)
-            self._pointers[key] = pointer(
-                table, _blank(self.text[lo:hi], self.found, lo, digits=True), numbers, context
-            )
+            if sentence:
+                context = None
+            else:
+                s_lo, s_hi = sentence_of(self.text, lo)
+                context = self._blanked(s_lo, s_hi, digits=False)
+            self._pointers[key] = pointer(table, self._blanked(lo, hi, digits=True), numbers, context)
         return self._pointers[key]
+
+    def _blanked(self, lo: int, hi: int, *, digits: bool) -> str:
+        """The text between ``lo`` and ``hi`` with the claim's numbers blanked, once per span."""
+        key = (lo, hi, digits)
+        if key not in self._blanks:
+            self._blanks[key] = _blank(self.text[lo:hi], self.found, lo, digits=digits)
+        return self._blanks[key]
 
     def _keyed_by_unit(self, q: Quantity, table: Table) -> list[tuple[float, tuple[str, ...]]]:
         """A number with a unit as a key cell: in a key column kept in a unit of its dimension,
@@ -1708,6 +1722,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         trailing_end.append(q.end + (len(span) if words else 0))
         trailing.append(words)
     result = []
+    sentences: dict[tuple[int, int], list[str]] = {}  # the numbers of one sentence share its words
     for k, q in enumerate(found):
         lo, hi = sentence_of(text, q.start)
         start = lo
@@ -1717,20 +1732,23 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
                 break
         own_start = max(start, max((trailing_end[j] for j in range(k) if found[j].end <= q.start), default=lo))
         lead_text = text[own_start : q.start]  # "0.0009 kJ/mol/ns per atom, a 92% cut": "per atom" is not the 92%'s
-        leading = [w for w, _ in phrase_words(lead_text)]
+        lead_words = phrase_words(lead_text)
+        leading = [w for w, _ in lead_words]
         near: list[str] = []
-        cut = max((m.end() for m in re.finditer(r"[,;()\[\]|]", lead_text)), default=0)
-        for word in reversed([w for w, _ in phrase_words(lead_text[cut:])]):
+        cut = max((m.end() for m in _CLAUSE_MARKS.finditer(lead_text)), default=0)
+        for word in reversed([w for w, at in lead_words if at >= cut]):  # no word spans the mark at the cut
             if word in _BOUNDARY:
                 if near or word in ("and", "or", "but", "while", "whereas", "vs", "versus"):
                     break  # "1,621 SNP and 4,034 …": the word before "and" is the last number's
                 continue
             near.insert(0, word)
-        sentence = [w for w, _ in phrase_words(text[lo:hi])]
+        if (lo, hi) not in sentences:
+            sentences[(lo, hi)] = [w for w, _ in phrase_words(text[lo:hi])]
+        sentence = sentences[(lo, hi)]
         clause_start = max(start, max((trailing_end[j] for j in range(k) if found[j].end <= q.start), default=lo))
         # the words after a number are its own until a conjunction, a comma or the next number
-        after = re.search(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b", text[q.end : hi])
-        clause_end = q.end + after.start() if after else hi
+        after = _CLAUSE_END.search(text, q.end, hi)
+        clause_end = after.start() if after else hi
         nxt = next((o.start for o in found[k + 1 :] if q.end <= o.start < clause_end), None)
         if nxt is not None:
             clause_end = nxt

@@ -142,6 +142,10 @@ _MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum|largest|biggest|wide
 _BEST = re.compile(r"\b(?:best|fastest|quickest)\b", re.I)
 _LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|bottoms?|shortest|narrowest|shallowest)\b", re.I)
 _WORST = re.compile(r"\b(?:worst|slowest)\b", re.I)
+_ANY_EXTREME = re.compile("|".join(r.pattern for r in (_MOST, _BEST, _LEAST, _WORST)), re.I)
+_DIGIT = re.compile(r"\d")
+_NUMBERED_WORD = re.compile(r"(?<![\w.])(\d+)-([A-Za-z]+)\b")
+_SHAPE = re.compile(r"(?<![\w.])(\d+(?:[x×]\d+)+|\d+\^[23])(?![\w.])")
 # words of a column where less is better ("the best loss" is the lowest)
 # nouns of what a table's rows are: the extreme one of them is a row ("the best run")
 _ROW_NOUNS = frozenset(
@@ -294,11 +298,10 @@ def pointer(
     repetitions … the fastest``). ``numbers``: the text's numbers, each with the words beside it."""
     keys: list[tuple[str, tuple[Cell, ...]]] = []
     low = text.lower()
-    said = _said(text)
     for key, words, texts, values, flags in _keys_of(table):
-        named: list[Cell] = [c for c in texts if _names_text_cell(text, low, c, words, said)]
+        named: list[Cell] = [c for c in texts if _names_text_cell(text, low, c, words)]
         if not named and texts:
-            named = _cells_by_part(text, list(texts))
+            named = _cells_by_part(text, texts)
         if not named and (flags or 0.0 in values):
             flag = _flag_said(text, key)  # "without GPU-direct communication": gpu_direct_comm=0
             if flag is not None and (flags or flag == 0.0):  # "without re-ranking": rerank_depth=0
@@ -313,14 +316,15 @@ def pointer(
         if named:
             keys.append((key, tuple(dict.fromkeys(named))))
     keyed = {k for k, _ in keys}
-    for m in re.finditer(r"(?<![\w.])(\d+)-([A-Za-z]+)\b", text):  # "the 4-stage variant": stages=4
+    digits = _DIGIT.search(text) is not None
+    for m in _NUMBERED_WORD.finditer(text) if digits else ():  # "the 4-stage variant": stages=4
         value, word = float(m.group(1)), canon(m.group(2))[0]
         for key in table.varying():
             names = key not in keyed and is_key_column(table, key) and word in set(metric_words(key)) | set(canon(key))
             if names and value in table.column(key):
                 keys.append((key, (value,)))
                 keyed.add(key)
-    for shape in re.finditer(r"(?<![\w.])(\d+(?:[x×]\d+)+|\d+\^[23])(?![\w.])", text):
+    for shape in _SHAPE.finditer(text) if digits else ():
         written = shape.group(1)
         if "^" in written:  # 4096^3: M = N = K = 4096
             side, power = written.split("^")
@@ -330,12 +334,15 @@ def pointer(
         found = _shape_columns(table, cells)
         if found and not set(found) & keyed:
             keys += [(column, (cell,)) for column, cell in zip(found, cells)]
-    row_words = _row_words(table)
-    last = bool(_LAST.search(text)) and bool(said & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
-    for m in _LAST.finditer(text):  # "in its final segment": the last row of a table keyed by segment
+    lasts = list(_LAST.finditer(text))
+    last = bool(lasts) and bool(_said(text) & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
+    for m in lasts:  # "in its final segment": the last row of a table keyed by segment
         after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 30])[:2] for w in canon(word)]
-        last = last or bool(set(after) & row_words)
+        last = last or bool(set(after) & _row_words(table))
     extreme = None
+    if _ANY_EXTREME.search(text) is None:
+        return Pointer(tuple(keys), last, extreme)
+    row_words = _row_words(table)
     around = _around(context or text)
     keyed = {k for k, _ in keys}
     for regex, way in ((_MOST, "max"), (_BEST, "best"), (_LEAST, "min"), (_WORST, "worst")):
@@ -438,15 +445,28 @@ def _keys_of(table: Table) -> list[tuple[str, frozenset[str], tuple[str, ...], t
     return list(table.memo[memo])
 
 
-def _cells_by_part(text: str, cells: list[str]) -> list[Cell]:
+def _cells_by_part(text: str, cells: tuple[str, ...]) -> list[Cell]:
     """Text cells named by a distinctive part (``HaplotypeCaller`` of ``gatk_haplotypecaller``,
     ``BWA-MEM2 alignment`` of ``bwa_mem2_align``): the one cell whose parts of four letters or
     more the text holds most of (none when two tie)."""
-    written = _written_parts(text)
-    scored = [(sum(1 for p in _cell_parts(cell) if p in written), cell) for cell in dict.fromkeys(cells)]
-    best = max((s for s, _ in scored), default=0)
-    winners: list[Cell] = [c for s, c in scored if s == best]
+    index = _part_index(cells)
+    scores: dict[str, int] = {}
+    for part in _written_parts(text) & index.keys():
+        for cell in index[part]:
+            scores[cell] = scores.get(cell, 0) + 1
+    best = max(scores.values(), default=0)
+    winners: list[Cell] = [c for c, n in scores.items() if n == best]
     return winners if best and len(winners) == 1 else []
+
+
+@functools.lru_cache(maxsize=1024)
+def _part_index(cells: tuple[str, ...]) -> dict[str, list[str]]:
+    """Each distinctive part of a column's text cells → the cells holding it (once per time)."""
+    index: dict[str, list[str]] = {}
+    for cell in dict.fromkeys(cells):
+        for part in _cell_parts(cell):
+            index.setdefault(part, []).append(cell)
+    return index
 
 
 @per_text
@@ -471,10 +491,12 @@ def _cell_pattern(cell: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(cell)}s?(?!\w)", flags)
 
 
-def _names_text_cell(text: str, low: str, cell: str, column_words: AbstractSet[str], said: AbstractSet[str]) -> bool:
+def _names_text_cell(text: str, low: str, cell: str, column_words: AbstractSet[str]) -> bool:
     """A text cell is named by the text: alone when it is long or an identifier (``SNP`` or
     ``SNPs``, ``INDEL`` or ``indels``, ``PASS``, ``leveled``), after its column's name when it is
     short (``workload A``)."""
+    if cell.lower() not in low:
+        return False  # every way of naming it writes it
     if len(cell) >= 3:
         return _cell_pattern(cell).search(text) is not None
     if cell.isupper() and len(cell) == 2 and re.search(rf"(?<![\w-]){re.escape(cell)}(?![\w-])", text):

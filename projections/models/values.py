@@ -15,6 +15,7 @@ tables (:mod:`projections.models.tables`) and the roles live beside it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -100,13 +101,26 @@ def check_claim(text: str, evidence: Evidence) -> list[Verdict]:
     """A verdict for every number of ``text`` (docs/grounding.md)."""
     if _DIGIT.search(text) is None and _NUMBER_WORD.search(text) is None:
         return []
-    names = frozenset(name_key(n) for n in evidence.metrics) | frozenset(
-        name_key(n) for metrics in evidence.ancestors.values() for n in metrics
-    )
+    names = _name_keys(tuple(evidence.metrics), tuple(n for metrics in evidence.ancestors.values() for n in metrics))
     found = read(text, names)
     mentions = _node_mentions(text, evidence)
     checker = Checker(text, found, mentions, evidence)
     return [checker.verdict(i) for i in range(len(found))]
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_keys(own: tuple[str, ...], theirs: tuple[str, ...]) -> frozenset[str]:
+    """The lineage's metric names as a sentence may write them (``name_key``), once per lineage."""
+    return frozenset(name_key(n) for n in own) | frozenset(name_key(n) for n in theirs)
+
+
+@functools.lru_cache(maxsize=1024)
+def _ids_pattern(ids: frozenset[str]) -> re.Pattern[str]:
+    """The node ids of a lineage as whole words, the longest first."""
+    return re.compile(r"(?<![\w])(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r")(?![\w])")
+
+
+_BASE_WORD = re.compile(r"\b(baseline|root|parent)\b", re.I)
 
 
 def _node_mentions(text: str, evidence: Evidence) -> list[tuple[int, str]]:
@@ -115,10 +129,9 @@ def _node_mentions(text: str, evidence: Evidence) -> list[tuple[int, str]]:
     ids = set(evidence.ancestors) | set(evidence.others) | ({evidence.node_id} if evidence.node_id else set())
     found: list[tuple[int, str]] = []
     if ids:
-        pattern = r"(?<![\w])(" + "|".join(re.escape(i) for i in sorted(ids, key=len, reverse=True)) + r")(?![\w])"
-        found += [(m.start(), m.group(1)) for m in re.finditer(pattern, text)]
+        found += [(m.start(), m.group(1)) for m in _ids_pattern(frozenset(ids)).finditer(text)]
     lineage = list(evidence.ancestors)
-    for m in re.finditer(r"\b(baseline|root|parent)\b", text, re.I):
+    for m in _BASE_WORD.finditer(text):
         role = BASE_WORDS[m.group(1).lower()]
         if lineage:
             found.append((m.start(), lineage[0] if role == "root" else lineage[-1]))
