@@ -109,12 +109,25 @@ class Evidence:
     label: str | None = None  # ARI's label of the claim's node ("validation" re-runs its parent)
     _places: list[Place] | None = field(default=None, repr=False)
     _vocabulary: frozenset[str] | None = field(default=None, repr=False)
+    _names: tuple[str, ...] | None = field(default=None, repr=False)
 
     @property
     def places(self) -> list[Place]:
         if self._places is None:
             self._places = [p for p in (load() for load in self.sources) if p is not None]
         return self._places
+
+    @property
+    def names_in_reach(self) -> tuple[str, ...]:
+        """Every metric name in reach, once: the own report's, the ancestors', the cited
+        artifacts' keys and table columns."""
+        if self._names is None:
+            names = list(self.metrics) + [m for ms in self.ancestors.values() for m in ms]
+            for place in self.places:
+                names += list(place.by_key)
+                names += [h for t in place.tables for h in t.header]
+            self._names = tuple(dict.fromkeys(names))
+        return self._names
 
     @property
     def vocabulary(self) -> frozenset[str]:

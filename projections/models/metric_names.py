@@ -408,11 +408,13 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
     of a pair in :data:`COMPLEMENTS` and every other word of theirs that the metric has."""
     scored: list[Named] = []
     complements = complements and ("complement" in said or not said.isdisjoint(_COMPLEMENT_WORDS))
+    if not complements and said.isdisjoint(_words_of_all(metrics)):
+        return ()  # no word of any metric: none is named
     for metric in metrics:
         if metric.startswith("_"):
             continue  # ARI's own (_scientific_score, _axis_scores): never what a sentence names
         mine = metric_words(metric)
-        if not mine:
+        if not mine or (not complements and said.isdisjoint(mine)):
             continue
         hit = sum(weight(w) for w in mine if w in said)
         flipped = _complement(said, set(mine)) if complements else None
@@ -425,6 +427,11 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
         return ()
     best = max(n.score for n in scored)
     return tuple(n for n in scored if n.score == best)
+
+
+@functools.lru_cache(maxsize=4096)
+def _words_of_all(metrics: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(w for m in metrics for w in metric_words(m))
 
 
 def fewest_unsaid(tied: list[Named], said: Iterable[str]) -> list[Named]:

@@ -208,7 +208,6 @@ class Checker:
         self.text, self.found, self.mentions, self.ev = text, found, mentions, ev
         self._memo: dict[int, Verdict] = {}
         self._phrases = _phrases(_blank_nodes(text, mentions), found)  # a node's name never names a metric
-        self._run_names: list[str] | None = None
         self._pointers: dict[tuple[int, int, int, int, bool], Pointer] = {}
         self._theirs: dict[int, set[str]] = {}
         self._blanks: dict[tuple[int, int, bool], str] = {}
@@ -380,16 +379,9 @@ class Checker:
         problem = range_problem(metric, self.ev.metrics[metric], self.ev.ranges)
         return self._out(q, "mismatch", problem, ("metric range",)) if problem else None
 
-    def _run_metric_names(self) -> list[str]:
+    def _run_metric_names(self) -> tuple[str, ...]:
         """Every metric name in reach: the own report's, the ancestors', the cited tables' columns."""
-        if self._run_names is None:
-            names = list(self.ev.metrics)
-            names += [m for ms in self.ev.ancestors.values() for m in ms]
-            for place in self.ev.places:
-                names += list(place.by_key)
-                names += [h for t in place.tables for h in t.header]
-            self._run_names = list(dict.fromkeys(names))
-        return self._run_names
+        return self.ev.names_in_reach
 
     def _out_of_reach(self, q: Quantity, i: int) -> str | None:
         """A number the run cannot speak for: its clause names something the run never writes
@@ -1671,7 +1663,7 @@ def _cell(cell: object) -> str:
     return f"{cell:g}" if isinstance(cell, float) else str(cell)
 
 
-def _named_measures(names: list[str]) -> set[str]:
+def _named_measures(names: Iterable[str]) -> set[str]:
     return {w for n in names for w in metric_words(n)}
 
 
