@@ -416,6 +416,8 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
         mine = metric_words(metric)
         if not mine or (not complements and said.isdisjoint(mine)):
             continue
+        if other_member(said, mine):
+            continue  # "p99 latency" never names latency_ms_p50, "top-5" never val_top1_acc
         hit = sum(weight(w) for w in mine if w in said)
         flipped = _complement(said, set(mine)) if complements else None
         if flipped is not None:
@@ -427,6 +429,19 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
         return ()
     best = max(n.score for n in scored)
     return tuple(n for n in scored if n.score == best)
+
+
+# words of which a name holds one at most: a sentence saying one never names a metric with another
+_EXCLUSIVE = (frozenset({"p50", "p90", "p95", "p99", "p999"}), frozenset({"top1", "top5", "top10"}))
+
+
+def other_member(said: frozenset[str], mine: tuple[str, ...]) -> bool:
+    """The words say one member of a family of which the name holds another (p99 vs p50)."""
+    for family in _EXCLUSIVE:
+        theirs = family.intersection(mine)
+        if theirs and not theirs & said and family & said:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)

@@ -38,6 +38,7 @@ from projections.models.metric_names import (
     metric_words,
     name_metrics,
     names_a_quantity,
+    other_member,
     phrase_words,
     weight,
 )
@@ -489,6 +490,8 @@ class Checker:
         said = name_key(q.name) if q.name else None
         own_all = [m for m in self.ev.metrics if explicit or not units.is_spread(m) or name_key(m) == said]
         own_all = [m for m in own_all if self._could_be(q, m, self.ev.metrics[m])]
+        near = frozenset(phrase.own) | frozenset(phrase.leading)
+        own_all = [m for m in own_all if not other_member(near, metric_words(m))]  # "13.6 ms p99": never the p50
         dim = self._of_dimension(own_all, q) if q.unit not in (None, "%", "x") else None
         if dim is not None and q.per:  # "3.0 min/epoch" is epoch_time_s, never wall_clock_h
             dim = [m for m in dim if canon(q.per)[0] in metric_words(m)]
@@ -520,15 +523,15 @@ class Checker:
             return self._out(q, "unchecked", "a share of something no metric measures")
         if not named and missing is None and not bare and q.unit == "%" and not explicit and not q.bound:
             named = self._primary_share(q)  # "reaches 76.1%"; never "up to 15% of the utterance"
-        if q.bound:  # an inequality of the own report's metric, exactly; nothing else decides it
-            return self._bound(q, named)
-        paired = self._paired_node(q) or self._subject_node(q)
-        if paired is not None:
-            return self._of_node(q, i, paired, named)
         # of metrics named alike, the one the sentence names best: "55.6% box AP" is bbox_mAP's, never AP50's
         candidates = (
             fewest_unsaid(named, self._not_theirs(i, self._phrases[i].sentence)) if by_words and not explicit else named
         )
+        if q.bound:  # an inequality of the own report's metric, exactly; nothing else decides it
+            return self._bound(q, candidates)
+        paired = self._paired_node(q) or self._subject_node(q)
+        if paired is not None:
+            return self._of_node(q, i, paired, named)
         own_holds = next((n for n in candidates if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
         if explicit and own_holds is not None:  # snp_f1=0.9984: that metric's, whatever row the line names
             return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
