@@ -99,6 +99,9 @@ def in_terminal(*args: object, interrupt_at: str | None = None, timeout: float =
         stdout=subprocess.PIPE,
         stderr=slave,
         env=subprocess_env(TERM="xterm-256color"),
+        # as at a terminal: Ctrl-C's default, even when the suite runs in the background (where a
+        # shell starts it with SIGINT ignored, and a signal before the handler is lost)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     os.close(slave)
     out: list[bytes] = []
@@ -426,6 +429,20 @@ def test_what_ctrl_c_prints() -> None:
             assert progress.interrupted(second) == "interrupted: what the first one kept"
 
 
+@pytest.fixture
+def ctrl_c_as_at_a_terminal() -> Iterator[None]:
+    """Python's own SIGINT handler, as a terminal user has it, even when the suite runs in the
+    background with SIGINT ignored."""
+    inherited = signal.getsignal(signal.SIGINT)
+    if inherited is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+@pytest.mark.usefixtures("ctrl_c_as_at_a_terminal")
 def test_inside_safe_points_ctrl_c_stops_at_the_next_progress_call_and_a_second_at_once() -> None:
     before = signal.getsignal(signal.SIGINT)
     with progress.running(argparse.Namespace(json=True)):
