@@ -791,7 +791,7 @@ class Checker:
                     ptr = Pointer(
                         tuple(k for k in ptr.keys if k[0] not in {c for c, _ in shaped}) + shaped, ptr.last, ptr.extreme
                     )
-                if not ptr:
+                if not ptr or self._is_key_cell(q, ptr):
                     continue
                 for col in self._columns_for(q, i, table, ptr) or self._columns_like(table, named, ptr):
                     column = col.metric
@@ -812,6 +812,13 @@ class Checker:
                         why = f"{place.where} ({shown}) says {column}={said}"
                         results.append((self._out(q, "mismatch", why, [place.where]), in_table))
         return results[0] if results else None
+
+    def _is_key_cell(self, q: Quantity, ptr: Pointer) -> bool:
+        """The number is the key cell its pointer names (``4`` of ``a 4 fs timestep`` when the
+        rows are keyed by ``timestep_fs``): it picks the row, it is not a value of it."""
+        return any(
+            isinstance(c, float) and abs(c - q.value) <= q.tolerance for _, cells in ptr.keys for c in cells
+        ) and len(ptr.keys) == 1
 
     def _reported_in(self, metric: str, column: str, values: list[float]) -> bool:
         """Whether the own report's value of a metric is one of a table column's, to the digits

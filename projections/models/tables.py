@@ -258,9 +258,11 @@ def _is_key_column(table: Table, column: str) -> bool:
     cells = table.column(column)
     if all(isinstance(c, str) for c in cells):
         return True
+    if is_index_column(table, column):
+        return True  # lead_day 1…10, step 500, 1000, …: what the rows are, whatever their unit
     if set(metric_words(column)) & QUANTITY_WORDS:
         return False  # n_err_test_clean, epoch_time_s, gpu_mem_GB: a measure, whatever it is counted per
-    named = set(metric_words(column)) & _KEY_WORDS or set(canon(column)) & _KEY_WORDS
+    named = _key_words_of(column)
     if named and units.of_metric(column) is None:  # index_size_GB is a measure; batch_size a key
         return True
     numbered = [c for c in cells if not (isinstance(c, str) and c.strip().lower() in _SUMMARY_ROWS)]
@@ -269,6 +271,14 @@ def _is_key_column(table: Table, column: str) -> bool:
     first = table.header.index(column) == 0
     swept = first and len(numbered) > 1 and len(set(numbered)) == len(numbered)  # lm_weight 0.0, 0.1, …: a sweep
     return (whole and (first or plural)) or swept
+
+
+def _key_words_of(column: str) -> set[str]:
+    """The key words a column's name holds; a letter (``M``, ``n``) only when it is the whole
+    name: ``z500_rmse_m`` is a measure kept in metres, ``M`` a GEMM dimension."""
+    words = set(metric_words(column)) | set(canon(column))
+    alone = len(words) == 1
+    return {w for w in words & _KEY_WORDS if len(w) > 1 or alone}
 
 
 def is_index_column(table: Table, column: str) -> bool:
