@@ -243,7 +243,11 @@ def _inflated(bundle: Path, raw: IO[bytes], kind: Compression, plain: Path) -> I
 
 
 def check_output_path(out: Path, field: str) -> None:
-    """Refuse, before any work, an output file whose folder does not exist."""
+    """Refuse, before any work, an output file whose folder does not exist, or one that is a
+    file of a checkpoint's memory (:func:`ledger.layout.memory_file_problem`)."""
+    problem = layout.memory_file_problem(out)
+    if problem is not None:
+        raise InvalidInput(field, problem)
     if not out.parent.is_dir():
         raise InvalidInput(field, f"{out.parent} is not an existing directory (create it first)")
 

@@ -136,6 +136,23 @@ def _not_a_checkpoint(path: Path, shown: str) -> str | None:
     return None
 
 
+def memory_file_problem(path: str | Path) -> str | None:
+    """Why a command may not write to ``path``, or None: it is a file of a checkpoint's memory
+    (the log and its side files, the snapshot, anything in ``memory_ledger/``, the access log,
+    the verified context), whatever the path looks like (relative, ``..``, through a link).
+    An output path is never the checkpoint's own truth: ``report -o CKPT/memory_ledger/…`` would
+    replace the log with a web page."""
+    given = Path(path)
+    real = Path(os.path.realpath(given))
+    for folder in (real, *real.parents):
+        if folder.name == STORE_DIR and (_holds_log(folder.parent) or _holds_ledger_files(folder)):
+            return f"{given} is inside {folder}, the memory of checkpoint {folder.parent}: name a file outside it"
+    ours = _MEMORY_FILE.match(real.name) and not real.name.startswith("memory_backup")  # export-ari writes that
+    if ours and (_holds_log(real.parent) or _holds_ledger_files(real.parent)):
+        return f"{given} is {real.name} of checkpoint {real.parent}, a file of its memory: name a file outside it"
+    return None
+
+
 def _holds_log(directory: Path) -> bool:
     """True when ``directory`` is a checkpoint of this layout: it holds ``memory_ledger/memory_ledger.jsonl.gz``."""
     try:

@@ -19,7 +19,7 @@ from .log import fsync_dir
 from .safe_io import create_temp, kept_mode, write_all
 
 
-def write_output(path: Path, write: Callable[[BinaryIO], None]) -> None:
+def write_output(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Run ``write`` on ``path``: atomically for a file (a temporary file beside it, synced,
     renamed over it, so a reader sees the old file or the whole new one; it keeps the old
     file's mode), straight through for a target that exists but is not a regular file

@@ -24,11 +24,14 @@ from projections.adapters.cli.framework import (
     ERROR_HELP,
     EXIT_ERROR,
     EXIT_OK,
+    STDOUT,
     checkpoint_arg,
     command,
     deprecated,
     emit,
     output_arg,
+    output_file,
+    said,
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import Reporter, folding, safe_points
@@ -62,14 +65,15 @@ def _check_export(args: argparse.Namespace) -> None:
     check=_check_export,
 )
 def cmd_export(args: argparse.Namespace) -> int:
-    from ledger.bundle import check_output_path, export_bundle
+    from ledger.bundle import export_bundle
 
-    check_output_path(Path(args.output), "--output")
-    manifest = export_bundle(Path(args.checkpoint), Path(args.output))
+    with output_file(args.output) as out:
+        manifest = export_bundle(Path(args.checkpoint), out)
+    where = "standard output" if args.output == STDOUT else args.output
     if args.json:
-        emit({"path": args.output, "checkpoint": args.checkpoint, "manifest": manifest})
+        emit({"path": args.output, "checkpoint": args.checkpoint, "manifest": manifest}, said(args.output))
     else:
-        print(f"exported {manifest['events']} events to {args.output}")
+        print(f"exported {manifest['events']} events to {where}", file=said(args.output))
     return EXIT_OK
 
 
@@ -238,16 +242,18 @@ def _export_ari_args(p: argparse.ArgumentParser) -> None:
 def cmd_export_ari(args: argparse.Namespace) -> int:
     from projections.tools.ari_export import write_ari_backup
 
-    backend = open_backend(args.checkpoint)
-    try:
-        result = write_ari_backup(backend, args.output, replace=args.force)
-    except OSError as exc:
-        raise InvalidInput(
-            "--output", f"cannot write {args.output or Path(args.checkpoint) / BACKUP_NAME}: {exc.strerror or exc}"
-        ) from None
+    target = args.output if args.output is not None else str(Path(args.checkpoint) / BACKUP_NAME)
+    with output_file(target) as out:
+        backend = open_backend(args.checkpoint)
+        try:
+            result = write_ari_backup(backend, out, replace=args.force)
+        except OSError as exc:
+            raise InvalidInput("--output", f"cannot write {target}: {exc.strerror or exc}") from None
+    result["path"] = "-" if target == STDOUT else result["path"]
     if args.json:
-        emit(result)
+        emit(result, said(target))
     else:
         lines = result["lines"]
-        print(f"wrote {result['path']}: " + ", ".join(f"{n} {kind}" for kind, n in lines.items()))
+        shown = "standard output" if target == STDOUT else result["path"]
+        print(f"wrote {shown}: " + ", ".join(f"{n} {kind}" for kind, n in lines.items()), file=said(target))
     return EXIT_OK

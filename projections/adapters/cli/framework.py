@@ -8,13 +8,17 @@ input) — always as one ``error:`` line, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ledger import InvalidInput
 
@@ -188,6 +192,34 @@ def output_arg(parser: argparse.ArgumentParser, what: str, *, default: str | Non
     parser.add_argument("-o", "--output", default=default, metavar="FILE", help=what)
 
 
+STDOUT = "-"  # ``-o -``: the command's file goes to standard output
+
+
+@contextlib.contextmanager
+def output_file(output: str, field: str = "--output") -> Iterator[Path]:
+    """The file a command writes for ``-o OUTPUT``, checked before any work (its folder exists,
+    it is no file of a checkpoint's memory: :func:`ledger.bundle.check_output_path`). ``-o -``
+    yields a private temporary file whose bytes go to standard output once the command has
+    written it whole (a failed command writes nothing there)."""
+    from ledger.bundle import check_output_path
+
+    if output != STDOUT:
+        check_output_path(Path(output), field)
+        yield Path(output)
+        return
+    with tempfile.TemporaryDirectory(prefix="ari-ledger-out-") as tmp:
+        path = Path(tmp) / "output"
+        yield path
+        with open(path, "rb") as data:
+            shutil.copyfileobj(data, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+
+
+def said(output: str) -> TextIO:
+    """Where a command's own lines go: standard error when its file goes to standard output."""
+    return sys.stderr if output == STDOUT else sys.stdout
+
+
 def deprecated(old: str, new: str) -> None:
     """One line on stderr: ``old`` still works (scripts keep running), ``new`` is its name now."""
     print(f"note: {old} is deprecated; use {new} (it means the same)", file=sys.stderr)
@@ -257,9 +289,9 @@ def file_facts(path: str | os.PathLike[str], data: bytes) -> dict[str, Any]:
     return {"path": os.fspath(path), "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def emit(data: object) -> None:
-    """Print data as one JSON document."""
-    print(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+def emit(data: object, file: TextIO | None = None) -> None:
+    """Print data as one JSON document (on ``file``, default standard output)."""
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str), file=file or sys.stdout)
 
 
 # What every command calls its checkpoint argument: the checkpoint, never the ledger's own folder in it.

@@ -18,6 +18,7 @@ from projections.adapters.cli.framework import (
     EXIT_CHECK_FAILED,
     EXIT_ERROR,
     EXIT_OK,
+    STDOUT,
     as_arg,
     as_of_arg,
     check_dir,
@@ -30,6 +31,8 @@ from projections.adapters.cli.framework import (
     file_facts,
     need_as,
     output_arg,
+    output_file,
+    said,
 )
 from projections.adapters.cli.progress import folding
 from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, check_evidence, render_grounded_block
@@ -378,21 +381,23 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     check=_check_experiments,
 )
 def cmd_report(args: argparse.Namespace) -> int:
-    from ledger.bundle import check_output_path
+    from ledger.output import write_output
     from projections.adapters.report import render_report
     from projections.tools.lineage import lineage_data
 
-    check_output_path(Path(args.output), "--output")
-    backend = open_backend(args.checkpoint)
-    root = _optional_experiments(Path(args.checkpoint), args.experiments)
-    data = lineage_data(backend, root)
-    html = render_report(data).encode("utf-8")
-    Path(args.output).write_bytes(html)
+    with output_file(args.output) as out:
+        backend = open_backend(args.checkpoint)
+        root = _optional_experiments(Path(args.checkpoint), args.experiments)
+        data = lineage_data(backend, root)
+        html = render_report(data).encode("utf-8")
+        write_output(out, lambda raw: raw.write(html))
     if args.json:
         emit(
             file_facts(args.output, html)
-            | {"nodes": len(data["nodes"]), "as_of_seq": data["as_of_seq"], "experiments": root and str(root)}
+            | {"nodes": len(data["nodes"]), "as_of_seq": data["as_of_seq"], "experiments": root and str(root)},
+            said(args.output),
         )
     else:
-        print(f"wrote {args.output} ({len(data['nodes'])} nodes)")
+        where = "standard output" if args.output == STDOUT else args.output
+        print(f"wrote {where} ({len(data['nodes'])} nodes)", file=said(args.output))
     return EXIT_OK

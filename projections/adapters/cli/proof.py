@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ from projections.adapters.cli.framework import (
     EXIT_CHECK_FAILED,
     EXIT_ERROR,
     EXIT_OK,
+    STDOUT,
     Deprecated,
     check_dir,
     checkpoint_arg,
@@ -21,6 +23,8 @@ from projections.adapters.cli.framework import (
     experiments_arg,
     node_arg,
     output_arg,
+    output_file,
+    said,
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import only_reading
@@ -136,50 +140,50 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_prove(args: argparse.Namespace) -> int:
-    from ledger.bundle import check_output_path
+    from ledger.output import write_output
     from projections.tools.prove import Reviewer
 
-    if args.output:
-        check_output_path(Path(args.output), "--output")
     bar = only_reading("proving", "prove")
-
     heads = [hash_arg(h) for h in args.head]
-    with Reviewer(args.checkpoint, args.experiments, progress=bar) as reviewer:  # the log opened once
-        proof = reviewer.prove(args.context, heads, strict=args.strict)
-        if args.output:
-            from projections.adapters.report import render_report
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(output_file(args.output)) if args.output else None
+        with Reviewer(args.checkpoint, args.experiments, progress=bar) as reviewer:  # the log opened once
+            proof = reviewer.prove(args.context, heads, strict=args.strict)
+            if out is not None:
+                from projections.adapters.report import render_report
 
-            data = reviewer.lineage(proof)  # on the same open log, no file hashed twice
-            Path(args.output).write_text(render_report(data), encoding="utf-8")
+                html = render_report(reviewer.lineage(proof)).encode("utf-8")  # the same open log
+                write_output(out, lambda raw: raw.write(html))
     code = {"proved": EXIT_OK, "nothing_to_prove": EXIT_NOTHING_TO_PROVE}.get(proof.verdict, EXIT_CHECK_FAILED)
     if args.json:
-        emit(proof.as_dict() | ({"output": args.output} if args.output else {}))
+        emit(proof.as_dict() | ({"output": args.output} if args.output else {}), said(args.output or ""))
         return code
+    con = framework.make_console(stderr=True) if args.output == STDOUT else framework.console
     for claim in proof.claims:
         head = f"{claim.verdict:>5}  {claim.node_id}  [{claim.evidence}; values {claim.values and claim.values['verdict']}]"
-        framework.console.print(f"{head}  {claim.text}")
+        con.print(f"{head}  {claim.text}")
         if claim.failures:
-            framework.console.print(f"         entry_id: {claim.entry_id}")
+            con.print(f"         entry_id: {claim.entry_id}")
         for why in claim.failures:
-            framework.console.print(f"         fails: {why}")
+            con.print(f"         fails: {why}")
         for why in claim.unchecked:
-            framework.console.print(f"         not checked: {why}")
+            con.print(f"         not checked: {why}")
         for why in claim.notes:
-            framework.console.print(f"         note: {why}")
-    framework.console.print(f"anchors: {', '.join(proof.anchors)}")
-    framework.console.print(
+            con.print(f"         note: {why}")
+    con.print(f"anchors: {', '.join(proof.anchors)}")
+    con.print(
         f"reads: {proof.reads['same']} replayed the same, {proof.reads['differs']} differ, "
         f"{proof.reads['not_replayable']} not replayable; access log {proof.access['chained']} chained lines"
     )
     for line in proof.failures:
-        framework.console.print(f"FAIL: {line}")
+        con.print(f"FAIL: {line}")
     for read in proof.read_failures:
-        framework.console.print(f"FAIL: read {read['where']} ({read['tool']} @seq {read['at']}): {read['why']}")
+        con.print(f"FAIL: read {read['where']} ({read['tool']} @seq {read['at']}): {read['why']}")
     for line in proof.unchecked:
-        framework.console.print(f"not checked: {line}")
+        con.print(f"not checked: {line}")
     for line in proof.notes:
-        framework.console.print(f"note: {line}")
-    framework.console.print(_verdict_line(proof) + (f"; report: {args.output}" if args.output else ""))
+        con.print(f"note: {line}")
+    con.print(_verdict_line(proof) + (f"; report: {args.output}" if args.output and args.output != STDOUT else ""))
     return code
 
 
