@@ -36,7 +36,7 @@ from projections.api.imports import Imports
 from projections.api.nodes import DEFAULT_LIMIT, Nodes
 from projections.api.react import ReactTrace
 from projections.api.research import Pointers, Research
-from projections.api.session import Session
+from projections.api.session import Session, close_open_sessions
 from projections.api.shapes import (
     AddResult,
     AuditResult,
@@ -642,8 +642,10 @@ def _close_quietly(backend: MemoryBackend) -> None:
 
 @atexit.register
 def _close_all() -> None:
-    """Leave an up-to-date snapshot behind so the next process folds only the tail."""
+    """Leave an up-to-date snapshot behind so the next process folds only the tail: the cached
+    backends, then any other one a script opened and never closed."""
     clear_backend_cache()
+    close_open_sessions()
 
 
 __all__ = ["MemoryBackend", "clear_backend_cache", "get_backend", "write_verified_context"]

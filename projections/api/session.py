@@ -261,6 +261,9 @@ class Session:
                 self.after_durable("waking the runners", self._written)
 
     def _fold_and_save(self) -> None:
+        """Close's save: the fold it needs saves its snapshot at once, so the "folding from
+        scratch … rebuild saves one" line would be advice already taken."""
+        self.projector.announce = False
         self._fold()
         self.projector.save()
 
@@ -292,6 +295,28 @@ class Session:
 
 
 _LIVE: weakref.WeakSet[Session] = weakref.WeakSet()  # open sessions, for the fork hook
+
+
+EXIT_CLOSE_WAIT_S = 10.0  # how long the exit-time close waits for a thread still holding a session
+
+
+def close_open_sessions(wait: float = EXIT_CLOSE_WAIT_S) -> None:
+    """At exit: close every session still open (a library writer that never called ``close``),
+    so the snapshot of what it wrote is saved and the next process folds only what follows. A
+    session a thread still holds after ``wait`` seconds is left as it is: its events are durable
+    already, and the next open folds them."""
+    for session in list(_LIVE):
+        if session.closed:
+            continue
+        if not session.lock.acquire(timeout=wait):
+            log.warning("%s: a thread still holds the memory at exit; not saving its snapshot", session.checkpoint_dir)
+            continue
+        try:
+            session.close()
+        except Exception as exc:
+            log.warning("closing %s at exit: %s", session.checkpoint_dir, exc)
+        finally:
+            session.lock.release()
 
 
 def _after_fork_in_child() -> None:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -246,30 +247,29 @@ class Projector:
         (``_saving``): folding an event into the catalog or the index only counts a base's rows,
         never reads them, so no repair (``_heal``) can start while the thread folds."""
         folded = 0
-        with ThreadPoolExecutor(1, thread_name_prefix="fold") as pool:
-            chunk = list(islice(events, FOLD_CHUNK))
-            while chunk:
-                self._check_follows(chunk)
-                self.settled = False
-                job = pool.submit(self.index.apply_batch, chunk)
-                in_catalog = False
-                try:
-                    for event in chunk:
-                        self.catalog.apply(event)
-                    in_catalog = True
-                    following = list(islice(events, FOLD_CHUNK))  # read while the index embeds
-                    job.result()
-                except BaseException:
-                    _wait(job)
-                    if in_catalog and job.exception() is None and not self._holds_redacted(chunk):
-                        self._settle(chunk)  # stopped while reading the next chunk: this one is whole
-                    raise
-                self._settle(chunk)
-                self._after_chunk(chunk)
-                folded += len(chunk)
-                if told:
-                    told(folded)
-                chunk = following
+        chunk = list(islice(events, FOLD_CHUNK))
+        while chunk:
+            self._check_follows(chunk)
+            self.settled = False
+            job = _on_a_thread(self.index.apply_batch, chunk)
+            in_catalog = False
+            try:
+                for event in chunk:
+                    self.catalog.apply(event)
+                in_catalog = True
+                following = list(islice(events, FOLD_CHUNK))  # read while the index embeds
+                job.result()
+            except BaseException:
+                _wait(job)
+                if in_catalog and job.exception() is None and not self._holds_redacted(chunk):
+                    self._settle(chunk)  # stopped while reading the next chunk: this one is whole
+                raise
+            self._settle(chunk)
+            self._after_chunk(chunk)
+            folded += len(chunk)
+            if told:
+                told(folded)
+            chunk = following
         return folded
 
     def worth_saving(self, unfolded: int = 0) -> bool:
@@ -433,6 +433,26 @@ class Projector:
         if snap.cursor and self.ledger.ckpt is not None and snap.ckpt != self.ledger.ckpt:
             return f"made for checkpoint {snap.ckpt}, this log is {self.ledger.ckpt}"
         return None
+
+
+def _on_a_thread(work: Callable[[list[Event]], object], chunk: list[Event]) -> Future[None]:
+    """``work(chunk)`` on a thread of its own, as a Future. A plain thread, not an executor's:
+    an executor refuses new work once the interpreter has begun to exit ("cannot schedule new
+    futures after interpreter shutdown"), and the snapshot a library writer leaves at exit is
+    folded here."""
+    job: Future[None] = Future()
+
+    def run() -> None:
+        job.set_running_or_notify_cancel()
+        try:
+            work(chunk)
+        except BaseException as exc:  # handed to the folding thread, which raises it
+            job.set_exception(exc)
+        else:
+            job.set_result(None)
+
+    threading.Thread(target=run, name="fold", daemon=True).start()
+    return job
 
 
 def _wait(job: Future[None]) -> None:

@@ -816,9 +816,10 @@ class Checker:
     def _is_key_cell(self, q: Quantity, ptr: Pointer) -> bool:
         """The number is the key cell its pointer names (``4`` of ``a 4 fs timestep`` when the
         rows are keyed by ``timestep_fs``): it picks the row, it is not a value of it."""
-        return any(
-            isinstance(c, float) and abs(c - q.value) <= q.tolerance for _, cells in ptr.keys for c in cells
-        ) and len(ptr.keys) == 1
+        return (
+            any(isinstance(c, float) and abs(c - q.value) <= q.tolerance for _, cells in ptr.keys for c in cells)
+            and len(ptr.keys) == 1
+        )
 
     def _reported_in(self, metric: str, column: str, values: list[float]) -> bool:
         """Whether the own report's value of a metric is one of a table column's, to the digits
