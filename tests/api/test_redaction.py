@@ -137,6 +137,33 @@ def test_the_command_dry_run_json_and_errors(leaky: Path) -> None:
     assert redaction.body["by"] == "alice" and redaction.body["reason"] == "token"
 
 
+def test_a_selector_that_chooses_nothing_is_an_error_that_changes_nothing(leaky: Path) -> None:
+    """Issue 39: a mistyped --id (or a --match nothing holds) used to print "would redact 0
+    event(s)" and exit 0 without --dry-run: the secret stayed, and nothing said so."""
+    before = every_file_bytes(leaky)
+    with Ledger.open_readonly(leaky) as ledger:
+        events = list(ledger.events())
+    entry = next(e for e in events if e.type == "memory_added")
+    cases = [
+        (["--id", entry.id[:-1] + "x"], "error: --id: no event of this checkpoint has id"),
+        (["--id", entry.id, "--id", "typo"], "error: --id: no event of this checkpoint has id 'typo'"),
+        (["--match", "no entry holds this"], "error: --match: chooses no event"),
+        (["--regex", "zz+q{3}"], "error: --regex: chooses no event"),
+        (["--id", entry.id, "--match", "no entry holds this"], "error: --id --match: chooses no event"),
+    ]
+    for extra, said in cases:
+        for dry in ([], ["--dry-run"]):
+            run = ari_ledger("redact", leaky, *extra, "--reason", "x", *dry)
+            assert run.returncode == 2, (extra, dry, run.stdout, run.stderr)
+            lines = run.stderr.strip().splitlines()
+            assert len(lines) == 1 and said in lines[0], (extra, run.stderr)
+    assert every_file_bytes(leaky) == before
+    done = ari_ledger("redact", leaky, "--id", entry.id, "--reason", "x")
+    assert done.returncode == 0, done.stderr
+    again = ari_ledger("redact", leaky, "--id", entry.id, "--reason", "x")
+    assert again.returncode == 2 and "is already redacted; nothing changed" in again.stderr
+
+
 # ---------------------------------------------------------------------------- issue 26: nothing else
 
 

@@ -8,7 +8,7 @@ import dataclasses
 import json
 import logging
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -28,6 +28,10 @@ from projections.adapters.cli.framework import (
     node_arg,
 )
 from projections.adapters.cli.progress import only_reading
+
+if TYPE_CHECKING:
+    from ledger.events import Event
+    from ledger.redact import Selector
 
 # Each command imports what it runs (``projections.tools.checkpoint`` and the projection engines
 # under it) when it runs: the command line starts without them.
@@ -181,6 +185,40 @@ def check_node(checkpoint: str, node: str) -> None:
     raise InvalidInput("--node", f"unknown node {node!r} in this checkpoint (see `ari-ledger tree`)")
 
 
+def check_chooses(checkpoint: str, selector: Selector, text_option: str) -> None:
+    """Every ``--id`` names a redactable event of the log, and the selector chooses at least one
+    event: a mistyped selector is one error line and exit 2, never "would redact 0 event(s)",
+    exit 0, and the secret left in place."""
+    from ledger.redact import REDACTABLE
+
+    chosen: set[str] = set()
+    ids: dict[str, Event] = {}
+    wanted = set(selector.ids)
+    with Ledger.open_readonly(checkpoint) as ledger:
+        if ledger.damage is not None:
+            raise ledger.damage
+        for event in ledger.events():
+            if event.id in wanted:
+                ids[event.id] = event
+            if selector.matches(event):
+                chosen.add(event.id)
+    for given in selector.ids:
+        if given not in ids:
+            raise InvalidInput("--id", f"no event of this checkpoint has id {given!r} (see `ari-ledger log`)")
+        if given not in chosen and not (selector.node or selector.text):
+            event = ids[given]
+            why = "is already redacted" if event.type in REDACTABLE else f"is a {event.type} event, which holds no text"
+            raise InvalidInput("--id", f"event {given!r} {why}; nothing changed")
+    if not chosen:
+        named = [
+            *(["--id"] if selector.ids else []),
+            *(["--node"] if selector.node else []),
+            *([text_option] if selector.text else []),
+        ]
+        field = named[0] if len(named) == 1 else " ".join(named)
+        raise InvalidInput(field, "chooses no event with text to redact (together they must all hold); nothing changed")
+
+
 @command(
     "log",
     "print events as JSON lines, optionally as of a seq or for one node",
@@ -274,6 +312,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
         check_node(args.checkpoint, args.node)
     text = args.regex if args.regex is not None else args.match
     selector = Selector(tuple(args.id), args.node, text, regex=args.regex is not None)
+    check_chooses(args.checkpoint, selector, "--regex" if args.regex is not None else "--match")
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
     done = redact_checkpoint(args.checkpoint, selector, reason=args.reason, by=by, dry_run=args.dry_run)
     found = state.verify(args.checkpoint)
