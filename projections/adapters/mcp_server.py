@@ -39,7 +39,7 @@ from ledger.errors import refusal
 from ledger.events import check_node_id
 from projections import settings
 from projections.api.backend import MemoryBackend, get_backend
-from projections.api.grounding import experiments_roots
+from projections.api.grounding import experiments_roots, work_dir_roots
 
 INSTRUCTIONS = "Ancestor-scoped, artifact-grounded memory of an ARI checkpoint."
 
@@ -145,18 +145,24 @@ def _outside_lineage(field: str, ids: Iterable[str]) -> dict[str, Any] | None:
     )
 
 
-def _outside_roots(field: str, path: str) -> dict[str, Any] | None:
+def _outside_roots(field: str, path: str, *, work_dir: bool = False) -> dict[str, Any] | None:
     """The refusal of a path (symlinks followed) that is not one of the checkpoint's experiments
-    roots or inside one (:func:`~projections.api.grounding.experiments_roots`); None when it is."""
-    roots = experiments_roots(_backend().checkpoint_dir)
+    roots or inside one (:func:`~projections.api.grounding.experiments_roots`); None when it is.
+    A node's ``work_dir`` may also be where ARI's other layouts put it
+    (:func:`~projections.api.grounding.work_dir_roots`), or the checkpoint itself (ARI's own
+    memory-skill test passes it), never a folder of the checkpoint's memory."""
+    checkpoint = _backend().checkpoint_dir
+    roots = work_dir_roots(checkpoint) if work_dir else experiments_roots(checkpoint)
     try:
         where = Path(path).resolve()
         inside = any(where.is_relative_to(root.resolve()) for root in roots)
+        inside = inside or (work_dir and where == Path(checkpoint).resolve())
     except (OSError, ValueError):  # a NUL, a symlink loop: no place to serve
         inside = False
     if inside:
         return None
-    return refusal(f"{field}: {path} is outside the checkpoint's experiments roots ({', '.join(map(str, roots))})")
+    shown = ", ".join(map(str, roots)) + (f", or the checkpoint {checkpoint}" if work_dir else "")
+    return refusal(f"{field}: {path} is outside the checkpoint's experiments roots ({shown})")
 
 
 @tool
@@ -366,8 +372,8 @@ def consolidate_node_memory(
 ) -> dict[str, Any]:
     """node_report.json (object or path) → typed entries with provenance, once per report.
     ``work_dir`` must be one of the checkpoint's experiments roots or inside one."""
-    if refused := _outside_roots("work_dir", work_dir):
-        return refused
+    if refused := _outside_roots("work_dir", work_dir, work_dir=True):
+        return {**refused, "written": []}  # ARI's caller reads "written" whatever happened
     return _out(_backend().consolidate_node_memory(node_id, node_report, work_dir, run_id))
 
 

@@ -67,6 +67,33 @@ def experiments_roots(checkpoint_dir: str | Path) -> list[Path]:
     return [ckpt / "experiments", ckpt.parent / "experiments", ckpt.parent.parent / "experiments"]
 
 
+def work_dir_roots(checkpoint_dir: str | Path) -> list[Path]:
+    """Where ARI's layouts put a node's work dir, for a checkpoint: the experiments roots
+    (flat: ``<workspace>/experiments/<run_id>/<node_id>``), and the bucketed layout ARI's path
+    resolver reads (``<workspace>/runs/<run_id>/workspace/<node_id>``, the workspace inferred
+    from the checkpoint as ARI infers it; ``runs/<run_id>/workspace`` beside
+    ``runs/<run_id>/checkpoints``)."""
+    ckpt = Path(checkpoint_dir).resolve()
+    workspace = _ari_workspace_root(ckpt)
+    found = [
+        *experiments_roots(ckpt),
+        workspace / "experiments",
+        workspace / "runs" / ckpt.name / "workspace",
+        ckpt.parent / "workspace",
+    ]
+    return list(dict.fromkeys(found))
+
+
+def _ari_workspace_root(ckpt: Path) -> Path:
+    """ARI's ``RuntimePathResolver._infer_workspace_root``: the parent of the outermost
+    ``checkpoints`` folder above the checkpoint, else the checkpoint's parent."""
+    best = None
+    for folder in (ckpt, *ckpt.parents):
+        if folder.name == "checkpoints" and folder.parent.name != "checkpoints":
+            best = folder.parent
+    return best if best is not None else ckpt.parent
+
+
 def check_run_id(run_id: object, field: str = "run_id") -> str:
     """A run id is one directory name under the experiments root, never a path."""
     if not isinstance(run_id, str) or run_id in ("", ".", "..") or "/" in run_id or "\\" in run_id or "\x00" in run_id:

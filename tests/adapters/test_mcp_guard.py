@@ -211,7 +211,7 @@ def test_work_dir_and_experiments_root_stay_in_the_experiments_roots(tmp_path: P
         before = log_bytes(checkpoint)
         for bad in ("/", str(experiments / ".."), str(experiments / "escape" / "etc"), "relative/dir"):
             out = await call(session, "consolidate_node_memory", node_id="node_A", node_report=report, work_dir=bad)
-            assert set(out) == {"ok", "error"} and out["ok"] is False, out
+            assert set(out) == {"ok", "error", "written"} and out["ok"] is False and out["written"] == [], out
             assert out["error"].startswith("work_dir: ") and all(r in out["error"] for r in roots), out
             out = await call(session, "audit_memory", experiments_root=bad)
             assert set(out) == {"ok", "error"} and out["ok"] is False, out
@@ -227,3 +227,50 @@ def test_work_dir_and_experiments_root_stay_in_the_experiments_roots(tmp_path: P
         assert audit["summary"]["verified"] >= 1 and audit["summary"]["mismatch"] == 0
 
     run(params(checkpoint), body)
+
+
+def test_work_dir_may_be_where_any_of_aris_layouts_puts_it(tmp_path: Path) -> None:
+    """Issue 39: ARI's path resolver reads a bucketed layout (``<workspace>/runs/<run_id>/workspace/
+    <node_id>``) and ARI's own memory-skill test passes the checkpoint itself as ``work_dir``; each
+    is served, in ARI's shape. Beside them, a folder of no layout is still refused, in ARI's shape
+    too (``written`` present, so ARI's caller never fails on a missing key)."""
+    report = {
+        "node_id": "nX",
+        "status": "success",
+        "metrics": {"GB_per_s": 842.1},
+        "self_assessment": {"headline": "tile=32 best throughput"},
+        "files_changed": {},
+        "artifacts": [],
+        "next_steps_hints": ["try K=64"],
+    }
+    workspace = tmp_path / "ws"
+    cases = {
+        # checkpoint → the work dirs its layouts allow
+        workspace / "checkpoints" / "run_1": [
+            workspace / "runs" / "run_1" / "workspace" / "nX",
+            workspace / "experiments" / "run_1" / "nX",
+            workspace / "checkpoints" / "run_1",
+        ],
+        workspace / "runs" / "run_2" / "checkpoints": [workspace / "runs" / "run_2" / "workspace" / "nX"],
+    }
+    for checkpoint, work_dirs in cases.items():
+        for work in work_dirs:
+            work.mkdir(parents=True, exist_ok=True)
+        outside = tmp_path / "elsewhere" / "nX"
+        outside.mkdir(parents=True, exist_ok=True)
+
+        async def body(session: ClientSession, checkpoint: Path = checkpoint, work_dirs: list[Path] = work_dirs) -> None:
+            assert (await call(session, "_set_current_node", node_id="nX"))["ok"]
+            for n, work in enumerate(work_dirs):
+                mine = dict(report, metrics={"GB_per_s": 842.1 + n})  # a new report each time: no "already"
+                out = await call(session, "consolidate_node_memory", node_id="nX", node_report=mine, work_dir=str(work))
+                assert out["ok"] and {w["kind"] for w in out["written"]} >= {"experiment_result", "reflection"}, (
+                    work,
+                    out,
+                )
+            before = log_bytes(checkpoint)
+            out = await call(session, "consolidate_node_memory", node_id="nX", node_report=report, work_dir=str(outside))
+            assert out["ok"] is False and out["written"] == [] and out["error"].startswith("work_dir: "), out
+            assert log_bytes(checkpoint) == before
+
+        run(params(checkpoint), body)
