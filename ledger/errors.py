@@ -101,6 +101,12 @@ class RollbackDetected(LogCorrupted):
     person acts (restores the missing events, or runs ``ari-ledger verify --accept-rollback``)."""
 
 
+class UnfinishedOperation(LedgerError):
+    """A repair or a redaction a crash interrupted, found by an open that may not finish it (a
+    read-only one): nothing is served from the checkpoint until a writable open, or the one
+    command the message names, finishes it (as SQLite treats a hot journal)."""
+
+
 class LockUnavailable(LedgerReadOnly):
     """The checkpoint's file system cannot lock files (``flock`` answers ENOSYS, EOPNOTSUPP or
     ENOLCK: Lustre mounted without ``-o flock``, some NFS setups), so appends, which must be

@@ -39,6 +39,9 @@ log = logging.getLogger("ledger")
 
 STORE_DIR = "memory_ledger"
 REDACT_TMP_SUFFIX = ".redact-tmp"  # a redaction's new log before it is renamed over the old (ledger.redact)
+REPAIR_INTENT_SUFFIX = ".repair"  # memory_ledger.jsonl.gz.repair: a repair under way (ledger.repair)
+REDACT_INTENT_SUFFIX = ".redact"  # memory_ledger.jsonl.gz.redact: a redaction's derived files not all scrubbed yet
+VERIFIED_CONTEXT_NAME = "verified_context.json"  # ARI's paper context, at the checkpoint's top (ARI reads it there)
 SNAPSHOT_NAME = "memory_projection.snapshot"  # the local projection's snapshot, beside the log
 OLD_SNAPSHOT_NAME = "memory_projection.snapshot.zst"  # its layout-1 name (it was never zstd in format 6)
 
@@ -134,6 +137,29 @@ def _not_a_checkpoint(path: Path, shown: str) -> str | None:
                 f"so it is not a checkpoint of its own; pass {outer}, or a directory outside it"
             )
     return None
+
+
+def unfinished(checkpoint_dir: str | Path) -> list[str]:
+    """The operations a crash left unfinished in a checkpoint (``repair``, ``redaction``): their
+    intent files beside the log. Two file checks, no read of the log."""
+    path = log_path(checkpoint_dir)
+    found = []
+    for suffix, name in ((REPAIR_INTENT_SUFFIX, "repair"), (REDACT_INTENT_SUFFIX, "redaction")):
+        intent = path.with_name(path.name + suffix)
+        if intent.exists() or intent.is_symlink():
+            found.append(name)
+    return found
+
+
+def unfinished_message(checkpoint_dir: str | Path, found: list[str]) -> str:
+    """What a process that may not finish them says of unfinished operations: which, and the one
+    command that finishes them."""
+    what = " and ".join(f"a {name}" for name in found)
+    return (
+        f"{what} of {checkpoint_dir} was interrupted and is not finished; nothing is read from the checkpoint "
+        f"until it is: `ari-ledger repair {checkpoint_dir}` finishes it (as does any process that opens it "
+        "for writing)"
+    )
 
 
 def memory_file_problem(path: str | Path) -> str | None:

@@ -86,7 +86,9 @@ MIN_TEXT = 8  # a removed free text shorter than this (or of one word) is not se
 FREE_TEXT = {"memory_added": ("text",), "react_step": ("content",), "core_seeded": ("persona", "human")}
 RECORD_TEXT = frozenset({"text", "content", "text_preview", "persona", "human"})  # a record's text (rule 2)
 NEVER = frozenset({"n", "prev", "hash", "event_hash", "anchor"})  # chain and anchor fields (rule 4)
-INTENT_SUFFIX = ".redact"  # memory_ledger.jsonl.gz.redact: a redaction whose derived files are not all scrubbed yet
+INTENT_SUFFIX = (
+    layout.REDACT_INTENT_SUFFIX
+)  # memory_ledger.jsonl.gz.redact: a redaction whose derived files are not all scrubbed yet
 _KEEP = (".head", ".idx", ".idx.tmp", ".rollbacks", ".repair", INTENT_SUFFIX)  # beside the log: never deleted here
 
 

@@ -21,6 +21,7 @@ import hashlib
 import logging
 import os
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,7 +42,7 @@ from .safe_io import GZIP_MAGIC, SET_ASIDE_MODE, SIDE_FILE_LIMIT, max_member_byt
 log = logging.getLogger("ledger")
 
 _CHUNK = 1 << 16
-INTENT_SUFFIX = ".repair"  # memory_ledger.jsonl.gz.repair: a repair under way (see :func:`repair`)
+INTENT_SUFFIX = layout.REPAIR_INTENT_SUFFIX  # memory_ledger.jsonl.gz.repair: a repair under way (see :func:`repair`)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class RepairReport:
         return out
 
 
-def repair(checkpoint_dir: str | Path) -> RepairReport:
+def repair(checkpoint_dir: str | Path, *, before_done: Callable[[], object] | None = None) -> RepairReport:
     """Repair the checkpoint's log in place; see the module docstring. Raises LedgerNotFound, and
     LedgerError when an interrupted repair cannot be finished (it says what remains).
 
@@ -90,7 +91,10 @@ def repair(checkpoint_dir: str | Path) -> RepairReport:
     head file lowered to the kept prefix (before the cut, so it never names a seq the log no
     longer holds), the cut, the salvaged events re-appended (those already re-appended are
     skipped), and only then the intent removed. Salvageable events are never only in
-    ``.damaged-*``: until they are in the log, the intent says a repair must finish."""
+    ``.damaged-*``: until they are in the log, the intent says a repair must finish.
+    ``before_done``: run after the salvaged events are re-appended and before the intent is
+    removed (the read side moves aside the derived files the cut invalidated), so a crash
+    before it ends leaves the intent, and the next run does it again."""
     directory = Path(checkpoint_dir)
     layout.move_legacy_files(directory)
     path = layout.log_path(directory)
@@ -131,6 +135,8 @@ def repair(checkpoint_dir: str | Path) -> RepairReport:
     aside = path.with_name(intent.aside)
     events, unreadable = salvage(read_file(aside, None), intent.ckpt)
     salvaged = _reappend(directory, events, aside.name)  # 5. idempotent: skips what is there
+    if before_done is not None:  # the caller's own step (the read side's derived files), also run again after a crash
+        before_done()
     intent_path.unlink()  # 6. done
     fsync_dir(path.parent)
     return RepairReport(

@@ -80,6 +80,7 @@ def _set_aside(path: Path) -> Path:
     target = path.with_name(f"{path.name}.rolled-back-{stamp}")
     os.replace(path, target)
     restrict(target)
+    fsync_dir(path.parent)  # durable before anything that relies on it (a repair's intent removed after)
     return target
 
 

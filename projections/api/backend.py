@@ -57,6 +57,7 @@ from projections.api.shapes import (
     VerifiedContextView,
     WorkingContext,
 )
+from projections.api.unfinished import finish_unfinished, refuse_unfinished
 from projections.api.verified import VerifiedContext, verified_context_anchor
 from projections.api.working import WorkingContextBuilder
 from projections.engines.local import snapshot_anchor
@@ -102,6 +103,12 @@ class MemoryBackend:
         open refuses it (damage, a rollback) and closed with the backend. ``cited_files``: what
         reading the cited files finds, shared by every read of this backend and with the tool
         (:class:`~projections.api.grounding.CitedFiles`), so each file is hashed once."""
+        self.finished: list[str] = []  # what a crash had left unfinished, finished by this open
+        if ledger is None:  # what a crash interrupted, finished (or, read-only, refused) before anything is read
+            if readonly:
+                refuse_unfinished(checkpoint_dir)
+            else:
+                self.finished = finish_unfinished(checkpoint_dir)
         _refuse_a_missing_log(Path(checkpoint_dir))
         self.session = session = Session(
             checkpoint_dir,

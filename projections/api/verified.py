@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast, get_args
 from ledger import InvalidInput
 from ledger.anchor import Anchor
 from ledger.consolidation import SUCCESS
+from ledger.layout import VERIFIED_CONTEXT_NAME as VERIFIED_CONTEXT_NAME  # the API names it for its callers
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
     from projections.api.session import Session
     from projections.models.catalog import Catalog, Entry
 
-VERIFIED_CONTEXT_NAME = "verified_context.json"
 CLAIM_KINDS = ("experiment_result", "paper_claim")
 EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
 # consolidation's finding on a result whose report said ``self_assessment.succeeded: false``

@@ -10,29 +10,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ledger import Ledger, VerifyReport, layout
+from ledger import Ledger, VerifyReport
 from ledger.anchor import Anchor, AnchorUnreadable
 from ledger.events import CHECKPOINT_NODE, is_stub_body
 from ledger.layout import SNAPSHOT_NAME
 from ledger.redact import INTENT_SUFFIX as REDACT_INTENT
+from ledger.redact import Pending
 from ledger.repair import INTENT_SUFFIX as REPAIR_INTENT
 from ledger.repair import RepairReport
-from ledger.repair import repair as repair_log
-from ledger.rollback import accept_rollback as accept_log_rollback
 from ledger.verify import verify as verify_log
 from projections import settings
+from projections.api.unfinished import accept_rollback as accept_rollback  # `verify --accept-rollback`
+from projections.api.unfinished import finish_redaction, finish_repair, refuse_unfinished
 from projections.api.verified import VERIFIED_CONTEXT_NAME, context_anchor, verified_context_anchor
 from projections.engines.local import (
     CLOSE_SAVE_SHARE,
     SNAPSHOT_EVERY,
     SnapshotCheck,
     check_snapshot,
-    rollback_problem,
-    snapshot_anchor,
 )
 from projections.engines.protocol import Progress
 from projections.engines.snapshot import SnapshotError, read_preamble
@@ -135,9 +134,9 @@ def _rebuild_note(ledger: Ledger, snapshot: dict[str, Any] | None) -> str | None
 def _unfinished_notes(log: Path) -> list[str]:
     """A repair or a redaction a crash stopped: its intent beside the log, and how to finish it."""
     unfinished = {
-        REPAIR_INTENT: "a repair is unfinished: run `ari-ledger repair` again to finish it",
+        REPAIR_INTENT: "a repair is unfinished: `ari-ledger repair` finishes it (as does any writable open)",
         REDACT_INTENT: "a redaction is unfinished (its derived files may still hold the removed text): "
-        "run `ari-ledger redact` again, with any selector, to finish it",
+        "`ari-ledger repair` finishes it (as does any writable open)",
     }
     return [
         f"{why} ({log.name}{suffix})" for suffix, why in unfinished.items() if log.with_name(log.name + suffix).exists()
@@ -175,7 +174,10 @@ def verify(
     """Every member, hash and link of the log, its anchors (``heads``, verified_context.json or
     the ``context`` file given, the head file, the snapshot) and the snapshot against the log.
     ``progress(events checked, events to check)``: the log's events, then the snapshot's
-    compared with the log, as one count."""
+    compared with the log, as one count. A repair or a redaction a crash left unfinished is
+    refused (UnfinishedOperation, naming the command that finishes it), never reported as a
+    rollback."""
+    refuse_unfinished(checkpoint_dir)
     with Ledger.open_readonly(checkpoint_dir) as ledger:
         return verify_open(ledger, heads, context, progress)
 
@@ -243,26 +245,6 @@ def _snapshot_cursor(ledger: Ledger) -> int:
         return 0
 
 
-def accept_rollback(checkpoint_dir: Path) -> list[str]:
-    """Re-anchor at the log's end after a person looked; move aside (never delete) the derived
-    files whose anchors name events the log no longer holds. Returns what was accepted."""
-    candidates: list[tuple[Path, Anchor, Callable[[Ledger], str | None]]] = []
-    snapshot = layout.log_path(checkpoint_dir).with_name(SNAPSHOT_NAME)
-    try:
-        preamble = read_preamble(snapshot)
-        if preamble.cursor:
-            candidates.append((snapshot, snapshot_anchor(preamble), lambda lg: rollback_problem(lg, preamble)))
-    except (FileNotFoundError, SnapshotError):
-        pass
-    vc_anchor, _ = verified_context_anchor(checkpoint_dir)
-    if vc_anchor:
-        candidates.append((checkpoint_dir / VERIFIED_CONTEXT_NAME, vc_anchor, lambda lg: lg.anchor_problem(vc_anchor)))
-    if layout.has_ledger(checkpoint_dir):  # keep only the anchors this log does not hold
-        with Ledger.open_readonly(checkpoint_dir) as ledger:
-            candidates = [c for c in candidates if c[2](ledger)]
-    return accept_log_rollback(checkpoint_dir, [(path, anchor) for path, anchor, _ in candidates])
-
-
 def _duplicates_note(letta: dict[str, Any] | None) -> str | None:
     """Duplicate agents (older versions let two processes create one each) are not an alarm:
     one is used, deterministically; say which and how to delete the others."""
@@ -295,9 +277,10 @@ def _head_note(ledger: Ledger) -> str | None:
     return None
 
 
-def repair(checkpoint_dir: Path) -> tuple[RepairReport, list[str]]:
-    """``ari-ledger repair``: the log repaired (:func:`ledger.repair.repair`), then each derived file
-    whose anchor the repaired log no longer holds (the snapshot, verified_context.json) moved aside
-    as :func:`accept_rollback` does. Returns the repair and what was moved aside."""
-    report = repair_log(checkpoint_dir)
-    return report, accept_rollback(checkpoint_dir) if report.reason is not None else []
+def repair(checkpoint_dir: Path) -> tuple[RepairReport, list[str], Pending | None]:
+    """``ari-ledger repair``: the log repaired (:func:`ledger.repair.repair`, which finishes an
+    interrupted one), each derived file whose anchor the repaired log no longer holds moved
+    aside (:func:`~projections.api.unfinished.finish_repair`), and a redaction a crash
+    interrupted finished. Returns the repair, what was moved aside, and the redaction finished."""
+    report, aside = finish_repair(checkpoint_dir)
+    return report, aside, finish_redaction(checkpoint_dir)

@@ -62,6 +62,7 @@ from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import CitedFiles, Grounding, experiments_roots
+from projections.api.unfinished import refuse_unfinished
 from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, evidence_level, not_usable
 from projections.engines.protocol import Progress
 from projections.models.catalog import Entry
@@ -199,7 +200,9 @@ class Reviewer:
         self._backend = self._ledger = None
 
     def _verify(self, heads: list[str], context: Path | None) -> Verification:
-        """The log opened (once) and verified."""
+        """The log opened (once) and verified (refused first when a crash left a repair or a
+        redaction unfinished: its files are not what the log says yet)."""
+        refuse_unfinished(self.checkpoint)
         self._ledger = Ledger.open_readonly(self.checkpoint)
         return verify_open(self._ledger, heads, context, self.progress)
 

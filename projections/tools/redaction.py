@@ -40,13 +40,6 @@ Export bundles and ARI backups written afterwards come from the redacted log and
 from __future__ import annotations
 
 import contextlib
-import gzip
-import io
-import json
-import os
-import stat
-import zlib
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,16 +47,10 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger
-from ledger.ari_import import BACKUP_NAME
-from ledger.layout import SNAPSHOT_NAME, log_path, store_dir
-from ledger.log import fsync_dir
-from ledger.output import replace_file
-from ledger.redact import MARK, Pending, RedactionReport, Scrub, Selector, finish, pending, redact, scrub_aside
-from ledger.safe_io import TooLarge, inflate, max_inflated_bytes, read_file
+from ledger.redact import MARK, Pending, RedactionReport, Scrub, Selector, finish, pending, redact
 from projections import settings
-from projections.access.log import AccessLog
 from projections.api.backend import MemoryBackend
-from projections.api.verified import VERIFIED_CONTEXT_NAME
+from projections.api.unfinished import scrub_derived
 from projections.tools.prove import prove
 from projections.tools.reads import check_chain, read_records, replay_all
 
@@ -182,122 +169,6 @@ def redact_checkpoint(
         seeded = any(e.type == "core_seeded" for e in report.chosen)  # the experiment context: facts, primary metric
         done.check = _compare(before, _Baseline.take(ckpt), scrub, ckpt, context_removed=seeded)
     return done
-
-
-def scrub_derived(ckpt: Path, scrub: Scrub, backup: tuple[str, ...]) -> list[str]:
-    """Every file derived from the log through the rule, each step durable and safe to run again
-    (a redaction's steps 3; its intent is removed after): what was rewritten or deleted."""
-    verified = ckpt / VERIFIED_CONTEXT_NAME
-    backup_path = ckpt / BACKUP_NAME
-    out = _drop_snapshot(ckpt)
-    access = AccessLog(ckpt)
-    try:
-        out += access.rewrite(scrub)
-    finally:
-        access.flush_and_close()
-    fsync_dir(ckpt)  # the access log's renames
-    out += _rewrite_json(verified, scrub)
-    out += _rewrite_backup(backup_path, scrub, backup)
-    for path in (log_path(ckpt), verified, backup_path):
-        out += [f"{name} (deleted: it held a removed body)" for name in scrub_aside(path, scrub)]
-    return out
-
-
-def _drop_snapshot(ckpt: Path) -> list[str]:
-    gone = []
-    store = store_dir(ckpt)
-    for path in store.glob(SNAPSHOT_NAME + "*"):
-        path.unlink(missing_ok=True)
-        gone.append(f"{path.name} (deleted; rebuilt from the redacted log by the next open)")
-    if gone:
-        fsync_dir(store)
-    return gone
-
-
-def _rewrite_backup(path: Path, scrub: Scrub, keys: tuple[str, ...]) -> list[str]:
-    """ARI's backup (gzip JSON Lines) without the chosen events' records (one line dropped per
-    chosen record: :func:`ledger.redact.backup_key`), every other line through the rule,
-    replaced atomically when it changed; lines that are not JSON lose the rule's matches. A file
-    that is not there or not a regular file is left alone; one that cannot be inflated is
-    deleted when it holds what the redaction removed (it cannot be scrubbed, and would bring
-    it back on import-ari)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return []
-    if not stat.S_ISREG(info.st_mode):
-        return []
-    limit = max_inflated_bytes()
-    raw = read_file(path, limit)
-    try:
-        data = bytes(inflate(raw, limit))
-    except (zlib.error, EOFError, TooLarge):
-        if scrub.deletes(raw):
-            path.unlink()
-            fsync_dir(path.parent)
-            return [f"{path.name} (deleted: it held a removed body and cannot be read to scrub it)"]
-        return []
-    todo = Counter(keys)
-    lines, changed = [], False
-    for line in data.split(b"\n"):
-        if not line.strip():
-            lines.append(line)
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError:
-            text = line.decode("utf-8", "replace")
-            new = scrub.pattern.sub(MARK, text) if scrub.pattern is not None else text
-            changed = changed or new != text
-            lines.append(new.encode() if new != text else line)
-            continue
-        key = _backup_key_of(value)
-        if key is not None and todo[key] > 0:
-            todo[key] -= 1
-            changed = True
-            continue
-        value, hit = scrub(value)
-        changed = changed or hit
-        lines.append(json.dumps(value, ensure_ascii=False).encode("utf-8") if hit else line)
-    if not changed:
-        return []
-    buf = io.BytesIO()
-    with gzip.GzipFile(filename=path.name, mode="wb", fileobj=buf) as out:
-        out.write(b"\n".join(lines))
-    replace_file(path, buf.getvalue())  # synced, renamed, the directory synced; the mode kept
-    return [path.name]
-
-
-def _backup_key_of(value: Any) -> str | None:
-    from ledger.redact import backup_key
-
-    if not isinstance(value, dict):
-        return None
-    kind = value.get("kind")
-    if kind == "node_scope":
-        return backup_key(kind, value.get("node_id"), value.get("text"))
-    if kind == "react_step":
-        return backup_key(kind, value.get("text"))
-    if kind == "core_seed":
-        return backup_key(kind, value.get("persona"), value.get("human"))
-    return None
-
-
-def _rewrite_json(path: Path, scrub: Scrub) -> list[str]:
-    """``path`` through the rule, replaced atomically (``ledger.output.replace_file``) when it
-    changed; a file that is not there, not a regular file (a FIFO never blocks) or not JSON is
-    left alone."""
-    if path.is_symlink() or not path.is_file():
-        return []
-    try:
-        value = msgspec.json.decode(read_file(path))
-    except (OSError, msgspec.DecodeError):
-        return []
-    value, changed = scrub(value)
-    if not changed:
-        return []
-    replace_file(path, msgspec.json.format(msgspec.json.encode(value), indent=2))
-    return [path.name]
 
 
 def _fold_letta(ckpt: Path) -> None:

@@ -371,7 +371,7 @@ def test_status_names_an_unfinished_repair_or_redaction(tmp_path: Path) -> None:
         ledger.append("root", "memory_added", {"text": "x"}, current_node="root")
         log = ledger.path
     assert not [n for n in status(ckpt)["notes"] if "unfinished" in n]
-    for suffix, command in ((".redact", "ari-ledger redact"), (".repair", "ari-ledger repair")):
+    for suffix, command in ((".redact", "ari-ledger repair"), (".repair", "ari-ledger repair")):
         intent = log.with_name(log.name + suffix)
         intent.write_text("{}")
         notes = [n for n in status(ckpt)["notes"] if "unfinished" in n]

@@ -1047,6 +1047,167 @@ def _every_file(root: Path) -> bytes:
     return b"\n".join(out)
 
 
+# -- repair and redaction, opened as ARI opens them (issue 39) ------------------------------------
+
+
+def _ari_repair_prepare(ckpt: Path) -> RepairCase:
+    """What ARI leaves: a log written through the backend, its snapshot and verified context
+    (both anchored at the log's end), then the log's third member damaged."""
+    from projections.api.backend import MemoryBackend
+
+    backend = MemoryBackend(ckpt)
+    try:
+        for text in _texts(12, 30, 200):
+            backend.add_memory("root", text, {}, current_node="root")
+        backend.search_memory("entry", ["root"], 3)  # folds
+        backend.export_verified_context(["root"], ckpt)
+        backend.session.projector.save()
+    finally:
+        backend.close()
+    return _damage_third_member(ckpt)
+
+
+def _damage_third_member(ckpt: Path) -> RepairCase:
+    from ledger import Ledger
+    from ledger.layout import store_dir
+    from ledger.log import LOG_NAME, scan_members
+    from ledger.repair import repair
+
+    with Ledger.open_readonly(ckpt) as ledger:
+        events = list(ledger.events())
+    path = store_dir(ckpt) / LOG_NAME
+    with open(path, "rb") as f:
+        offsets = [m.offset for m in scan_members(f)]
+    raw = bytearray(path.read_bytes())
+    raw[(offsets[2] + offsets[3]) // 2] ^= 0x55  # inside the third member's data
+    path.write_bytes(bytes(raw))
+    with Ledger.open_readonly(ckpt) as probe:
+        found = probe.verify()
+    kept_seq = (found.first_bad_seq or 1) - 1
+    trial = ckpt.parent / "repair-trial"
+    shutil.copytree(ckpt, trial)
+    repair(trial)
+    with Ledger.open(trial) as ledger:
+        salvageable = {e.body["origin"]["salvaged"]["hash"] for e in ledger.events() if "origin" in e.body}
+    shutil.rmtree(trial)
+    return RepairCase(bytes(raw), offsets[2], [e.id for e in events[:kept_seq]], salvageable)
+
+
+def _ari_repair(ckpt: Path, rec: Recorder, _case: Any) -> None:
+    from projections.tools.checkpoint import repair
+
+    report, aside, _redaction = repair(ckpt)  # what `ari-ledger repair` runs
+    rec.ack("repaired", report.lines() + aside)
+
+
+def _opened_as_ari_does(ckpt: Path) -> list[str]:
+    """A crash state opened read-only (a person's `search`), by `verify`, then for writing (ARI's
+    next process): an unfinished operation is named, never a rollback; the writable open finishes
+    it and answers. Returns the problems; the checkpoint is left as the writable open left it."""
+    from ledger import LedgerError
+    from ledger.errors import RollbackDetected, UnfinishedOperation
+    from projections.api.backend import MemoryBackend
+    from projections.tools.checkpoint import verify
+
+    problems = []
+    unfinished = _unfinished(ckpt)
+    for how in ("read-only open", "verify"):
+        try:
+            if how == "verify":
+                found = verify(ckpt)
+                if found.rollback:
+                    problems.append(f"{how}: reports a rollback: {found.rollback[0]}")
+            else:
+                MemoryBackend(ckpt, readonly=True).close()
+        except UnfinishedOperation as exc:
+            if not unfinished:
+                problems.append(f"{how}: names an unfinished operation where there is none: {exc}")
+            elif "ari-ledger repair" not in str(exc):
+                problems.append(f"{how}: does not name the command that finishes it: {exc}")
+        except RollbackDetected as exc:
+            problems.append(f"{how}: false alarm: {exc}")
+        except LedgerError as exc:
+            if unfinished:
+                problems.append(f"{how}: an unfinished {unfinished} reported as {type(exc).__name__}: {exc}")
+    try:
+        backend = MemoryBackend(ckpt)
+    except RollbackDetected as exc:
+        return [*problems, f"ARI's open: false alarm: {exc}"]
+    except LedgerError as exc:
+        if unfinished:
+            return [*problems, f"ARI's open did not finish the unfinished {unfinished}: {type(exc).__name__}: {exc}"]
+        return problems  # the damage before any repair began: refused, rightly
+    try:
+        backend.search_memory("entry", ["root"], 3)
+    except LedgerError as exc:
+        problems.append(f"ARI's open, then a search: {type(exc).__name__}: {exc}")
+    finally:
+        backend.close()
+    if _unfinished(ckpt):
+        problems.append(f"ARI's open left {_unfinished(ckpt)} unfinished")
+    return problems
+
+
+def _unfinished(ckpt: Path) -> list[str]:
+    from ledger import layout
+
+    return layout.unfinished(ckpt)
+
+
+def _ari_repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase) -> list[str]:
+    from ledger import Ledger, LedgerError
+    from ledger.layout import store_dir
+    from ledger.log import LOG_NAME
+
+    problems = _opened_as_ari_does(ckpt)
+    damaged = (store_dir(ckpt) / LOG_NAME).read_bytes()[case.offset :] == case.original[case.offset :]
+    if damaged and not _unfinished(ckpt):
+        return problems  # no repair began: nothing to hold it to
+    try:
+        with Ledger.open(ckpt) as ledger:
+            events = list(ledger.events())
+            report = ledger.verify()
+    except LedgerError as exc:
+        return [*problems, f"refused after ARI's open: {exc}"]
+    if not report.ok:
+        problems.append(f"verify after ARI's open: {report.reason}")
+    if [e.id for e in events[: len(case.kept)]] != case.kept:
+        problems.append("lost: the valid prefix is not kept")
+    copies: dict[str, int] = {}
+    for e in events:
+        h = ((e.body.get("origin") or {}).get("salvaged") or {}).get("hash")
+        if h:
+            copies[h] = copies.get(h, 0) + 1
+    if case.salvageable - copies.keys():
+        problems.append(f"stranded: {len(case.salvageable - copies.keys())} salvageable events not re-appended")
+    if any(c > 1 for c in copies.values()):
+        problems.append("duplicated: a salvaged event re-appended twice")
+    return problems
+
+
+def _ari_redact_check(ckpt: Path, acks: list[tuple[Any, ...]], _prep: Any) -> list[str]:
+    """Opened as ARI opens it before anyone runs `redact` again: once the log is redacted, no
+    read serves the secret and ARI's open leaves no file holding it."""
+    from ledger import Ledger
+    from projections.api.backend import MemoryBackend
+
+    with Ledger.open_readonly(ckpt) as ledger:
+        redacted = any(e.type == "events_redacted" for e in ledger.events())
+    problems = _opened_as_ari_does(ckpt)
+    if redacted:
+        leaked = [str(f.relative_to(ckpt)) for f in sorted(ckpt.rglob("*")) if REDACT_SECRET.encode() in _every_file(f)]
+        if leaked:
+            problems.append(f"leaked: the log is redacted, and after ARI's open the secret is still in {leaked}")
+        backend = MemoryBackend(ckpt, readonly=True)
+        try:
+            hits = backend.search_memory(REDACT_SECRET, ["root"], 10)["results"]
+        finally:
+            backend.close()
+        if any(REDACT_SECRET in h["text"] for h in hits):
+            problems.append("served: a search returns the redacted secret")
+    return problems
+
+
 WORKLOADS = [
     Workload("30 appends", _nothing, _appends(30, 60), _ledger_check),
     Workload("two batches", _nothing, _batches, _ledger_check),
@@ -1057,6 +1218,8 @@ WORKLOADS = [
     Workload("repair, a cut-short last member", lambda c: _repair_prepare(c, cut_short=True), _repair, _repair_check),
     Workload("layout move", _legacy, _appends(3, 40), _ledger_check),
     Workload("redact", _redact_prepare, _redact_run, _redact_check, max_states=300),
+    Workload("repair, opened as ARI opens it", _ari_repair_prepare, _ari_repair, _ari_repair_check, max_states=250),
+    Workload("redact, opened as ARI opens it", _redact_prepare, _redact_run, _ari_redact_check, max_states=250),
 ]
 
 

@@ -255,15 +255,24 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
     from projections.tools import checkpoint as state
 
-    report, aside = state.repair(Path(args.checkpoint))
+    report, aside, redaction = state.repair(Path(args.checkpoint))
     found = state.verify(args.checkpoint)
     if args.json:
-        emit({"repair": dataclasses.asdict(report), "moved_aside": aside, "verify": found.as_dict()})
+        finished = {"redaction_seq": redaction.seq, "scrubbed": redaction.scrubbed} if redaction else None
+        emit(
+            {
+                "repair": dataclasses.asdict(report),
+                "moved_aside": aside,
+                "redaction_finished": finished,
+                "verify": found.as_dict(),
+            }
+        )
     else:
         print(
             "\n".join(
                 [
                     *report.lines(),
+                    *([redaction.line()] if redaction else []),
                     *(f"moved aside: {line}" for line in aside),
                     *([REBUILD_LINE.format(args.checkpoint)] if aside else []),
                     f"verify: {found.report.summary()}",  # the verdict stays the last line
