@@ -259,7 +259,12 @@ def test_work_dir_may_be_where_any_of_aris_layouts_puts_it(tmp_path: Path) -> No
         outside = tmp_path / "elsewhere" / "nX"
         outside.mkdir(parents=True, exist_ok=True)
 
-        async def body(session: ClientSession, checkpoint: Path = checkpoint, work_dirs: list[Path] = work_dirs) -> None:
+        async def body(
+            session: ClientSession,
+            checkpoint: Path = checkpoint,
+            work_dirs: list[Path] = work_dirs,
+            outside: Path = outside,
+        ) -> None:
             assert (await call(session, "_set_current_node", node_id="nX"))["ok"]
             for n, work in enumerate(work_dirs):
                 mine = dict(report, metrics={"GB_per_s": 842.1 + n})  # a new report each time: no "already"
@@ -269,7 +274,9 @@ def test_work_dir_may_be_where_any_of_aris_layouts_puts_it(tmp_path: Path) -> No
                     out,
                 )
             before = log_bytes(checkpoint)
-            out = await call(session, "consolidate_node_memory", node_id="nX", node_report=report, work_dir=str(outside))
+            out = await call(
+                session, "consolidate_node_memory", node_id="nX", node_report=report, work_dir=str(outside)
+            )
             assert out["ok"] is False and out["written"] == [] and out["error"].startswith("work_dir: "), out
             assert log_bytes(checkpoint) == before
 
