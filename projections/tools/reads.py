@@ -105,10 +105,27 @@ def access_files(checkpoint_dir: Path) -> list[Path]:
     return rotated + ([current] if current.exists() else [])
 
 
-def _lines(checkpoint_dir: Path) -> Iterator[tuple[str, bytes]]:
-    for path in access_files(checkpoint_dir):
-        for i, line in enumerate(read_file(path, None).splitlines(), 1):  # a regular file: a FIFO never blocks
+def _lines(checkpoint_dir: Path, check: ChainCheck) -> Iterator[tuple[str, bytes]]:
+    """Every whole line of the access log's files, in order. A last line without its newline is
+    one a crash tore while it was written (a flush returns only after the whole line is): never
+    acknowledged, no head names it, the next writer cuts it; it is noted, not read, as the
+    ledger's own torn tail is recovered, not reported as damage."""
+    files = access_files(checkpoint_dir)
+    for k, path in enumerate(files):
+        data = read_file(path, None)  # a regular file: a FIFO never blocks
+        lines = data.split(b"\n")
+        torn = lines.pop()  # b"" after a final newline
+        for i, line in enumerate(lines, 1):
             yield f"{path.name}:{i}", line
+        if torn:
+            where = f"{path.name}:{len(lines) + 1}"
+            if k == len(files) - 1:
+                check.notes.append(
+                    f"{where}: a line a crash tore while it was written ({len(torn)} bytes, never acknowledged); "
+                    "the next writer cuts it"
+                )
+            else:
+                yield where, torn
 
 
 def check_chain(checkpoint_dir: str | Path) -> tuple[ChainCheck, list[dict[str, Any]]]:
@@ -119,7 +136,7 @@ def check_chain(checkpoint_dir: str | Path) -> tuple[ChainCheck, list[dict[str, 
     running: str | None = None  # the hash the next line must name
     last_n: int | None = None
     hashes: dict[int, str] = {}
-    for where, raw in _lines(ckpt):
+    for where, raw in _lines(ckpt, check):
         check.lines += 1
         try:
             value = msgspec.json.decode(raw)

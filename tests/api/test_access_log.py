@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import projections.access.writer as access_writer
 from projections.access.log import ACCESS_LOG_NAME, AccessLog
@@ -457,3 +459,49 @@ def test_a_full_or_read_only_file_system_is_a_problem_not_an_exception(ckpt: Pat
     assert what(read_only) == "open" and "Read-only file system" in read_only
     lines = [json.loads(x) for x in report["text"].splitlines()]
     assert [x["entry_id"] for x in lines] == [f"e{i}" for i in range(20)]
+
+
+# -- a torn last line (issue 39) ------------------------------------------------------------------
+
+
+def _written(ckpt: Path, count: int) -> bytes:
+    log = AccessLog(ckpt)
+    for i in range(count):
+        log.write("node_scope", f"e{i}", "x" * 300, {}, tool="add_memory", node="root")
+    log.flush_and_close()
+    return (ckpt / ACCESS_LOG_NAME).read_bytes()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.integers(0, 4), where=st.floats(0, 1, exclude_min=True, exclude_max=True))
+def test_a_line_torn_at_any_offset_is_a_note_and_the_next_writer_cuts_it(
+    tmp_path: Path, before: int, where: float
+) -> None:
+    """A crash inside the write of line ``before + 1`` (the first line included) leaves a prefix of
+    it without its newline: never acknowledged, no head names it. Every reader says so in a note,
+    never "not a JSON line"; the next writer cuts it and the chain goes on intact."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
+        whole, ckpt = Path(tmp) / "whole", Path(tmp) / "torn"
+        whole.mkdir()
+        full = _written(whole, before + 1)
+        cut_from = len(full) - len(full.rstrip(b"\n").rsplit(b"\n", 1)[-1]) - 1 if before else 0
+        cut = cut_from + max(1, int(where * (len(full) - 1 - cut_from)))  # inside the last line, before its newline
+        ckpt.mkdir()
+        if before:  # the acknowledged lines, and the head they left
+            _written(ckpt, before)
+        torn = full[cut_from:cut]
+        with open(ckpt / ACCESS_LOG_NAME, "ab") as f:
+            f.write(torn)
+        check, lines = check_chain(ckpt)
+        assert check.ok, check.problems
+        assert check.lines == before and len(lines) == before
+        assert any("a crash tore" in n for n in check.notes), check.notes
+        _written_more = AccessLog(ckpt)
+        _written_more.write("node_scope", "next", "next entry", {}, tool="add_memory", node="root")
+        _written_more.flush_and_close()
+        check, lines = check_chain(ckpt)
+        assert check.ok and check.chained == before + 1, check.problems
+        assert not [n for n in check.notes if "tore" in n], check.notes
+        assert lines[-1]["entry_id"] == "next"
