@@ -137,7 +137,8 @@ class Session:
                 return
             for runner in self.runners:
                 runner.close()
-            if save and self.projector.worth_saving(max(0, self.ledger.last_seq - self.projector.cursor)):
+            unfolded = max(0, self.ledger.last_seq - self.projector.cursor)
+            if save and not self.ledger.readonly and self.projector.worth_saving(unfolded):  # read-only: cannot save
                 self.after_durable("saving the projection snapshot", self._fold_and_save)
             self.access.flush_and_close()
             self.ledger.close()

@@ -14,6 +14,7 @@ import msgspec
 
 from ledger import InvalidInput, Ledger, layout
 from ledger.layout import SNAPSHOT_NAME
+from ledger.progress import Interrupted
 from projections.adapters.cli.framework import (
     ERROR_HELP,
     EXIT_CHECK_FAILED,
@@ -185,6 +186,26 @@ def check_node(checkpoint: str, node: str) -> None:
     raise InvalidInput("--node", f"unknown node {node!r} in this checkpoint (see `ari-ledger tree`)")
 
 
+def _last_seq(checkpoint: str) -> int:
+    with Ledger.open_readonly(checkpoint) as ledger:
+        return ledger.last_seq
+
+
+def _redaction_kept(checkpoint: str, before: int) -> str:
+    """What a redaction stopped by Ctrl-C kept: nothing, the redacted log with its derived files
+    to finish, or everything but its self-check."""
+    if "redaction" in layout.unfinished(checkpoint):
+        return (
+            "the log is redacted, its derived files not all scrubbed yet: "
+            f"`ari-ledger repair {checkpoint}` (or the next writable open) finishes it"
+        )
+    with Ledger.open_readonly(checkpoint) as ledger:
+        landed = any(e.type == "events_redacted" for e in ledger.events(after=before))
+    if landed:
+        return f"the redaction is done; only its self-check was cut short (`ari-ledger prove {checkpoint}` checks)"
+    return "nothing was changed"
+
+
 def check_chooses(checkpoint: str, selector: Selector, text_option: str) -> None:
     """Every ``--id`` names a redactable event of the log, and the selector chooses at least one
     event: a mistyped selector is one error line and exit 2, never "would redact 0 event(s)",
@@ -255,7 +276,17 @@ def cmd_repair(args: argparse.Namespace) -> int:
 
     from projections.tools import checkpoint as state
 
-    report, aside, redaction = state.repair(Path(args.checkpoint))
+    try:
+        report, aside, redaction = state.repair(Path(args.checkpoint))
+    except KeyboardInterrupt:
+        left = layout.unfinished(args.checkpoint)
+        kept = (
+            f"the {' and the '.join(left)}'s record is kept: `ari-ledger repair {args.checkpoint}` (or the next "
+            "writable open) finishes it"
+            if left
+            else "the repair had finished; nothing is left to do"
+        )
+        raise Interrupted(kept) from None
     found = state.verify(args.checkpoint)
     if args.json:
         finished = {"redaction_seq": redaction.seq, "scrubbed": redaction.scrubbed} if redaction else None
@@ -321,9 +352,13 @@ def cmd_redact(args: argparse.Namespace) -> int:
         check_node(args.checkpoint, args.node)
     text = args.regex if args.regex is not None else args.match
     selector = Selector(tuple(args.id), args.node, text, regex=args.regex is not None)
-    check_chooses(args.checkpoint, selector, "--regex" if args.regex is not None else "--match")
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
-    done = redact_checkpoint(args.checkpoint, selector, reason=args.reason, by=by, dry_run=args.dry_run)
+    before = _last_seq(args.checkpoint)
+    try:
+        check_chooses(args.checkpoint, selector, "--regex" if args.regex is not None else "--match")
+        done = redact_checkpoint(args.checkpoint, selector, reason=args.reason, by=by, dry_run=args.dry_run)
+    except KeyboardInterrupt:
+        raise Interrupted(_redaction_kept(args.checkpoint, before)) from None
     found = state.verify(args.checkpoint)
     if args.json:
         emit({"redact": done.as_dict(), "verify": found.as_dict()})
