@@ -146,9 +146,10 @@ class MemoryBackend:
         """ARI's name for the access log (ARI's tests drain it with ``_access.flush_and_close()``)."""
         return self.session.access
 
-    def close(self) -> None:
-        """Save the projection snapshot and close the log (a failed save is only a problem)."""
-        self.session.close()
+    def close(self, *, at_exit: bool = False) -> None:
+        """Save the projection snapshot and close the log (a failed save is only a problem);
+        ``at_exit``: the process is ending (see :meth:`Session.close`)."""
+        self.session.close(at_exit=at_exit)
 
     # -- what the tools above (reviewers, operators) read -----------------------------------
     # ``projections.tools`` and the adapters read a checkpoint through these, never through
@@ -632,17 +633,17 @@ def _refuse_a_missing_log(checkpoint_dir: Path) -> None:
         raise RollbackDetected(f"{problem}; {act_on_missing_log(path, layout.misplaced_log(checkpoint_dir))}", seq=1)
 
 
-def clear_backend_cache() -> None:
+def clear_backend_cache(*, at_exit: bool = False) -> None:
     """Close and forget every cached backend (ARI's test and CLI helper)."""
     with _backends_lock:
         for backend in list(_backends.values()):
-            _close_quietly(backend)
+            _close_quietly(backend, at_exit=at_exit)
         _backends.clear()
 
 
-def _close_quietly(backend: MemoryBackend) -> None:
+def _close_quietly(backend: MemoryBackend, *, at_exit: bool = False) -> None:
     try:
-        backend.close()
+        backend.close(at_exit=at_exit)
     except Exception as exc:
         log.warning("closing the backend of %s: %s", backend.checkpoint_dir, exc)
 
@@ -651,7 +652,7 @@ def _close_quietly(backend: MemoryBackend) -> None:
 def _close_all() -> None:
     """Leave an up-to-date snapshot behind so the next process folds only the tail: the cached
     backends, then any other one a script opened and never closed."""
-    clear_backend_cache()
+    clear_backend_cache(at_exit=True)
     close_open_sessions()
 
 

@@ -35,6 +35,7 @@ from projections.models.catalog import Catalog
 log = logging.getLogger("projections")
 
 MAX_PROBLEMS = 20
+EXIT_FOLD_FREE = 2048  # at exit, a tail of others' events up to this many is still folded and saved
 
 
 class Session:
@@ -82,6 +83,7 @@ class Session:
         self.lock = threading.RLock()
         self.problems: list[str] = []  # what failed after a write was already durable
         self._refold = False  # forked while another thread held the lock: the fold may be half done
+        self.appended = 0  # events this session appended (the exit-time save weighs them)
         _LIVE.add(self)
 
     def _keep_letta(self, reads: str) -> None:
@@ -128,17 +130,26 @@ class Session:
     def closed(self) -> bool:
         return self.ledger.closed
 
-    def close(self, *, save: bool = True) -> None:
+    def close(self, *, save: bool = True, at_exit: bool = False) -> None:
         """Save the projection snapshot when the unsaved tail is worth it (``worth_saving``: a
         one-entry hook process writes none) and close the log (a failed save is only a problem).
-        ``save=False`` (after an interrupt) folds and saves nothing: only closes."""
+        ``save=False`` (after an interrupt) folds and saves nothing: only closes. ``at_exit``:
+        the process is ending; a tail mostly of other processes' events (more than
+        :data:`EXIT_FOLD_FREE`, and over twice what this one appended) is left to the next
+        reader to fold, so several writers ending together do not each fold the same log (what
+        this one folded is still saved)."""
         with self.lock:
             if self.ledger.closed:
                 return
             for runner in self.runners:
                 runner.close()
             unfolded = max(0, self.ledger.last_seq - self.projector.cursor)
-            if save and not self.ledger.readonly and self.projector.worth_saving(unfolded):  # read-only: cannot save
+            theirs = at_exit and unfolded > max(EXIT_FOLD_FREE, 2 * self.appended)
+            if not save or self.ledger.readonly:  # read-only: nothing can be saved
+                pass
+            elif theirs and self.projector.worth_saving() and self.ledger.redacted_at <= self.projector.cursor:
+                self.after_durable("saving the projection snapshot", self.projector.save)
+            elif not theirs and self.projector.worth_saving(unfolded):
                 self.after_durable("saving the projection snapshot", self._fold_and_save)
             self.access.flush_and_close()
             self.ledger.close()
@@ -234,6 +245,7 @@ class Session:
         """Append one event; once it is durable nothing after it can fail the call."""
         with self.lock:
             event = self.ledger.append(node_id, type, body, current_node=current_node)
+            self.appended += 1
             self.after_durable("waking the runners", self._written)
         return event
 
@@ -259,6 +271,7 @@ class Session:
                     self._fold()
                 yield self.projector.catalog, batch
             if batch.events:
+                self.appended += len(batch.events)
                 self.after_durable("waking the runners", self._written)
 
     def _fold_and_save(self) -> None:
@@ -313,7 +326,7 @@ def close_open_sessions(wait: float = EXIT_CLOSE_WAIT_S) -> None:
             log.warning("%s: a thread still holds the memory at exit; not saving its snapshot", session.checkpoint_dir)
             continue
         try:
-            session.close()
+            session.close(at_exit=True)
         except Exception as exc:
             log.warning("closing %s at exit: %s", session.checkpoint_dir, exc)
         finally:
