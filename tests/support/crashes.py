@@ -1100,7 +1100,7 @@ def _ari_repair(ckpt: Path, rec: Recorder, _case: Any) -> None:
     rec.ack("repaired", report.lines() + aside)
 
 
-def _opened_as_ari_does(ckpt: Path) -> list[str]:
+def opened_as_ari_does(ckpt: Path) -> list[str]:
     """A crash state opened read-only (a person's `search`), by `verify`, then for writing (ARI's
     next process): an unfinished operation is named, never a rollback; the writable open finishes
     it and answers. Returns the problems; the checkpoint is left as the writable open left it."""
@@ -1159,7 +1159,7 @@ def _ari_repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase)
     from ledger.layout import store_dir
     from ledger.log import LOG_NAME
 
-    problems = _opened_as_ari_does(ckpt)
+    problems = opened_as_ari_does(ckpt)
     damaged = (store_dir(ckpt) / LOG_NAME).read_bytes()[case.offset :] == case.original[case.offset :]
     if damaged and not _unfinished(ckpt):
         return problems  # no repair began: nothing to hold it to
@@ -1193,7 +1193,7 @@ def _ari_redact_check(ckpt: Path, acks: list[tuple[Any, ...]], _prep: Any) -> li
 
     with Ledger.open_readonly(ckpt) as ledger:
         redacted = any(e.type == "events_redacted" for e in ledger.events())
-    problems = _opened_as_ari_does(ckpt)
+    problems = opened_as_ari_does(ckpt)
     if redacted:
         leaked = [str(f.relative_to(ckpt)) for f in sorted(ckpt.rglob("*")) if REDACT_SECRET.encode() in _every_file(f)]
         if leaked:
