@@ -271,6 +271,9 @@ _MAGNITUDE_WORDS = {"thousand": 1e3, "thousands": 1e3, "million": 1e6, "millions
 _COUNT_PREFIXED = re.compile(r"^([kKMGB])(ops|reads|writes|bases|cells|tok|tokens|lups|updates|reqs|samples|img)$")
 
 
+_BIGRAM_FIRST = frozenset(first for first, _ in _BIGRAMS)
+
+
 @functools.lru_cache(maxsize=65536)
 def canon(word: str) -> tuple[str, ...]:
     """The canonical words one written word stands for (``Top-1`` → ``top1``, ``Acc@1`` →
@@ -324,18 +327,22 @@ def phrase_words(text: str) -> list[tuple[str, int]]:
 def _phrase_words(text: str) -> tuple[tuple[str, int], ...]:
     out: list[tuple[str, int]] = []
     matches = list(_WORD.finditer(text))
+    last = len(matches) - 1
     skip = False
     for k, m in enumerate(matches):
         if skip:
             skip = False
             continue
-        if k + 1 < len(matches):
-            pair = (m.group().lower(), matches[k + 1].group().lower())
-            if pair in _BIGRAMS and text[m.end() : matches[k + 1].start()].strip(" -") == "":
-                out.append((_BIGRAMS[pair], m.start()))
+        word, at = m.group(), m.start()
+        if k < last and (low := word.lower()) in _BIGRAM_FIRST:
+            following = matches[k + 1]
+            pair = (low, following.group().lower())
+            if pair in _BIGRAMS and text[m.end() : following.start()].strip(" -") == "":
+                out.append((_BIGRAMS[pair], at))
                 skip = pair[1] not in ("error",)  # "word error rate": wer, and the rate
                 continue
-        out.extend((c, m.start()) for c in canon(m.group()))
+        for c in canon(word):
+            out.append((c, at))
     return tuple(out)
 
 

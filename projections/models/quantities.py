@@ -202,8 +202,9 @@ _DIFF_WORDS = {"more", "less", "higher", "lower", "faster", "slower", "above", "
 _DIFF_ALONE = {"over", "above", "below", "up", "down"}  # "5.95 GFlops/s over node_A"; the others take "than"
 BASE_WORDS = {"baseline": "root", "root": "root", "parent": "parent"}
 # a sentence ends at . ; ! ? before a space, but not after an abbreviation ("vs. 1.33 s", "e.g. 2")
+# the mark first, then what may not precede it (a lookbehind tried at every position is slow)
 _SENTENCE_END = re.compile(
-    r"(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bcf)(?<!\bapprox)(?<!\bca)(?<!\bFig)(?<!\bet al)[.;!?](?:\s|$)|\n"
+    r"[.;!?](?<!\bvs.)(?<!\be\.g.)(?<!\bi\.e.)(?<!\bcf.)(?<!\bapprox.)(?<!\bca.)(?<!\bFig.)(?<!\bet al.)(?:\s|$)|\n"
 )
 _SPACES = " \u00a0\u202f\u2009\u2006\u200a\t"  # a space, no-break and thin spaces between a number and its unit
 

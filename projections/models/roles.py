@@ -182,8 +182,8 @@ _REMAINDER = frozenset({"leav", "leave", "remaining", "remainder", "rest"})
 
 
 _CLAUSE_MARKS = re.compile(r"[,;()\[\]|]")
+_WORD_AND_OR = re.compile(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+")  # "1,621 SNP and 4,034 indel …"
 _CLAUSE_END = re.compile(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b")
-_AFTER_A_WORD = re.compile(r"[a-z,]\s+$")
 _CAPITALISED = re.compile(r"[A-Z][a-z]{2,}")
 _NAME_PARTS = re.compile(r"[-_.]")
 # a sentence that states a row other than the reported one, not the node's result ("another
@@ -212,6 +212,7 @@ class Checker:
         self._pointers: dict[tuple[int, int, int, int, bool], Pointer] = {}
         self._theirs: dict[int, set[str]] = {}
         self._blanks: dict[tuple[int, int, bool], str] = {}
+        self._owns: dict[int, tuple[str, ...]] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -397,7 +398,7 @@ class Checker:
             word = m.group(1)
             low = word.lower()
             # a capitalised word inside a sentence is a proper name too ("on Common Voice", "a Jetson Orin")
-            inside = _AFTER_A_WORD.search(self.text, s_lo, lo + m.start()) is not None
+            inside = _after_a_word(self.text, s_lo, lo + m.start())
             proper = inside and _CAPITALISED.fullmatch(word) is not None
             if low in _GENERIC_IDS or low.rstrip("s") in _GENERIC_IDS or not (proper or _looks_like_a_name(word)):
                 continue
@@ -1024,7 +1025,12 @@ class Checker:
 
     def _own_words(self, i: int) -> list[str]:
         """The words of a number's own phrase, with its noun's (``7,449 truth SNPs``) and, in a
-        list, the list's (``97.3%, 88.1% and 94.0% efficiency``)."""
+        list, the list's (``97.3%, 88.1% and 94.0% efficiency``); once per number."""
+        if i not in self._owns:
+            self._owns[i] = tuple(self._find_own_words(i))
+        return list(self._owns[i])
+
+    def _find_own_words(self, i: int) -> list[str]:
         q = self.found[i]
         own = list(self._phrases[i].own)
         if q.noun:
@@ -1034,7 +1040,7 @@ class Checker:
             if head >= 0 and last < len(self.found) and self.found[last].list_pos == q.list_len - 1:
                 own += self._phrases[head].own + self._phrases[last].own
         nxt = self.found[i + 1] if i + 1 < len(self.found) else None
-        if nxt is not None and re.fullmatch(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+", self.text[q.end : nxt.start]):
+        if nxt is not None and _WORD_AND_OR.fullmatch(self.text[q.end : nxt.start]):
             after = self._phrases[i + 1]  # "1,621 SNP and 4,034 indel false positives": SNP false positives
             own += after.own[1 : after.after]
         if q.range_with is not None and not q.range_first:  # "takes SNP FPs from 14,655 to 4,104"
@@ -1193,9 +1199,9 @@ class Checker:
             f
             for f in self.ev.facts
             if f.key
-            and re.search(r"_command \(", f.where)
-            and set(f.key) <= own
+            and own.issuperset(f.key)
             and set(f.key) - {"num", "n", "per", "max", "min"}
+            and "_command (" in f.where
         ]
         if not flags:
             return None
@@ -1679,6 +1685,18 @@ def _named_measures(names: Iterable[str]) -> set[str]:
 
 
 @functools.lru_cache(maxsize=8192)
+def _after_a_word(text: str, lo: int, at: int) -> bool:
+    """Whether ``text[lo:at]`` ends with a lowercase letter or a comma, then white space (the
+    word at ``at`` is inside a sentence, not its first)."""
+    j = at
+    while j > lo and text[j - 1].isspace():
+        j -= 1
+    return lo < j < at and text[j - 1] in _LOWER_OR_COMMA
+
+
+_LOWER_OR_COMMA = frozenset("abcdefghijklmnopqrstuvwxyz,")
+
+
 def _looks_like_a_name(word: str) -> bool:
     """A proper name of a thing a run may or may not have used: letters with digits (``HG005``,
     ``H100``, ``CIFAR-100``), all capitals (``LARS``, ``MATH``), or capitals inside a word
