@@ -51,6 +51,7 @@ from ledger.redact import MARK, Pending, RedactionReport, Scrub, Selector, finis
 from projections import settings
 from projections.api.backend import MemoryBackend
 from projections.api.unfinished import scrub_derived
+from projections.engines.protocol import Progress
 from projections.tools.prove import prove
 from projections.tools.reads import check_chain, read_records, replay_all
 
@@ -148,27 +149,46 @@ def redact_checkpoint(
     by: str,
     dry_run: bool = False,
     check: bool = True,
+    progress: Progress | None = None,
 ) -> CheckpointRedaction:
     """Finish an interrupted redaction (its intent), redact the log, scrub the files derived from
-    it, remove the intent, and check the result (see the module)."""
+    it, remove the intent, and check the result (see the module). ``progress(step, STEPS)``
+    before each of :data:`STEPS` (and once at the end): a redaction of a large log takes seconds
+    in each."""
     ckpt = Path(checkpoint_dir)
+    tell = progress or (lambda _done, _total: None)
     resumed = None if dry_run else pending(ckpt)
     if resumed is not None:
         resumed.scrubbed = scrub_derived(ckpt, resumed.rule, resumed.backup)
         finish(ckpt, resumed.seq)
+    tell(0, len(STEPS))
     before = _Baseline.take(ckpt) if check and not dry_run else None
+    tell(1, len(STEPS))
     report = redact(ckpt, selector, reason=reason, by=by, dry_run=dry_run, keep_intent=True)
     if report.event is None:
+        tell(len(STEPS), len(STEPS))
         return CheckpointRedaction(report, [], resumed=resumed)
+    tell(2, len(STEPS))
     scrub = report.rule
     scrubbed = scrub_derived(ckpt, scrub, report.backup)
     finish(ckpt, report.event.seq)  # every derived file scrubbed: the intent (and the secret in it) goes
     _fold_letta(ckpt)
     done = CheckpointRedaction(report, scrubbed, resumed=resumed)
+    tell(3, len(STEPS))
     if before is not None:
         seeded = any(e.type == "core_seeded" for e in report.chosen)  # the experiment context: facts, primary metric
         done.check = _compare(before, _Baseline.take(ckpt), scrub, ckpt, context_removed=seeded)
+    tell(len(STEPS), len(STEPS))
     return done
+
+
+# What a redaction does, in order (the steps its progress counts).
+STEPS = (
+    "what prove says before",
+    "rewriting the log",
+    "scrubbing the files derived from it",
+    "checking what prove says after",
+)
 
 
 def _fold_letta(ckpt: Path) -> None:

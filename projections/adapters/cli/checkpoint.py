@@ -343,8 +343,9 @@ def cmd_redact(args: argparse.Namespace) -> int:
     import socket
 
     from ledger.redact import Selector
+    from projections.adapters.cli.progress import Reporter
     from projections.tools import checkpoint as state
-    from projections.tools.redaction import redact_checkpoint
+    from projections.tools.redaction import STEPS, redact_checkpoint
 
     if args.match is not None and args.regex is not None:
         raise InvalidInput("--match", "give --match or --regex, not both")
@@ -356,7 +357,10 @@ def cmd_redact(args: argparse.Namespace) -> int:
     before = _last_seq(args.checkpoint)
     try:
         check_chooses(args.checkpoint, selector, "--regex" if args.regex is not None else "--match")
-        done = redact_checkpoint(args.checkpoint, selector, reason=args.reason, by=by, dry_run=args.dry_run)
+        steps = Reporter("redacting", "steps", steps=STEPS)
+        done = redact_checkpoint(
+            args.checkpoint, selector, reason=args.reason, by=by, dry_run=args.dry_run, progress=steps
+        )
     except KeyboardInterrupt:
         raise Interrupted(_redaction_kept(args.checkpoint, before)) from None
     found = state.verify(args.checkpoint)
