@@ -123,7 +123,7 @@ class Projector:
         if target <= self.cursor:
             return 0
         if first_look and self.cursor == 0 and not self.loaded_from_snapshot and self.from_scratch is None:
-            self._say_from_scratch(target)
+            self._say_from_scratch(target)  # (a note only when the fold costs the user: SNAPSHOT_EVERY)
         start, progress = self.cursor, self.progress
         events = self.ledger.events(after=self.cursor)
         if progress:
@@ -138,7 +138,7 @@ class Projector:
         """One line on stderr (through ``logging``): this open folds the whole log, and why."""
         why = "no snapshot" if self.rebuilt is None else "snapshot not used"
         self.from_scratch = why
-        if self.announce:
+        if self.announce and events >= SNAPSHOT_EVERY:  # a few thousand fold in a blink: no note
             log.warning(
                 "folding %s events from scratch (%s); `ari-ledger rebuild %s` saves one",
                 f"{events:,}",

@@ -52,8 +52,8 @@ def test_rebuild_saves_the_snapshot_so_a_search_no_longer_folds_from_scratch(dem
     _snapshot(ckpt).unlink()
     before = cli("search", str(ckpt), "accuracy", "--node", "node_A2")
     assert before.returncode == 0, before.stderr
-    lines = [line for line in before.stderr.splitlines() if SCRATCH in line]
-    assert len(lines) == 1 and "ari-ledger rebuild" in lines[0] and "no snapshot" in lines[0]
+    # the demo's 39 events fold in a blink: no note (from 5,000 events one says so: test_progress.py)
+    assert SCRATCH not in before.stderr
     assert not _snapshot(ckpt).exists()  # a reading command saves nothing
 
     done = cli("rebuild", str(ckpt))
