@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from projections.models import written_numbers
 from projections.models.evidence import (
     OWN,
     Evidence,
@@ -59,11 +60,6 @@ __all__ = [
 ]
 
 _DIGIT = re.compile(r"\d")
-_NUMBER_WORD = re.compile(
-    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|sixty|seventy"
-    r"|eighty|ninety|hundred|dozen|twice|thrice|double|triple)\b",
-    re.I,
-)
 
 
 @dataclass(frozen=True)
@@ -99,7 +95,7 @@ def check_metric_ptr(ptr: object, evidence: Evidence) -> Miss | None:
 
 def check_claim(text: str, evidence: Evidence) -> list[Verdict]:
     """A verdict for every number of ``text`` (docs/grounding.md)."""
-    if _DIGIT.search(text) is None and _NUMBER_WORD.search(text) is None:
+    if _DIGIT.search(text) is None and not written_numbers.may_hold(text):
         return []
     names = _name_keys(tuple(evidence.metrics), tuple(n for metrics in evidence.ancestors.values() for n in metrics))
     found = read(text, names)

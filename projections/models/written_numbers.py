@@ -35,6 +35,15 @@ _ONE_NOUNS = re.compile(
 )
 
 
+# Any word a number may be written with (a cheap first look: no text without one holds such a number)
+_ANY_WORD = re.compile(r"\b(?:" + "|".join([*_UNITS, *_TENS, *_RATIOS, "dozen", "hundred"]) + r")", re.I)
+
+
+def may_hold(text: str) -> bool:
+    """Whether ``text`` has a word a number may be written with (``three``, ``half``, ``dozen``)."""
+    return _ANY_WORD.search(text) is not None
+
+
 class Spelled(NamedTuple):
     """A number found written in words or as a compound duration."""
 
