@@ -885,7 +885,8 @@ class Checker:
             and not is_key_column(table, h)
             and any(isinstance(r[table.header.index(h)], float) for r in table.rows)
         ]
-        numeric = [h for h in numeric if self._could_be_column(q, table, h)]
+        said = frozenset(self._phrases[i].sentence)  # "at batch size 2 median latency is 26.8 ms": never the p99
+        numeric = [h for h in numeric if self._could_be_column(q, table, h) and not other_member(said, metric_words(h))]
         return self._named_keys(q, i, {h: [] for h in numeric}, wide=False)
 
     def _columns_like(self, table: Table, named: list[Named], ptr: Pointer) -> list[Named]:
@@ -900,6 +901,8 @@ class Checker:
                 if h in keyed or is_key_column(table, h) or h in {o.metric for o in out}:
                     continue
                 theirs = set(metric_words(h))
+                if other_member(frozenset(metric_words(n.metric)), tuple(theirs)):
+                    continue  # latency_ms_p99 is never kept in a column of the p50
                 if theirs & mine & QUANTITY_WORDS:  # wer for wer_test_other before n_err, which shares "error"
                     like[h] = sum(weight(w) for w in theirs & mine)
             best = max(like.values(), default=0.0)
