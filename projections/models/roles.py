@@ -1687,7 +1687,6 @@ def _named_measures(names: Iterable[str]) -> set[str]:
     return {w for n in names for w in metric_words(n)}
 
 
-@functools.lru_cache(maxsize=8192)
 def _after_a_word(text: str, lo: int, at: int) -> bool:
     """Whether ``text[lo:at]`` ends with a lowercase letter or a comma, then white space (the
     word at ``at`` is inside a sentence, not its first)."""
@@ -1700,6 +1699,7 @@ def _after_a_word(text: str, lo: int, at: int) -> bool:
 _LOWER_OR_COMMA = frozenset("abcdefghijklmnopqrstuvwxyz,")
 
 
+@functools.lru_cache(maxsize=8192)
 def _looks_like_a_name(word: str) -> bool:
     """A proper name of a thing a run may or may not have used: letters with digits (``HG005``,
     ``H100``, ``CIFAR-100``), all capitals (``LARS``, ``MATH``), or capitals inside a word
