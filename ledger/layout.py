@@ -156,9 +156,9 @@ def unfinished_message(checkpoint_dir: str | Path, found: list[str]) -> str:
     command that finishes them."""
     what = " and ".join(f"a {name}" for name in found)
     return (
-        f"{what} of {checkpoint_dir} was interrupted and is not finished; nothing is read from the checkpoint "
-        f"until it is: `ari-ledger repair {checkpoint_dir}` finishes it (as does any process that opens it "
-        "for writing)"
+        f"{what} of {checkpoint_dir} is not finished (a crash interrupted it, or another process is still at it); "
+        f"nothing is read from the checkpoint until it is: `ari-ledger repair {checkpoint_dir}` finishes it (as "
+        "does any process that opens it for writing)"
     )
 
 

@@ -69,7 +69,7 @@ def read_only_answers(ckpt: Path, operation: str) -> None:
         run = ari_ledger(*args)
         lines = run.stderr.strip().splitlines()
         assert run.returncode == 2, (args, run.stdout, run.stderr)
-        assert len(lines) == 1 and f"a {operation} of" in lines[0] and "was interrupted" in lines[0], lines
+        assert len(lines) == 1 and f"a {operation} of" in lines[0] and "is not finished" in lines[0], lines
         assert f"`ari-ledger repair {ckpt}` finishes it" in lines[0]
         assert "rollback" not in run.stderr and "removed" not in run.stderr and SECRET not in run.stdout
 
