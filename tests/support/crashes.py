@@ -873,7 +873,6 @@ def _repair_prepare(ckpt: Path, *, cut_short: bool = False) -> RepairCase:
     from ledger import Ledger
     from ledger.layout import store_dir
     from ledger.log import LOG_NAME, scan_members
-    from ledger.repair import repair
 
     with Ledger.open(ckpt) as ledger:
         for m in range(6):
@@ -892,13 +891,22 @@ def _repair_prepare(ckpt: Path, *, cut_short: bool = False) -> RepairCase:
     else:
         raw[(offsets[2] + offsets[3]) // 2] ^= 0x55  # inside the third member's data
     path.write_bytes(bytes(raw))
+    salvageable = _salvaged_by_a_repair(ckpt)
+    return RepairCase(bytes(raw), offsets[2], kept, salvageable)
+
+
+def _salvaged_by_a_repair(ckpt: Path) -> set[str]:
+    """The hashes a complete repair of ``ckpt`` re-appends (a repair of a copy, thrown away)."""
+    from ledger import Ledger
+    from ledger.repair import repair
+
     trial = ckpt.parent / "repair-trial"
     shutil.copytree(ckpt, trial)
     repair(trial)
     with Ledger.open(trial) as ledger:
         salvageable = {e.body["origin"]["salvaged"]["hash"] for e in ledger.events() if "origin" in e.body}
     shutil.rmtree(trial)
-    return RepairCase(bytes(raw), offsets[2], kept, salvageable)
+    return salvageable
 
 
 def _repair(ckpt: Path, rec: Recorder, _case: Any) -> None:
@@ -944,28 +952,7 @@ def _repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase) -> 
         said = repair(ckpt).lines()  # the person runs it again
     except Exception as exc:
         return [*problems, f"repair again failed: {type(exc).__name__}: {exc}"]
-    try:
-        with Ledger.open(ckpt) as ledger:
-            events = list(ledger.events())
-            report = ledger.verify()
-    except LedgerError as exc:
-        return [*problems, f"refused after repair again: {exc}"]
-    if not report.ok:
-        problems.append(f"verify after repair again: {report.reason}")
-    if [e.id for e in events[: len(case.kept)]] != case.kept:
-        problems.append("lost: the valid prefix is not kept")
-    copies: dict[str, int] = {}
-    for e in events:
-        h = ((e.body.get("origin") or {}).get("salvaged") or {}).get("hash")
-        if h:
-            copies[h] = copies.get(h, 0) + 1
-    if case.salvageable - copies.keys():
-        problems.append(
-            f"stranded: {len(case.salvageable - copies.keys())} salvageable events not re-appended by repair "
-            f"again (it said {said[0]!r})"
-        )
-    if any(c > 1 for c in copies.values()):
-        problems.append("duplicated: a salvaged event re-appended twice")
+    problems += _repaired_holds(ckpt, case, f"repair again (it said {said[0]!r})")
     if _intents(ckpt):
         problems.append("left: the repair's intent file is still there after repair again")
     return problems
@@ -1071,7 +1058,6 @@ def _damage_third_member(ckpt: Path) -> RepairCase:
     from ledger import Ledger
     from ledger.layout import store_dir
     from ledger.log import LOG_NAME, scan_members
-    from ledger.repair import repair
 
     with Ledger.open_readonly(ckpt) as ledger:
         events = list(ledger.events())
@@ -1084,12 +1070,7 @@ def _damage_third_member(ckpt: Path) -> RepairCase:
     with Ledger.open_readonly(ckpt) as probe:
         found = probe.verify()
     kept_seq = (found.first_bad_seq or 1) - 1
-    trial = ckpt.parent / "repair-trial"
-    shutil.copytree(ckpt, trial)
-    repair(trial)
-    with Ledger.open(trial) as ledger:
-        salvageable = {e.body["origin"]["salvaged"]["hash"] for e in ledger.events() if "origin" in e.body}
-    shutil.rmtree(trial)
+    salvageable = _salvaged_by_a_repair(ckpt)
     return RepairCase(bytes(raw), offsets[2], [e.id for e in events[:kept_seq]], salvageable)
 
 
@@ -1155,7 +1136,6 @@ def _unfinished(ckpt: Path) -> list[str]:
 
 
 def _ari_repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase) -> list[str]:
-    from ledger import Ledger, LedgerError
     from ledger.layout import store_dir
     from ledger.log import LOG_NAME
 
@@ -1163,14 +1143,21 @@ def _ari_repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase)
     damaged = (store_dir(ckpt) / LOG_NAME).read_bytes()[case.offset :] == case.original[case.offset :]
     if damaged and not _unfinished(ckpt):
         return problems  # no repair began: nothing to hold it to
+    return problems + _repaired_holds(ckpt, case, "ARI's open")
+
+
+def _repaired_holds(ckpt: Path, case: RepairCase, after: str) -> list[str]:
+    """After a repair finished (``after`` says by whom): the log opens and verifies, keeps the
+    valid prefix, and holds every salvageable event exactly once."""
+    from ledger import Ledger, LedgerError
+
     try:
         with Ledger.open(ckpt) as ledger:
             events = list(ledger.events())
             report = ledger.verify()
     except LedgerError as exc:
-        return [*problems, f"refused after ARI's open: {exc}"]
-    if not report.ok:
-        problems.append(f"verify after ARI's open: {report.reason}")
+        return [f"refused after {after}: {exc}"]
+    problems = [] if report.ok else [f"verify after {after}: {report.reason}"]
     if [e.id for e in events[: len(case.kept)]] != case.kept:
         problems.append("lost: the valid prefix is not kept")
     copies: dict[str, int] = {}
@@ -1179,7 +1166,9 @@ def _ari_repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase)
         if h:
             copies[h] = copies.get(h, 0) + 1
     if case.salvageable - copies.keys():
-        problems.append(f"stranded: {len(case.salvageable - copies.keys())} salvageable events not re-appended")
+        problems.append(
+            f"stranded: {len(case.salvageable - copies.keys())} salvageable events not re-appended by {after}"
+        )
     if any(c > 1 for c in copies.values()):
         problems.append("duplicated: a salvaged event re-appended twice")
     return problems
