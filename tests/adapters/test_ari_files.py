@@ -561,6 +561,7 @@ def test_export_to_an_unwritable_place_is_one_error_line(full: Path, tmp_path: P
     run = cli("export-ari", full, "-o", tmp_path / "no" / "such" / "dir" / BACKUP_NAME)
     assert (
         run.returncode == 2
-        and run.stderr.startswith("error: --output: cannot write")
+        and run.stderr.startswith("error: --output: ")
+        and "is not an existing directory (create it first)" in run.stderr
         and len(run.stderr.splitlines()) == 1
     )
