@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ledger import Ledger, VerifyReport
+from ledger import Ledger, VerifyReport, layout
 from ledger.anchor import Anchor, AnchorUnreadable
 from ledger.events import CHECKPOINT_NODE, is_stub_body
 from ledger.layout import SNAPSHOT_NAME
@@ -96,7 +96,7 @@ def status(checkpoint_dir: str | Path) -> dict[str, Any]:
                 _rebuild_note(ledger, projections["snapshot"]),
                 vc_problem,
                 _duplicates_note(projections.get("letta")),
-                *_unfinished_notes(ledger.path),
+                *_unfinished_notes(ledger),
             )
             if n
         ]
@@ -131,15 +131,17 @@ def _rebuild_note(ledger: Ledger, snapshot: dict[str, Any] | None) -> str | None
     return None
 
 
-def _unfinished_notes(log: Path) -> list[str]:
-    """A repair or a redaction a crash stopped: its intent beside the log, and how to finish it."""
-    unfinished = {
-        REPAIR_INTENT: "a repair is unfinished: `ari-ledger repair` finishes it (as does any writable open)",
-        REDACT_INTENT: "a redaction is unfinished (its derived files may still hold the removed text): "
-        "`ari-ledger repair` finishes it (as does any writable open)",
+def _unfinished_notes(ledger: Ledger) -> list[str]:
+    """A repair or a redaction a crash stopped (:func:`ledger.layout.unfinished`): its intent
+    beside the log, and how to finish it."""
+    why = {
+        "repair": (REPAIR_INTENT, "a repair is unfinished"),
+        "redaction": (REDACT_INTENT, "a redaction is unfinished (its derived files may still hold the removed text)"),
     }
+    name = ledger.path.name
     return [
-        f"{why} ({log.name}{suffix})" for suffix, why in unfinished.items() if log.with_name(log.name + suffix).exists()
+        f"{why[op][1]}: `ari-ledger repair` finishes it (as does any writable open) ({name}{why[op][0]})"
+        for op in layout.unfinished(ledger.checkpoint_dir)
     ]
 
 
