@@ -146,10 +146,9 @@ class MemoryBackend:
         """ARI's name for the access log (ARI's tests drain it with ``_access.flush_and_close()``)."""
         return self.session.access
 
-    def close(self, *, at_exit: bool = False) -> None:
-        """Save the projection snapshot and close the log (a failed save is only a problem);
-        ``at_exit``: the process is ending (see :meth:`Session.close`)."""
-        self.session.close(at_exit=at_exit)
+    def close(self) -> None:
+        """Save the projection snapshot and close the log (a failed save is only a problem)."""
+        self.session.close()
 
     # -- what the tools above (reviewers, operators) read -----------------------------------
     # ``projections.tools`` and the adapters read a checkpoint through these, never through
@@ -633,27 +632,28 @@ def _refuse_a_missing_log(checkpoint_dir: Path) -> None:
         raise RollbackDetected(f"{problem}; {act_on_missing_log(path, layout.misplaced_log(checkpoint_dir))}", seq=1)
 
 
-def clear_backend_cache(*, at_exit: bool = False) -> None:
+def clear_backend_cache() -> None:
     """Close and forget every cached backend (ARI's test and CLI helper)."""
     with _backends_lock:
         for backend in list(_backends.values()):
-            _close_quietly(backend, at_exit=at_exit)
+            _close_quietly(backend)
         _backends.clear()
 
 
-def _close_quietly(backend: MemoryBackend, *, at_exit: bool = False) -> None:
+def _close_quietly(backend: MemoryBackend) -> None:
     try:
-        backend.close(at_exit=at_exit)
+        backend.close()
     except Exception as exc:
         log.warning("closing the backend of %s: %s", backend.checkpoint_dir, exc)
 
 
 @atexit.register
 def _close_all() -> None:
-    """Leave an up-to-date snapshot behind so the next process folds only the tail: the cached
-    backends, then any other one a script opened and never closed."""
-    clear_backend_cache(at_exit=True)
+    """Leave an up-to-date snapshot behind so the next process folds only the tail: every open
+    session closed as the process ends (the cached backends' and any a script opened and never
+    closed), then the cache forgotten."""
     close_open_sessions()
+    clear_backend_cache()
 
 
 __all__ = ["MemoryBackend", "clear_backend_cache", "get_backend", "write_verified_context"]
