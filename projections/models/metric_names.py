@@ -444,11 +444,13 @@ _EXCLUSIVE = (frozenset({"p50", "p90", "p95", "p99", "p999"}), frozenset({"top1"
 
 def other_member(said: frozenset[str], mine: tuple[str, ...]) -> bool:
     """The words say one member of a family of which the name holds another (p99 vs p50)."""
-    for family in _EXCLUSIVE:
-        theirs = family.intersection(mine)
-        if theirs and not theirs & said and family & said:
-            return True
-    return False
+    return any(not theirs & said and family & said for family, theirs in _families_in(mine))
+
+
+@functools.lru_cache(maxsize=8192)
+def _families_in(mine: tuple[str, ...]) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """The exclusive families a name holds a member of, with the members it holds."""
+    return tuple((family, family.intersection(mine)) for family in _EXCLUSIVE if family.intersection(mine))
 
 
 @functools.lru_cache(maxsize=4096)

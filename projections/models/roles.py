@@ -185,6 +185,7 @@ _CLAUSE_MARKS = re.compile(r"[,;()\[\]|]")
 _WORD_AND_OR = re.compile(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+")  # "1,621 SNP and 4,034 indel …"
 _CLAUSE_END = re.compile(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b")
 _CAPITALISED = re.compile(r"[A-Z][a-z]{2,}")
+_UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
 _NAME_PARTS = re.compile(r"[-_.]")
 # a sentence that states a row other than the reported one, not the node's result ("another
 # configuration ran at 9.80"); never "another 2%" (more of it) nor "test-other" (a split's name)
@@ -396,6 +397,8 @@ class Checker:
         s_lo, _ = self._sentence(q)
         for m in _IDENTIFIER.finditer(clause):
             word = m.group(1)
+            if _UPPER_OR_DIGIT.search(word) is None:
+                continue  # a lowercase word is neither a proper name nor an identifier
             low = word.lower()
             # a capitalised word inside a sentence is a proper name too ("on Common Voice", "a Jetson Orin")
             inside = _after_a_word(self.text, s_lo, lo + m.start())

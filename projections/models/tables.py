@@ -308,8 +308,8 @@ def pointer(
     repetitions … the fastest``). ``numbers``: the text's numbers, each with the words beside it."""
     keys: list[tuple[str, tuple[Cell, ...]]] = []
     low = text.lower()
-    for key, words, texts, values, flags in _keys_of(table):
-        named: list[Cell] = [c for c in texts if _names_text_cell(text, low, c, words)]
+    for key, words, texts, lowered, values, flags in _keys_of(table):
+        named: list[Cell] = [c for c, lc in zip(texts, lowered) if lc in low and _names_text_cell(text, low, c, words)]
         if not named and texts:
             named = _cells_by_part(text, texts)
         if not named and (flags or 0.0 in values):
@@ -437,9 +437,11 @@ def _shape_columns(table: Table, cells: list[float]) -> list[str] | None:
     return None
 
 
-def _keys_of(table: Table) -> list[tuple[str, frozenset[str], tuple[str, ...], tuple[float, ...], bool]]:
-    """The table's key columns, once: each with its words, its text cells, its numbers, and
-    whether it is a 0/1 flag."""
+def _keys_of(
+    table: Table,
+) -> list[tuple[str, frozenset[str], tuple[str, ...], tuple[str, ...], tuple[float, ...], bool]]:
+    """The table's key columns, once: each with its words, its text cells (as written and
+    lowercase), its numbers, and whether it is a 0/1 flag."""
     memo = ("keys", len(table.rows))
     if memo not in table.memo:
         out = []
@@ -450,7 +452,8 @@ def _keys_of(table: Table) -> list[tuple[str, frozenset[str], tuple[str, ...], t
             words = frozenset((set(metric_words(key)) or set(canon(key))) - {"time", "size"})
             texts = tuple(dict.fromkeys(x for x in cells if isinstance(x, str) and x))
             values = tuple(c for c in cells if isinstance(c, float))
-            out.append((key, words, texts, values, set(values) == {0.0, 1.0}))
+            lowered = tuple(x.lower() for x in texts)
+            out.append((key, words, texts, lowered, values, set(values) == {0.0, 1.0}))
         table.memo[memo] = out
     return list(table.memo[memo])
 
