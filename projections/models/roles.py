@@ -1471,8 +1471,8 @@ class Checker:
             ]
             both = paced or both
         named, missing = self._naming(i, both, wide=False)
-        if named:
-            return named, None, pairs
+        if named:  # "within 0.2% of the parent's mAP" is bbox_mAP's, never bbox_mAP_50's
+            return fewest_unsaid(named, self._not_theirs(i, self._phrases[i].sentence)), None, pairs
         if missing is not None:
             return [], missing, pairs
         lo, hi = self._sentence(q)
