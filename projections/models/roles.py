@@ -186,6 +186,7 @@ _WORD_AND_OR = re.compile(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+")  # "1,621 SNP an
 _CLAUSE_END = re.compile(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b")
 _CAPITALISED = re.compile(r"[A-Z][a-z]{2,}")
 _UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
+_DEVICES = frozenset({"gpu", "cpu", "core", "node", "device"})  # a time kept per one of them is not wall time
 _NAME_PARTS = re.compile(r"[-_.]")
 # a sentence that states a row other than the reported one, not the node's result ("another
 # configuration ran at 9.80"); never "another 2%" (more of it) nor "test-other" (a split's name)
@@ -496,6 +497,8 @@ class Checker:
         own_all = [m for m in own_all if self._could_be(q, m, self.ev.metrics[m])]
         near = frozenset(phrase.own) | frozenset(phrase.leading)
         own_all = [m for m in own_all if not other_member(near, metric_words(m))]  # "13.6 ms p99": never the p50
+        if "wall" in near:  # "122.4 h of wall-clock time": never a time kept per device (expansion_gpu_h)
+            own_all = [m for m in own_all if "wall" in metric_words(m) or not _DEVICES & set(metric_words(m))]
         dim = self._of_dimension(own_all, q) if q.unit not in (None, "%", "x") else None
         if dim is not None and q.per:  # "3.0 min/epoch" is epoch_time_s, never wall_clock_h
             dim = [m for m in dim if canon(q.per)[0] in metric_words(m)]
