@@ -416,6 +416,9 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             stop = q.end + lead + len(word)
             return replace(q, name=word, end=stop, text=text[q.start : stop])
         noun, stop = count_noun(word), q.end + lead + len(word)
+        head = _HEAD_NOUN.match(rest) if noun is not None and not glued and not word.lower().endswith("s") else None
+        if head is not None and count_noun(head.group(1)) is not None:  # "16 GPU nodes" counts nodes, not GPUs
+            noun, stop = count_noun(head.group(1)), q.end + lead + head.end()
         unit2 = re.match(r"[A-Za-z][\w\-]* ([A-Za-z][A-Za-z/]*)", rest)
         if noun is None and not glued and unit2 and units.parse(unit2.group(1)) and word.lower() not in _LINK_WORDS:
             stop = q.end + lead + unit2.end()  # "1.5M read IOPS", "77.7K random-read IOPS": the unit after one word
@@ -454,6 +457,10 @@ def _per(after: str) -> str | None:
     word = m.group(1).lower()
     word = word[:-1] if word.endswith("s") and not word.endswith("ss") else word
     return None if word in _PER_RUN else word
+
+
+# a singular noun before a plural one is its modifier: the plural is what is counted ("GPU nodes")
+_HEAD_NOUN = re.compile(r"[A-Za-z][\w\-]* ([A-Za-z]+s)\b")
 
 
 def count_noun(word: str) -> str | None:
