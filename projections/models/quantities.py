@@ -416,7 +416,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             stop = q.end + lead + len(word)
             return replace(q, name=word, end=stop, text=text[q.start : stop])
         noun, stop = count_noun(word), q.end + lead + len(word)
-        head = _HEAD_NOUN.match(rest) if noun is not None and not glued and not word.lower().endswith("s") else None
+        head = _HEAD_NOUN.match(rest) if noun is not None and not glued and not word.endswith("s") else None
         if head is not None and count_noun(head.group(1)) is not None:  # "16 GPU nodes" counts nodes, not GPUs
             noun, stop = count_noun(head.group(1)), q.end + lead + head.end()
         unit2 = re.match(r"[A-Za-z][\w\-]* ([A-Za-z][A-Za-z/]*)", rest)

@@ -753,6 +753,9 @@ class Checker:
             return named or [Named(k, 0.0) for k in keys]
         if q.unit == "%":
             keys = [k for k in keys if self._share_values(k, by_key[k])]
+        if q.noun:  # "16 GPUs" is never config.devices.gpu_nodes: the GPU there qualifies the nodes it counts
+            noun = canon(q.noun)[0]
+            keys = [k for k in keys if noun not in metric_words(k)[:-1] or not _counts_another(k, noun)]
         named, _ = self._naming(i, keys, wide=wide and q.unit == "%")
         return named
 
