@@ -801,6 +801,10 @@ class Checker:
                     ptr = Pointer(
                         tuple(k for k in ptr.keys if k[0] not in {c for c, _ in shaped}) + shaped, ptr.last, ptr.extreme
                     )
+                crossed = self._crossed_key(q, table, ptr) if ptr else None
+                if crossed is not None:  # "64 GPUs on 32 nodes" where the 64-GPU row has 16 nodes
+                    results.append((self._out(q, "mismatch", f"{place.where} ({crossed})", [place.where]), True))
+                    continue
                 if not ptr or self._is_key_cell(q, ptr):
                     continue
                 for col in self._columns_for(q, i, table, ptr) or self._columns_like(table, named, ptr):
@@ -822,6 +826,36 @@ class Checker:
                         why = f"{place.where} ({shown}) says {column}={said}"
                         results.append((self._out(q, "mismatch", why, [place.where]), in_table))
         return results[0] if results else None
+
+    def _crossed_key(self, q: Quantity, table: Table, ptr: Pointer) -> str | None:
+        """A count that is a key cell of a column named for its noun, in no row the numbers the
+        sentence gives the table's earlier key columns pick (``64 GPUs on 32 nodes`` where gpus=64
+        is the row of 16 nodes): what that row says, else None."""
+        if q.noun is None or not ptr.keys:
+            return None
+        noun = canon(q.noun)[0]
+        for column, cells in ptr.keys:
+            if noun not in metric_words(column) or not any(self._holds(q, c) for c in cells if isinstance(c, float)):
+                continue
+            before = table.header.index(column)  # the row is the earlier key's: gpus, then its nodes
+            others = Pointer(
+                tuple(
+                    (k, c)
+                    for k, c in ptr.keys
+                    if k != column
+                    and table.header.index(k) < before
+                    and all(isinstance(x, float) and not self._holds(q, x) for x in c)  # another number's
+                )
+            )
+            rows = pointed_rows(table, others) if others.keys else []
+            if not rows or len(rows) == len(table.rows):
+                continue
+            j = table.header.index(column)
+            said = [r[j] for r in rows]
+            if not any(isinstance(c, float) and self._holds(q, c) for c in said):
+                picked = ", ".join(f"{k}={'/'.join(map(_cell, c))}" for k, c in others.keys)
+                return f"{picked} says {column}={'/'.join(map(_cell, said[:3]))}"
+        return None
 
     def _is_key_cell(self, q: Quantity, ptr: Pointer) -> bool:
         """The number is the key cell its pointer names (``4`` of ``a 4 fs timestep`` when the
@@ -969,8 +1003,8 @@ class Checker:
         words = set(self._row_words(i))
         if not words or q.unit is not None or not self.ev.sources:
             return None
-        for place in self.ev.places:
-            for table in place.tables:
+        for p, place in enumerate(self.ev.places):
+            for t, table in enumerate(place.tables):
                 for key in table.varying():
                     if not is_key_column(table, key):
                         continue
@@ -978,8 +1012,17 @@ class Checker:
                         cells = [c for c in table.column(key) if isinstance(c, float)]
                         scale = count_scale(key)  # "at 5M frames" of a column frames_M
                         if any(min(abs(c - q.value), abs(c * scale - q.value)) <= q.tolerance for c in cells):
+                            crossed = self._crossed_key(q, table, self._clause_pointer(p, t, table, i))
+                            if crossed is not None:  # "64 GPUs on 32 nodes": a row, but not the 64-GPU one
+                                return self._out(q, "mismatch", f"{place.where} ({crossed})", [place.where])
                             return self._out(q, "checked")
         return None
+
+    def _clause_pointer(self, p: int, t: int, table: Table, i: int) -> Pointer:
+        """The rows of a table the number's sentence, then its clause, point at."""
+        q = self.found[i]
+        sentence = self._pointer(p, t, table, self._sentence(q), sentence=True)
+        return sentence.merged(self._pointer(p, t, table, self._phrases[i].scope, sentence=False))
 
     def _paired_key(self, q: Quantity, table: Table) -> tuple[str, float] | None:
         """``respectively``: the key this list member is paired with (``with 16, 32 and 64
