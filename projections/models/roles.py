@@ -549,6 +549,9 @@ class Checker:
                 return found
         # a range's ends may sit on two rows; the to-end of "from A to B" is the row its sentence points at
         ends = q.range_with is not None and not (q.from_range and not q.range_first)
+        keyed = q.unit not in (None, "%", "x", "pp") and not by_words and self.ev.sources
+        if keyed and own_holds is None and any(self._keyed_by_unit(q, t) for p in self.ev.places for t in p.tables):
+            return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's key column
         pointed = None if ends else self._pointed(q, i, named)
         if pointed is not None:
             verdict, report_in_table = pointed
@@ -565,9 +568,6 @@ class Checker:
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
         if found is not None:
             return found
-        keyed = q.unit not in (None, "%", "x", "pp") and not by_words and self.ev.sources
-        if keyed and any(self._keyed_by_unit(q, t) for place in self.ev.places for t in place.tables):
-            return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's key column
         fact: Verdict | None = self._fact(q, i) if (q.unit is not None or q.noun is not None) and not by_words else None
         if fact is not None and fact.verdict == "checked" and not self._measurement(i):
             return fact

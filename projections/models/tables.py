@@ -262,6 +262,8 @@ def _is_key_column(table: Table, column: str) -> bool:
         return True  # lead_day 1…10, step 500, 1000, …: what the rows are, whatever their unit
     if set(metric_words(column)) & QUANTITY_WORDS:
         return False  # n_err_test_clean, epoch_time_s, gpu_mem_GB: a measure, whatever it is counted per
+    if _between_text_keys(table, column):
+        return True  # crystal, ecutwfc_Ry, kspacing_inv_A, kgrid, dE…: the settings the text keys enclose
     named = _key_words_of(column)
     if named and units.of_metric(column) is None:  # index_size_GB is a measure; batch_size a key
         return True
@@ -271,6 +273,14 @@ def _is_key_column(table: Table, column: str) -> bool:
     first = table.header.index(column) == 0
     swept = first and len(numbered) > 1 and len(set(numbered)) == len(numbered)  # lm_weight 0.0, 0.1, …: a sweep
     return (whole and (first or plural)) or swept
+
+
+def _between_text_keys(table: Table, column: str) -> bool:
+    """A numeric column between two text columns of a table whose measures follow the second
+    (``crystal, ecutwfc_Ry, kspacing_inv_A, kgrid, dE_latt…``): a setting of the row, not a measure."""
+    texts = [j for j, h in enumerate(table.header) if all(isinstance(c, str) for c in table.column(h))]
+    j = table.header.index(column)
+    return any(a < j < b < len(table.header) - 1 for a, b in zip(texts, texts[1:]))
 
 
 def _key_words_of(column: str) -> set[str]:
