@@ -19,7 +19,7 @@ from projections.models import units, written_numbers
 from projections.models.text_caches import per_text
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
-_UNIT_WORD = re.compile(r"[A-Za-zµμÅ][A-Za-z0-9µμ]*(?:/[A-Za-zµμÅ][A-Za-z]*){0,2}")
+_UNIT_WORD = re.compile(r"[A-Za-zµμÅ][A-Za-z0-9µμ]*(?:⁻?[¹²³])?(?:/[A-Za-zµμÅ][A-Za-z]*(?:⁻?[¹²³])?){0,2}")
 _PER_WORDS = re.compile(r"(?:[A-Za-z]+ )?([A-Za-zµμ][A-Za-z0-9µμ]*) per (second|sec|s|hour|minute|min)\b")
 # a difference of percentages: 1.8 pp, 1.8 percentage points, 1.8 p.p., 1.8 % points (plain "points" only in a change)
 _POINTS = re.compile(

@@ -208,6 +208,10 @@ def of_metric(name: str) -> str | None:
             continue  # a denominator alone is not the metric's unit (samples_per_s is not seconds)
         if start and len(tail) == 1 and len(tail[0]) == 1 and parts[start - 1].lower() in _SCORE_WORDS:
             continue  # bbox_mAP_s, AP_m: a score of small or medium objects, never seconds or metres
+        if len(tail) == 2 and tail[0].lower() == "inv":  # kspacing_inv_A: per ångström (never per ampere)
+            inverse = parse("Å⁻¹" if tail[1] == "A" else f"{tail[1]}⁻¹")
+            if inverse is not None:
+                return inverse
         unit = parse(_join_per(tail))
         if unit is not None:
             return unit
