@@ -138,9 +138,9 @@ def _number(cell: str) -> float | None:
 # ------------------------------------------------------------------------- row pointers
 
 _LAST = re.compile(r"\b(?:final|last|end(?:ing)?)\b", re.I)
-_MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum|largest|biggest|widest|deepest|longest)\b", re.I)
+_MOST = re.compile(r"\b(?:peak|peaks|peaked|highest|maximum|largest|biggest|widest|deepest|longest|most)\b", re.I)
 _BEST = re.compile(r"\b(?:best|fastest|quickest)\b", re.I)
-_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|bottoms?|shortest|narrowest|shallowest)\b", re.I)
+_LEAST = re.compile(r"\b(?:lowest|minimum|smallest|least|fewest|bottoms?|shortest|narrowest|shallowest)\b", re.I)
 _WORST = re.compile(r"\b(?:worst|slowest)\b", re.I)
 _ANY_EXTREME = re.compile("|".join(r.pattern for r in (_MOST, _BEST, _LEAST, _WORST)), re.I)
 _DIGIT = re.compile(r"\d")
