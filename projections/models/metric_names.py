@@ -295,6 +295,8 @@ def canon(word: str) -> tuple[str, ...]:
         return (f"{m.group(1)}{m.group(2)}",)
     if low in _CANON:
         return (_CANON[low],)
+    if low.startswith(_BOUND_PREFIXES) and low.count("-") == 1 and low[low.index("-") + 1 :].isalpha():
+        return canon(low.replace("-", ""))  # re-ranking is reranking (rerank_depth), pre-training pretraining
     if "-" in low:
         pair = tuple(low.split("-"))
         if pair in _BIGRAMS:  # "false-positive", "word-error": as the two words
@@ -344,6 +346,9 @@ def _phrase_words(text: str) -> tuple[tuple[str, int], ...]:
         for c in canon(word):
             out.append((c, at))
     return tuple(out)
+
+
+_BOUND_PREFIXES = ("re-", "pre-", "de-", "co-")  # prefixes that are no word of their own
 
 
 @functools.lru_cache(maxsize=8192)
