@@ -186,6 +186,7 @@ _WORD_AND_OR = re.compile(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+")  # "1,621 SNP an
 _CLAUSE_END = re.compile(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b")
 _CAPITALISED = re.compile(r"[A-Z][a-z]{2,}")
 _UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
+_FOR_A_SPAN = re.compile(r"\b(?:for|lasting)\s+(?:a\s+total\s+of\s+|all\s+)?$", re.I)
 _DEVICES = frozenset({"gpu", "cpu", "core", "node", "device"})  # a time kept per one of them is not wall time
 _NAME_PARTS = re.compile(r"[-_.]")
 # a sentence that states a row other than the reported one, not the node's result ("another
@@ -1003,6 +1004,8 @@ class Checker:
         words = set(self._row_words(i))
         if not words or q.unit is not None or not self.ev.sources:
             return None
+        if q.noun is not None and _FOR_A_SPAN.search(self.text, 0, q.start):
+            return None  # "trained for ten epochs": how long it ran, never a row of its log
         for p, place in enumerate(self.ev.places):
             for t, table in enumerate(place.tables):
                 for key in table.varying():
@@ -1314,8 +1317,9 @@ class Checker:
         pointed = self._pointed(replace(q, unit=None), i, [Named(m, 0.0) for m in own])
         if pointed is not None:
             return pointed[0]
+        span = _FOR_A_SPAN.search(self.text, 0, q.start) is not None  # "for ten epochs": no row of a log's
         found, _ = self._elsewhere(
-            replace(q, unit=None), i, [Named(m, 0.0) for m in own], artifacts=not own and not q.per
+            replace(q, unit=None), i, [Named(m, 0.0) for m in own], artifacts=not own and not q.per and not span
         )
         if found is not None:
             return found
