@@ -662,7 +662,12 @@ class Checker:
     def _measurement(self, i: int) -> bool:
         """The number's sentence says it was measured (a hardware number does not decide it)."""
         phrase = self._phrases[i]
-        return bool(set(phrase.own) & _MEASURED_WORDS or set(phrase.leading) & _MEASURED_WORDS)
+        if set(phrase.own) & _MEASURED_WORDS or set(phrase.leading) & _MEASURED_WORDS:
+            return True
+        q = self.found[i]  # "eight pools the FFTs stream at the full 409.6 GB/s": the verb after the last number
+        lo, _ = self._sentence(q)
+        last = max((o.end for o in self.found[:i] if lo <= o.start and o.end <= q.start), default=None)
+        return last is not None and bool({w for w, _ in phrase_words(self.text[last : q.start])} & _MEASURED_WORDS)
 
     def _elsewhere(
         self, q: Quantity, i: int, named: list[Named], *, artifacts: bool = True
