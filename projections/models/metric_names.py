@@ -348,6 +348,7 @@ def _phrase_words(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+_COUNT_OF = re.compile(r"n[b-df-hj-np-tv-z][a-z]{3,}")  # a count's name in code: n + the thing, lowercase
 _BOUND_PREFIXES = ("re-", "pre-", "de-", "co-")  # prefixes that are no word of their own
 
 
@@ -382,6 +383,8 @@ def metric_words(name: str) -> tuple[str, ...]:
             continue  # params_M: the magnitude, see count_scale
         out.extend(canon(token))
         out.extend(w for c in canon(token) for w in _ACRONYMS.get(c, ()))
+        if _COUNT_OF.fullmatch(token):  # nprobe, nthreads, nnodes: the count of probes, threads, nodes
+            out.extend(canon(token[1:]))
     unit = units.of_metric(name)
     if unit is not None:
         kind = units.kind(unit)
