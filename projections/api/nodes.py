@@ -1,7 +1,8 @@
 """Node-scope memory: ARI's add, search, get, clear, list and purge.
 
 A node writes only its own memory (copy-on-write: ARI's refusals, word for word); it reads
-exactly its ancestors' (ids compared whole), ranked by the engine's semantic order.
+exactly its ancestors' (ids compared whole), ranked by the engine's semantic order and the
+lexical channel fused (``projections.models.fusion``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import AddResult, ByNode, ClearResult, NodeMemory, PurgeResult, SearchResult, StartResult
 from projections.api.views import entry_view
+from projections.models.catalog import Catalog
+from projections.models.fusion import POOL, fuse
 
 DEFAULT_LIMIT = 5
 
@@ -84,11 +87,28 @@ class Nodes:
         if not scope:
             return {"results": []}
         with self.session.reading() as catalog:
-            hits = self.session.engine.search(query, scope, limit, as_of) if limit else []
+            hits = self._ranked(catalog, query, scope, limit, as_of) if limit else []
             results = [{**entry_view(catalog.entries[entry_id]), "score": score} for entry_id, score in hits]
             stamp = self.session.read_stamp(as_of)
         self.session.access.node_search(query, scope, limit, results, tool="search_memory", as_of=as_of, **stamp)
         return {"results": results}  # type: ignore[typeddict-item]
+
+    def _ranked(
+        self, catalog: Catalog, query: str, scope: list[str], limit: int, as_of: int | None
+    ) -> list[tuple[str, float]]:
+        """The engine's semantic best and the lexical channel's, fused (``projections.models.fusion``)."""
+        lexical = self.session.lexical
+        semantic = self.session.engine.search(query, scope, max(limit, POOL), as_of)
+        matches = lexical.scores(catalog, query, scope, as_of, max(limit, POOL))
+        return fuse(
+            query,
+            semantic,
+            matches.scores,
+            matches.about,
+            scope[-1],
+            limit,
+            matches.coverage,
+        )
 
     def get(self, node_id: str, as_of: int | None) -> NodeMemory:
         with self.session.reading() as catalog:

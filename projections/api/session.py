@@ -31,6 +31,7 @@ from projections.engines.local import Projector
 from projections.engines.protocol import Progress, Projection, SearchEngine, SharedProjection
 from projections.engines.runner import ProjectionRunner
 from projections.models.catalog import Catalog
+from projections.models.lexical import LexicalIndex
 
 log = logging.getLogger("projections")
 
@@ -76,6 +77,7 @@ class Session:
         self.projector = Projector(self.ledger, embedder or get_embedder())
         self.projector.progress = progress
         self.engine: SearchEngine = EmbeddedEngine(self.projector)
+        self.lexical = LexicalIndex()  # the lexical channel beside whichever engine answers
         self.runners: list[ProjectionRunner] = []  # one per shared projection
         if settings.letta_base_url():
             self._keep_letta(settings.search_engine())

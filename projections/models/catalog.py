@@ -279,6 +279,7 @@ class Catalog:
         self._hints: dict[str, tuple[str, int]] = {}  # id of a stored row a search just found → its row
         self._after_clear: dict[str, int] = {}  # stored collection → first node_cleared after the base
         self._after_purge = NEVER  # first checkpoint_purged after the base
+        self._resets = getattr(self, "_resets", 0) + 1  # a derived view of the rows is stale across a reset
 
     def tables(self) -> CatalogTables:
         return CatalogTables(
@@ -422,6 +423,17 @@ class Catalog:
             return None
         cleared = effective_cleared(rows, self.after(name))
         return make_item(name, item_id, int(rows.seqs[i]), int(cleared[i]), rows.record(i))
+
+    def lexical_version(self, node_id: str) -> tuple[object, ...]:
+        """What a view derived from a node's rows must be rebuilt on: its rows added, cleared,
+        purged or redacted, or the catalog started over (no row is read)."""
+        return (
+            self._resets,
+            self.count(node_id),
+            len(self.clears.get(node_id, ())),
+            len(self.purges),
+            len(self.redacted),
+        )
 
     def count(self, name: str) -> int:
         """Rows of a collection, stored and fresh, visible or not (no row is read)."""

@@ -1,0 +1,362 @@
+"""The lexical channel beside the embedding: BM25 over the entries of exactly the scope.
+
+A query's rare token (``--fuse-qkv``, ``ucp_ep_create``, ``p999``, ``lr=3e-4``) picks its
+answer where an averaged embedding does not. Terms are the text's words stemmed (English
+Snowball, PyStemmer) without stop words, and each identifier written with ``_ - . = / : @``
+or in camelCase is kept whole too (``=ucp_ep_create`` beside ``ucp``, ``ep``, ``creat``), so
+an exact token outweighs the words it shares with its neighbours.
+
+Postings are derived, per node, from the catalog's rows (visible or not, with the seq that
+added each and the seq that hid it), on the first search that reaches the node, and rebuilt
+when the node's rows change (a row added, a clear, a purge, a redaction, a rebuilt catalog):
+nothing here is a second source of truth, and a search as of any seq sees exactly the rows
+visible then. Statistics (document frequency, mean length) are those of the scope's visible
+rows, so a node's score never depends on a sibling's memory.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from projections.models.frozen import NEVER
+
+K1 = 1.2  # Lucene's BM25
+B = 0.75
+
+_EXACT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-=/:@+]*[A-Za-z0-9%]|[A-Za-z0-9]")
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+(?:\.\d+)?(?:e-?\d+)?")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "and",
+        "or",
+        "but",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "with",
+        "by",
+        "from",
+        "as",
+        "into",
+        "than",
+        "then",
+        "so",
+        "such",
+        "not",
+        "no",
+        "do",
+        "does",
+        "did",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "how",
+        "why",
+        "when",
+        "where",
+        "there",
+        "here",
+        "i",
+        "we",
+        "you",
+        "he",
+        "she",
+        "they",
+        "them",
+        "our",
+        "your",
+        "their",
+        "his",
+        "her",
+        "my",
+        "me",
+        "us",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "have",
+        "has",
+        "had",
+        "about",
+        "over",
+        "under",
+        "again",
+        "further",
+        "once",
+        "only",
+        "own",
+        "same",
+        "too",
+        "very",
+        "s",
+        "t",
+        "just",
+        "any",
+        "all",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "some",
+        "nor",
+        "up",
+        "down",
+        "out",
+        "off",
+        "if",
+        "because",
+        "while",
+        "until",
+        "against",
+        "between",
+        "through",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+    ]
+)
+
+
+class _Stemmer(Protocol):
+    def stemWord(self, word: str) -> str: ...
+
+
+_stemmer: _Stemmer | None = None
+
+
+def _stem(word: str) -> str:
+    global _stemmer
+    if _stemmer is None:
+        import Stemmer  # PyStemmer: loaded with the first search, not on import
+
+        _stemmer = Stemmer.Stemmer("english")
+    return _stemmer.stemWord(word)
+
+
+def terms(text: str) -> list[str]:
+    """A text's terms: stemmed words without stop words, and each compound token whole (``=`` first)."""
+    out: list[str] = []
+    for m in _EXACT.finditer(text):
+        raw = m.group()
+        low = raw.lower()
+        parts = [p.lower() for p in _PART.findall(raw)]
+        if len(parts) > 1 or (parts and parts[0] != low):
+            out.append("=" + low)
+        for p in parts:
+            if p in _STOP or (len(p) == 1 and not p.isdigit()):
+                continue
+            out.append(_stem(p) if p.isalpha() else p)
+    return out
+
+
+# a row that tells of a failure: an error, a traceback, an attempt that failed, its root cause
+_FAILURE_SAID = re.compile(
+    r"traceback|error|failed|failure|attempt:|root cause|\boom\b|out of memory|killed|abort|diverg|\bnan\b"
+    r"|exception|refus|segfault|segmentation fault|timed out|timeout|fatal|cannot|could not|unable|crash",
+    re.IGNORECASE,
+)
+
+
+def tells_failure(text: str) -> bool:
+    return _FAILURE_SAID.search(text) is not None
+
+
+class Row(Protocol):
+    """What a node's row gives the index (the catalog's ``Entry``)."""
+
+    entry_id: str
+    seq: int
+    cleared_at: int
+
+    @property
+    def text(self) -> str: ...
+
+
+@dataclass
+class NodeTerms:
+    """One node's rows as terms: each row's (term, count) pairs, its length, its life."""
+
+    version: tuple[object, ...]
+    ids: list[str] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    cleared: list[int] = field(default_factory=list)
+    lengths: list[int] = field(default_factory=list)
+    failures: list[bool] = field(default_factory=list)  # the row tells of a failure (see :func:`tells_failure`)
+    terms: list[str] = field(default_factory=list)  # every (row, term) pair: the term,
+    rows: list[int] = field(default_factory=list)  # its row,
+    counts: list[int] = field(default_factory=list)  # and how often the row says it
+
+    @classmethod
+    def of(cls, version: tuple[object, ...], rows: Iterable[Row]) -> NodeTerms:
+        node = cls(version)
+        for i, row in enumerate(rows):
+            text = row.text
+            counted = Counter(terms(text))
+            node.ids.append(row.entry_id)
+            node.seqs.append(row.seq)
+            node.cleared.append(row.cleared_at)
+            node.lengths.append(sum(counted.values()))
+            node.failures.append(tells_failure(text))
+            node.terms.extend(counted)
+            node.rows.extend([i] * len(counted))
+            node.counts.extend(counted.values())
+        return node
+
+
+class ScopeIndex:
+    """The postings of a scope's nodes merged, term by term (compressed rows): what a query's
+    terms cost is their postings, read as arrays."""
+
+    def __init__(self, nodes: Sequence[tuple[str, NodeTerms]]) -> None:
+        self.ids: list[str] = [i for _, node in nodes for i in node.ids]
+        self.where = {entry_id: k for k, entry_id in enumerate(self.ids)}
+        self.node_of = np.repeat(np.arange(len(nodes)), [len(node.ids) for _, node in nodes])
+        self.names = [name for name, _ in nodes]
+        self.seqs = np.array([q for _, node in nodes for q in node.seqs], dtype=np.int64)
+        self.cleared = np.array([c for _, node in nodes for c in node.cleared], dtype=np.int64)
+        self.lengths = np.array([n for _, node in nodes for n in node.lengths], dtype=np.float64)
+        self.failures = np.array([f for _, node in nodes for f in node.failures], dtype=bool)
+        self.live = self.cleared == NEVER
+        self.mean_length = float(self.lengths[self.live].mean()) if self.live.any() else 0.0
+        self.vocabulary: dict[str, int] = {}
+        offsets = np.cumsum([0] + [len(node.ids) for _, node in nodes])
+        term_ids = np.fromiter(
+            (self.vocabulary.setdefault(t, len(self.vocabulary)) for _, node in nodes for t in node.terms),
+            dtype=np.int64,
+        )
+        rows = np.concatenate([np.asarray(node.rows, dtype=np.int64) + offsets[k] for k, (_, node) in enumerate(nodes)])
+        counts = np.concatenate([np.asarray(node.counts, dtype=np.float64) for _, node in nodes])
+        order = np.argsort(term_ids, kind="stable")
+        self.rows, self.counts = rows[order], counts[order]
+        self.starts = np.searchsorted(term_ids[order], np.arange(len(self.vocabulary) + 1))
+
+    def visible(self, as_of: int | None) -> np.ndarray:
+        return self.live if as_of is None else (self.seqs <= as_of) & (as_of < self.cleared)
+
+
+class Source(Protocol):
+    """Where a node's rows and their version come from (the catalog)."""
+
+    def lexical_version(self, node_id: str) -> tuple[object, ...]: ...
+
+    def entries_of(self, node_id: str) -> Sequence[Row]: ...
+
+
+class LexicalIndex:
+    """BM25 over a scope's visible rows, from terms kept per node and postings kept per scope
+    (see the module's header)."""
+
+    def __init__(self, nodes: int = 4096, scopes: int = 64) -> None:
+        self._nodes: dict[str, NodeTerms] = {}
+        self._scopes: dict[tuple[object, ...], ScopeIndex] = {}
+        self._limits = (nodes, scopes)  # kept; the least recently searched go first
+
+    def _node(self, source: Source, node_id: str) -> NodeTerms:
+        version = source.lexical_version(node_id)
+        node = self._nodes.pop(node_id, None)
+        if node is None or node.version != version:
+            node = NodeTerms.of(version, source.entries_of(node_id))
+        self._nodes[node_id] = node  # most recently used last
+        if len(self._nodes) > self._limits[0]:
+            del self._nodes[next(iter(self._nodes))]
+        return node
+
+    def scope(self, source: Source, node_ids: Sequence[str]) -> ScopeIndex:
+        """The scope's merged postings, rebuilt when one of its nodes' rows changed."""
+        names = list(dict.fromkeys(node_ids))
+        key = (*names, *(source.lexical_version(n) for n in names))
+        index = self._scopes.pop(key, None)
+        if index is None:
+            index = ScopeIndex([(n, self._node(source, n)) for n in names])
+        self._scopes[key] = index
+        if len(self._scopes) > self._limits[1]:
+            del self._scopes[next(iter(self._scopes))]
+        return index
+
+    def scores(self, source: Source, query: str, node_ids: Sequence[str], as_of: int | None, best: int = 50) -> Matches:
+        """The ``best`` visible rows of the scope by BM25 (each holds a query term), with their
+        scores; and how much of the query's weight (its terms' idf) the best of them holds."""
+        asked = Counter(terms(query))
+        if not node_ids:
+            return Matches({}, 0.0)
+        index = self.scope(source, node_ids)
+        shown = index.visible(as_of)
+        count = int(shown.sum())
+        if not asked or not count:
+            return Matches({}, 0.0, index)
+        mean = index.mean_length if as_of is None else float(index.lengths[shown].mean())
+        known = [(index.vocabulary[t], n) for t, n in asked.items() if t in index.vocabulary]
+        unknown = sum(n for t, n in asked.items() if t not in index.vocabulary)  # in no row: the rarest
+        spans = [np.arange(index.starts[t], index.starts[t + 1]) for t, _ in known]
+        at = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
+        term = np.repeat(np.arange(len(known)), [len(x) for x in spans])
+        rows, said = index.rows[at], index.counts[at]
+        keep = shown[rows]
+        rows, said, term = rows[keep], said[keep], term[keep]
+        df = np.bincount(term, minlength=len(known))
+        weight = np.array([n for _, n in known], dtype=np.float64) * np.log1p((count - df + 0.5) / (df + 0.5))
+        whole = float(weight.sum()) + unknown * math.log1p((count + 0.5) / 0.5)
+        norm = K1 * (1.0 - B + B * index.lengths[rows] / mean)
+        n_rows = len(index.ids)  # a row holds a term once, so each (row, term) is one posting
+        scores = np.bincount(rows, weights=weight[term] * said * (K1 + 1.0) / (said + norm), minlength=n_rows)
+        held = np.bincount(rows, weights=weight[term], minlength=n_rows)
+        found = np.flatnonzero(scores)
+        if len(found) > best:
+            found = found[np.argpartition(-scores[found], best - 1)[:best]]
+        top = int(found[np.argmax(scores[found])]) if len(found) else None
+        coverage = float(held[top] / whole) if top is not None and whole > 0 else 0.0
+        return Matches({index.ids[int(k)]: float(scores[k]) for k in found}, coverage, index)
+
+
+@dataclass(frozen=True)
+class Matches:
+    """A lexical search: rows with their BM25 score, the share of the query's weight the best
+    row holds (1.0: every term, 0.0: none), and the scope's index it read."""
+
+    scores: dict[str, float]
+    coverage: float
+    index: ScopeIndex | None = field(default=None, compare=False)
+
+    def about(self, entry_id: str) -> tuple[str | None, bool]:
+        """The scope's node that holds a row, and whether the row tells of a failure."""
+        k = self.index.where.get(entry_id) if self.index is not None else None
+        if k is None or self.index is None:
+            return None, False
+        return self.index.names[int(self.index.node_of[k])], bool(self.index.failures[k])
