@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.common import Figure, report
+
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = REPO / "fixtures" / "corpora" / "retrieval"
 SYSTEMS = ("project", "bm25", "rrf")
@@ -197,13 +199,48 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_domain(corpus, work)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"retrieval on {len(paths)} blind corpora, {len(rows)} queries (nDCG@5 target: >= 0.60, >= 0.05 above both)")
+    print(f"retrieval on {len(paths)} blind corpora, {len(rows)} queries")
     print(table(rows, "domain"))
     print()
     print(table(rows, "type"))
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
-    return 0
+    return report(targets(rows))
+
+
+def _mean(rows: list[dict[str, Any]], system: str) -> float:
+    return sum(r[system]["ndcg@5"] for r in rows) / len(rows)
+
+
+def targets(rows: list[dict[str, Any]]) -> list[Figure]:
+    """Issue 38's quality targets, each beside its reference measured in the same run."""
+    ours, bm25, rrf = (_mean(rows, s) for s in SYSTEMS)
+    better = max(bm25, rrf)
+    kinds = sorted({r["type"] for r in rows})
+    margins = {
+        k: _mean([r for r in rows if r["type"] == k], "project") - _mean([r for r in rows if r["type"] == k], "bm25")
+        for k in kinds
+    }
+    worst = min(margins, key=margins.__getitem__)
+    return [
+        Figure(f"nDCG@5 over {len(rows)} blind queries", ours, "", 0.60, ">= 0.60", ours >= 0.60),
+        Figure(
+            f"nDCG@5 beside the better reference ({'BM25' if bm25 >= rrf else 'RRF'}: {better:.3f})",
+            ours,
+            "",
+            better,
+            ">= the better reference + 0.05",
+            ours >= better + 0.05,
+        ),
+        Figure(
+            f"the query type furthest below BM25 ({worst}: {margins[worst]:+.3f})",
+            margins[worst],
+            "",
+            None,
+            ">= 0: no query type below BM25",
+            margins[worst] >= 0.0,
+        ),
+    ]
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ def test_bash_offers_a_commands_options_but_not_its_hidden_old_spellings(bash_sc
 
 
 def test_bash_offers_choices(bash_script: Path, workdir: Path) -> None:
-    benches = ["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "client", "all"]
+    benches = ["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "client", "retrieval", "all"]
     assert bash_complete(bash_script, workdir, "bench", "") == benches
     assert bash_complete(bash_script, workdir, "bench", "l") == ["ledger", "letta"]
     assert {"up", "down", "status"} <= set(bash_complete(bash_script, workdir, "letta", ""))
@@ -241,7 +241,7 @@ def test_zsh_completes_commands_options_choices_and_directories(zsh_dir: Path, w
     assert set(zsh_complete(zsh_dir, workdir, "ari-ledger search --a")) == {"--as", "--ancestors", "--as-of"}
     options = set(zsh_complete(zsh_dir, workdir, "ari-ledger search --"))
     assert {"--as", "--kind", "--limit", "--json"} <= options and "--node" not in options
-    benches = ["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "client", "all"]
+    benches = ["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "client", "retrieval", "all"]
     assert zsh_complete(zsh_dir, workdir, "ari-ledger bench ") == benches
     assert zsh_complete(zsh_dir, workdir, "ari-ledger search checkpoint q --kind exp") == ["experiment_result"]
     assert set(zsh_complete(zsh_dir, workdir, "ari-ledger tree ch")) == {"checkpoint"}  # not chart.txt

@@ -159,7 +159,18 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "which",
-        choices=["ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "client", "all"],
+        choices=[
+            "ledger",
+            "projections",
+            "letta",
+            "hooks",
+            "processes",
+            "redact",
+            "prove",
+            "client",
+            "retrieval",
+            "all",
+        ],
         nargs="?",
         default="all",
         help="which benchmark",
@@ -188,6 +199,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "redact": "bench.redact_bench",
         "prove": "bench.prove_bench",
         "client": "bench.client_bench",
+        "retrieval": "bench.retrieval_bench",
     }
     _find_bench()
     chosen = list(modules) if args.which == "all" else [args.which]
