@@ -98,6 +98,12 @@ class ChainCheck:
         return {**asdict(self), "ok": self.ok}
 
 
+# reads whose ranking weighs each entry by its scope's other entries (the lexical channel's
+# document frequencies): an entry of the scope redacted since changes the order of the rest
+SCOPE_RANKED = frozenset({"search_memory"})
+SCOPE_REDACTED = "an entry of its scope was redacted since (its ranking weighs the scope's own entries)"
+
+
 def access_files(checkpoint_dir: Path) -> list[Path]:
     """The rotated files, oldest first, then the current one."""
     rotated = sorted(Path(checkpoint_dir).glob(ROTATED_GLOB))
@@ -291,6 +297,11 @@ class Replayer:
         gone = [i for i in record.ids if i in redacted]
         if gone:
             return Replayed(record, "not_replayable", why=f"{len(gone)} of its results were redacted since")
+        if record.tool in SCOPE_RANKED and any(
+            r.node_id in (record.scope or ()) and r.seq <= record.at and r.type == "memory_added"
+            for r in redacted.values()
+        ):
+            return Replayed(record, "not_replayable", why=SCOPE_REDACTED)
         try:
             with self.backend.capturing_reads() as captured:
                 self._captured = captured
