@@ -790,9 +790,7 @@ class Checker:
         results: list[tuple[Verdict, bool]] = []
         for p, place in enumerate(self.ev.places):
             for t, table in enumerate(place.tables):
-                ptr = self._pointer(p, t, table, (lo, hi), sentence=True).merged(
-                    self._pointer(p, t, table, self._phrases[i].scope, sentence=False)
-                )
+                ptr = self._clause_pointer(p, t, table, i)
                 paired = self._paired_key(q, table) or self._paired_cell(q, table)
                 if paired is not None:  # the list's other members point at no row of this member's
                     listed = {
