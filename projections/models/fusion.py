@@ -28,6 +28,19 @@ _FAILURE_ASKED = re.compile(
 )
 
 
+# a row that tells of a failure: an error, a traceback, an attempt that failed, its root cause
+_FAILURE_SAID = re.compile(
+    r"traceback|error|failed|failure|attempt:|root cause|\boom\b|out of memory|killed|abort|diverg|\bnan\b"
+    r"|exception|refus|segfault|segmentation fault|timed out|timeout|fatal|cannot|could not|unable|crash",
+    re.IGNORECASE,
+)
+
+
+def tells_failure(text: str) -> bool:
+    """The entry tells of a failure (what a failure question is lifted towards)."""
+    return _FAILURE_SAID.search(text) is not None
+
+
 def asks_failure(query: str) -> bool:
     """The query asks what broke, failed or should be avoided."""
     return _FAILURE_ASKED.search(query) is not None

@@ -26,6 +26,7 @@ from typing import Protocol
 import numpy as np
 
 from projections.models.frozen import NEVER
+from projections.models.fusion import tells_failure
 
 K1 = 1.2  # Lucene's BM25
 B = 0.75
@@ -184,18 +185,6 @@ def terms(text: str) -> list[str]:
                 continue
             out.append(_stem(p) if p.isalpha() else p)
     return out
-
-
-# a row that tells of a failure: an error, a traceback, an attempt that failed, its root cause
-_FAILURE_SAID = re.compile(
-    r"traceback|error|failed|failure|attempt:|root cause|\boom\b|out of memory|killed|abort|diverg|\bnan\b"
-    r"|exception|refus|segfault|segmentation fault|timed out|timeout|fatal|cannot|could not|unable|crash",
-    re.IGNORECASE,
-)
-
-
-def tells_failure(text: str) -> bool:
-    return _FAILURE_SAID.search(text) is not None
 
 
 class Row(Protocol):
