@@ -260,6 +260,7 @@ class Catalog:
 
     def __init__(self, base: Frozen | None = None, tables: CatalogTables | None = None) -> None:
         self.on_damage: OnDamage | None = None
+        self._resets = 0  # how many times it started over: a derived view of the rows is stale across one
         self.reset(base, tables)
         self.entries = EntryMap(self)
         self.by_node = ByNode(self)
@@ -279,7 +280,7 @@ class Catalog:
         self._hints: dict[str, tuple[str, int]] = {}  # id of a stored row a search just found → its row
         self._after_clear: dict[str, int] = {}  # stored collection → first node_cleared after the base
         self._after_purge = NEVER  # first checkpoint_purged after the base
-        self._resets = getattr(self, "_resets", 0) + 1  # a derived view of the rows is stale across a reset
+        self._resets += 1
 
     def tables(self) -> CatalogTables:
         return CatalogTables(
