@@ -9,6 +9,9 @@ where the embedding ranks neighbours first, and nothing outside the scope is eve
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,33 +75,32 @@ def test_kept_postings_score_as_rebuilt_ones(tmp_path_factory: pytest.TempPathFa
         backend.close()
 
 
-def test_a_siblings_memory_never_changes_a_scopes_scores(tmp_path: Path) -> None:
-    backend = MemoryBackend(tmp_path / "ckpt")
-    try:
-        backend.add_memory("root", "NCCL timeout on rank 3 during all_reduce", current_node="root")
-        backend.add_memory("a", "lr=3e-4 diverged at epoch 12", current_node="a")
-        before = LexicalIndex().scores(_catalog(backend), "nccl timeout", ["root", "a"], None).scores
-        for k in range(20):
-            backend.add_memory("b", f"nccl timeout again {k}", current_node="b")
-        assert LexicalIndex().scores(_catalog(backend), "nccl timeout", ["root", "a"], None).scores == before
-    finally:
-        backend.close()
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[MemoryBackend]:
+    opened = MemoryBackend(tmp_path / "ckpt")
+    yield opened
+    opened.close()
 
 
-def test_an_exact_token_picks_its_entry_and_the_scope_stays_exact(tmp_path: Path) -> None:
-    backend = MemoryBackend(tmp_path / "ckpt")
-    try:
-        backend.add_memory("root", "Sweep of the learning rate: lr=1e-4 converged slowly", current_node="root")
-        backend.add_memory("root", "Sweep of the learning rate: lr=3e-4 gave the best val loss", current_node="root")
-        backend.add_memory("root", "Learning rate warmup of 500 steps kept the loss stable", current_node="root")
-        backend.add_memory("sib", "lr=3e-4 diverged in the sibling's run", current_node="sib")
-        found = backend.search_memory("lr=3e-4", ["root"], 5)["results"]
-        assert "lr=3e-4 gave the best" in found[0]["text"]
-        assert {r["node_id"] for r in found} == {"root"}
-        assert all(0.0 <= r["score"] <= 1.0 for r in found)
-        assert [r["score"] for r in found] == sorted((r["score"] for r in found), reverse=True)
-    finally:
-        backend.close()
+def test_a_siblings_memory_never_changes_a_scopes_scores(backend: MemoryBackend) -> None:
+    backend.add_memory("root", "NCCL timeout on rank 3 during all_reduce", current_node="root")
+    backend.add_memory("a", "lr=3e-4 diverged at epoch 12", current_node="a")
+    before = LexicalIndex().scores(_catalog(backend), "nccl timeout", ["root", "a"], None).scores
+    for k in range(20):
+        backend.add_memory("b", f"nccl timeout again {k}", current_node="b")
+    assert LexicalIndex().scores(_catalog(backend), "nccl timeout", ["root", "a"], None).scores == before
+
+
+def test_an_exact_token_picks_its_entry_and_the_scope_stays_exact(backend: MemoryBackend) -> None:
+    backend.add_memory("root", "Sweep of the learning rate: lr=1e-4 converged slowly", current_node="root")
+    backend.add_memory("root", "Sweep of the learning rate: lr=3e-4 gave the best val loss", current_node="root")
+    backend.add_memory("root", "Learning rate warmup of 500 steps kept the loss stable", current_node="root")
+    backend.add_memory("sib", "lr=3e-4 diverged in the sibling's run", current_node="sib")
+    found = backend.search_memory("lr=3e-4", ["root"], 5)["results"]
+    assert "lr=3e-4 gave the best" in found[0]["text"]
+    assert {r["node_id"] for r in found} == {"root"}
+    assert all(0.0 <= r["score"] <= 1.0 for r in found)
+    assert [r["score"] for r in found] == sorted((r["score"] for r in found), reverse=True)
 
 
 def test_failure_intent_lifts_the_entry_that_tells_the_failure() -> None:
@@ -108,3 +110,24 @@ def test_failure_intent_lifts_the_entry_that_tells_the_failure() -> None:
     assert [e for e, _ in ranked] == ["bad", "ok"]
     plain = fuse("build flags", [("ok", 0.8), ("bad", 0.8)], {}, about.__getitem__, None, 2)
     assert [e for e, _ in plain] == ["ok", "bad"]
+
+
+WRITER = """
+import sys
+from projections.api.backend import MemoryBackend
+b = MemoryBackend(sys.argv[1])
+b.add_memory("root", "NCCL WARN Call to ibv_reg_mr failed on rank 7", current_node="root")
+b.close()
+"""
+
+
+def test_another_process_write_is_found_by_kept_postings(backend: MemoryBackend) -> None:
+    """Postings built before another process wrote are rebuilt on the next search (the catalog
+    folds the write; its node's version moves), so the acknowledged write is found."""
+    backend.add_memory("root", "NCCL timeout during all_reduce on rank 3", current_node="root")
+    assert "ibv_reg_mr" not in backend.search_memory("ibv_reg_mr", ["root"], 5)["results"][0]["text"]
+    subprocess.run([sys.executable, "-c", WRITER, str(backend.checkpoint_dir)], check=True)
+    found = backend.search_memory("ibv_reg_mr", ["root"], 5)["results"]
+    assert "ibv_reg_mr" in found[0]["text"] and len(found) == 2
+    kept = backend.session.lexical.scores(_catalog(backend), "ibv_reg_mr", ["root"], None).scores
+    assert list(kept) == [found[0]["entry_id"]]  # the session's own postings, not a fresh index
