@@ -110,6 +110,14 @@ class Evidence:
     _places: list[Place] | None = field(default=None, repr=False)
     _vocabulary: frozenset[str] | None = field(default=None, repr=False)
     _names: tuple[str, ...] | None = field(default=None, repr=False)
+    _memo: dict[tuple[object, ...], Any] = field(default_factory=dict, repr=False)
+
+    def memo(self, key: tuple[object, ...], derive: Callable[[], Any]) -> Any:
+        """What is derived from this evidence alone (a metric's tolerance and unit factors), once
+        for all the claims that share it."""
+        if key not in self._memo:
+            self._memo[key] = derive()
+        return self._memo[key]
 
     @property
     def places(self) -> list[Place]:

@@ -434,7 +434,8 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
         if other_member(said, mine):
             continue  # "p99 latency" never names latency_ms_p50, "top-5" never val_top1_acc
         hit = sum(weight(w) for w in mine if w in said)
-        flipped = _complement(said, set(mine)) if complements else None
+        # a complement is of a metric that keeps one side of a pair
+        flipped = _complement(said, set(mine)) if complements and not _COMPLEMENT_WORDS.isdisjoint(mine) else None
         if flipped is not None:
             scored.append(Named(metric, flipped, complement=True))
             continue
@@ -448,10 +449,13 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
 
 # words of which a name holds one at most: a sentence saying one never names a metric with another
 _EXCLUSIVE = (frozenset({"p50", "p90", "p95", "p99", "p999"}), frozenset({"top1", "top5", "top10"}))
+_MEMBERS = frozenset().union(*_EXCLUSIVE)
 
 
 def other_member(said: frozenset[str], mine: tuple[str, ...]) -> bool:
     """The words say one member of a family of which the name holds another (p99 vs p50)."""
+    if said.isdisjoint(_MEMBERS):
+        return False
     return any(not theirs & said and family & said for family, theirs in _families_in(mine))
 
 
@@ -483,13 +487,21 @@ def fewest_unsaid(tied: list[Named], said: Iterable[str]) -> list[Named]:
 def _names_its_measure(said: AbstractSet[str], mine: tuple[str, ...]) -> bool:
     """The phrase names what the metric measures, not only a qualifier both share (``val``,
     ``peak``): one of its words other than qualifiers, or an identifier."""
-    qualifiers = {"val", "train", "test", "peak", "final", "best", "mean", "max", "min", "total", "std"}
-    core = [w for w in mine if w not in qualifiers]
+    core = _core(mine)
     if core and all(w in ("rate",) for w in core):  # peak_fraction: "of FP32 peak" names it, "hit rate" does not
-        return any(w in said for w in mine if w in qualifiers) or (
+        return any(w in said for w in mine if w in _QUALIFIERS) or (
             all(w in said for w in core) and len(mine) == len(core)
         )
     return any(w in said for w in core) or not core
+
+
+_QUALIFIERS = frozenset({"val", "train", "test", "peak", "final", "best", "mean", "max", "min", "total", "std"})
+
+
+@functools.lru_cache(maxsize=8192)
+def _core(mine: tuple[str, ...]) -> tuple[str, ...]:
+    """A metric's words that say what it measures, without its qualifiers."""
+    return tuple(w for w in mine if w not in _QUALIFIERS)
 
 
 def _complement(said: AbstractSet[str], mine: AbstractSet[str]) -> float | None:

@@ -216,6 +216,7 @@ class Checker:
         self._theirs: dict[int, set[str]] = {}
         self._blanks: dict[tuple[int, int, bool], str] = {}
         self._owns: dict[int, tuple[str, ...]] = {}
+        self._sentences: dict[int, tuple[int, int]] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -361,7 +362,10 @@ class Checker:
         return _OTHER_ROW.search(self.text, lo, hi) is not None
 
     def _sentence(self, q: Quantity) -> tuple[int, int]:
-        return sentence_of(self.text, q.start)
+        span = self._sentences.get(q.start)
+        if span is None:
+            span = self._sentences[q.start] = sentence_of(self.text, q.start)
+        return span
 
     def _named_nodes(self, q: Quantity) -> list[str]:
         """The ancestors the quantity's sentence names (``node_A's 9.87 GFlops/s``, ``29.6 vs.
@@ -872,14 +876,18 @@ class Checker:
     def _reported_in(self, metric: str, column: str, values: list[float]) -> bool:
         """Whether the own report's value of a metric is one of a table column's, to the digits
         the report wrote it with, in the column's unit (286.1 kops/s is 286,104.6 ops/s)."""
+        value, tol, factor, scale = self.ev.memo(("reported_in", metric, column), lambda: self._scales(metric, column))
+        return any(abs(v * scale - value * factor) <= tol * abs(factor) * 1.0000001 for v in values)
+
+    def _scales(self, metric: str, column: str) -> tuple[float, float, float, float]:
+        """The own report's value of a metric, its tolerance, and the factors that bring it and
+        a column's cells to one unit."""
         value = self.ev.metrics[metric]
-        tol = tolerance(repr(value))
         mine, theirs = units.of_metric(metric), units.of_metric(column)
         factor = (
             units.factor(mine, theirs) if mine and theirs and units.dimension(mine) == units.dimension(theirs) else 1.0
         )
-        scale = count_scale(column) if factor == 1.0 else 1.0
-        return any(abs(v * scale - value * factor) <= tol * abs(factor) * 1.0000001 for v in values)
+        return value, tolerance(repr(value)), factor, count_scale(column) if factor == 1.0 else 1.0
 
     def _pointer(self, p: int, t: int, table: Table, scope: tuple[int, int], *, sentence: bool) -> Pointer:
         key = (p, t, scope[0], scope[1], sentence)
@@ -913,13 +921,13 @@ class Checker:
         converted to it, with that column's words (so that the pointer names its row)."""
         out = []
         assert q.unit is not None
-        for column in table.header:
-            unit = units.of_metric(column)
-            if unit is None or not is_key_column(table, column) or units.dimension(unit) != units.dimension(q.unit):
+        dimension = units.dimension(q.unit)
+        for unit, column_dimension, cells, words in _unit_keys(table):
+            if column_dimension != dimension:
                 continue
             value = q.value * units.factor(q.unit, unit)
-            if any(isinstance(c, float) and abs(c - value) <= 1e-9 * max(1.0, abs(c)) for c in table.column(column)):
-                out.append((value, tuple(metric_words(column)) + tuple(canon(column))))
+            if any(abs(c - value) <= 1e-9 * max(1.0, abs(c)) for c in cells):
+                out.append((value, words))
         return out
 
     def _columns_for(self, q: Quantity, i: int, table: Table, ptr: Pointer) -> list[Named]:
@@ -1780,6 +1788,22 @@ _STOP = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in"
 _STRICT = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
 
 
+def _unit_keys(table: Table) -> list[tuple[str, object, list[float], tuple[str, ...]]]:
+    """The table's key columns kept in a unit: each column's unit, the unit's dimension, its
+    numeric cells and its words; once per table."""
+    memo = ("unit_keys", len(table.rows))
+    if memo not in table.memo:
+        out = []
+        for column in table.header:
+            unit = units.of_metric(column)
+            if unit is None or not is_key_column(table, column):
+                continue
+            cells = [c for c in table.column(column) if isinstance(c, float)]
+            out.append((unit, units.dimension(unit), cells, tuple(metric_words(column)) + tuple(canon(column))))
+        table.memo[memo] = out
+    return table.memo[memo]
+
+
 def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
     """For each number, the canonical words that may name its quantity, nearest first: its own
     phrase (the noun phrase right after it, to the next boundary word or punctuation, at most
@@ -1814,6 +1838,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
                 start = max(start, found[j].end)
                 break
         own_start = max(start, max((trailing_end[j] for j in range(k) if found[j].end <= q.start), default=lo))
+        clause_start = own_start
         lead_text = text[own_start : q.start]  # "0.0009 kJ/mol/ns per atom, a 92% cut": "per atom" is not the 92%'s
         lead_words = phrase_words(lead_text)
         leading = [w for w, _ in lead_words]
@@ -1828,7 +1853,6 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         if (lo, hi) not in sentences:
             sentences[(lo, hi)] = [w for w, _ in phrase_words(text[lo:hi])]
         sentence = sentences[(lo, hi)]
-        clause_start = max(start, max((trailing_end[j] for j in range(k) if found[j].end <= q.start), default=lo))
         # the words after a number are its own until a conjunction, a comma or the next number
         after = _CLAUSE_END.search(text, q.end, hi)
         clause_end = after.start() if after else hi

@@ -336,7 +336,7 @@ def pointer(
         if named:
             keys.append((key, tuple(dict.fromkeys(named))))
     keyed = {k for k, _ in keys}
-    digits = _DIGIT.search(text) is not None
+    digits, lasts, extremes = _marks(text)
     for m in _NUMBERED_WORD.finditer(text) if digits else ():  # "the 4-stage variant": stages=4
         value, word = float(m.group(1)), canon(m.group(2))[0]
         for key in table.varying():
@@ -354,13 +354,12 @@ def pointer(
         found = _shape_columns(table, cells)
         if found and not set(found) & keyed:
             keys += [(column, (cell,)) for column, cell in zip(found, cells)]
-    lasts = list(_LAST.finditer(text))
     last = bool(lasts) and bool(_said(text) & {"epoch", "step", "iter", "checkpoint", "row", "round", "eval"})
     for m in lasts:  # "in its final segment": the last row of a table keyed by segment
         after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 30])[:2] for w in canon(word)]
         last = last or bool(set(after) & _row_words(table))
     extreme = None
-    if _ANY_EXTREME.search(text) is None:
+    if not extremes:
         return Pointer(tuple(keys), last, extreme)
     row_words = _row_words(table)
     around = _around(context or text)
@@ -379,6 +378,13 @@ def pointer(
 
 
 @per_text
+@per_text
+def _marks(text: str) -> tuple[bool, tuple[re.Match[str], ...], bool]:
+    """What a pointer's text holds whatever the table: a digit, its ``final``/``last`` words, an
+    extreme word (``best``, ``lowest``); once per text, as one text is read against each table."""
+    return _DIGIT.search(text) is not None, tuple(_LAST.finditer(text)), _ANY_EXTREME.search(text) is not None
+
+
 def _said(text: str) -> frozenset[str]:
     """The canonical words of a text, identifiers whole (``MRR@10``, ``n1a-lm``)."""
     return frozenset(w for m in re.finditer(r"[A-Za-z][\w@-]*", text) for w in canon(m.group()))
