@@ -235,6 +235,7 @@ class Quantity:
     of_quantity: int | None = None  # "N % of Q": Q's index
     base_of_share: bool = False  # Q itself
     difference: bool = False  # "+5.95 GFlops/s over node_A", "0.5 s faster than node_A": a signed difference
+    judged: bool = False  # its direction is a judgement ("worse", "improves"): a rise of a loss is worse
     closeness: bool = False  # "within 2 % of node_A": |own / base - 1| at most the figure
     change_kind: str | None = None  # "absolute" or "relative", when the sentence says which
     list_pos: int | None = None  # its place in a list of numbers ("64, 128 and 256": 0, 1, 2)
@@ -591,6 +592,10 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         out[i] = replace(a, range_with=i + 1, range_first=True, from_range=from_range)
         out[i + 1] = replace(b, range_with=i, from_range=from_range)
     for i, q in enumerate(out):
+        if q.unit not in ("%", "x", "pp") and q.noun is None and _close(text, q) and _OF_AFTER.match(text, q.end):
+            # "within 0.1 kcal/mol of the baseline", "within 0.01 of n1a": |own − base| at most it
+            out[i] = replace(q, qualifier="exact", closeness=True)
+            continue
         if (
             q.unit is not None
             and q.unit not in ("%", "x", "pp")
@@ -606,6 +611,12 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             if (q.signed and not stated) or worded:
                 way = ("down" if q.value < 0 else "up") if q.signed else ("down" if after[0] in _DOWN else "up")
                 out[i] = replace(q, difference=True, direction=way, speed=bool(after) and after[0] in _SPEED)
+            continue
+        if q.unit is None:
+            if _unitless_difference(text, q):  # "drops by 0.0011 against the parent", "0.5 m worse than"
+                direction, speed = _direction(text, q)
+                if direction in ("up", "down"):
+                    out[i] = replace(q, difference=True, direction=direction, judged=_judged(text, q))
             continue
         if q.unit not in ("%", "x", "pp"):
             continue
@@ -631,6 +642,40 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             closeness=_close(text, q),
         )
     return _lists(text, out)
+
+
+# a change said by a verb before the number ("drops by 0.0011", "gaining 0.0072")
+_JUDGING = frozenset({"better", "worse", "improves", "improved", "improve", "improvement", "improving", "regression"})
+_UNIT_LETTERS = frozenset({"m", "k", "s"})  # a unit written as one letter, which no metric's unit reads ("0.5 m worse")
+
+
+def _unitless_difference(text: str, q: Quantity) -> bool:
+    """A number with no unit read that states a change of a metric against another node: after
+    a change verb (``drops by 0.0011``, ``gaining 0.0072``), before a comparing word and ``than``
+    (``0.5 m worse than the parent``), or signed and not stated (``+0.0072 over``). Never a count,
+    a named value, a range, a bound or a spread."""
+    if q.noun is not None or q.name is not None or q.range_with is not None or q.bound or q.spread:
+        return False
+    before = _WORD.findall(text[max(0, q.start - 30) : q.start].lower())[-3:]
+    while before and before[-1] in ("only", "just", "about", "roughly", "nearly", "almost"):
+        before = before[:-1]
+    if before[-2:-1] and before[-1] == "by" and before[-2] in _CHANGE_VERBS:
+        return True
+    if before[-1:] and before[-1] in _CHANGE_VERBS and before[-1] not in ("up", "down", "lower"):
+        return True
+    after = _WORD.findall(re.split(r"[,;:()\[\]]", text[q.end : q.end + 40].lower())[0])[:4]
+    if after[:1] and after[0] in _UNIT_LETTERS:
+        after = after[1:]
+    if after[:1] and after[0] in _DIFF_WORDS and after[0] not in _DIFF_ALONE and "than" in after[1:3]:
+        return True
+    stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[-1] in _VALUE_VERBS)
+    return q.signed and not stated and bool(after[:1]) and after[0] in ("over", "against", "vs", "versus", "than")
+
+
+def _judged(text: str, q: Quantity) -> bool:
+    """The change's direction is a judgement (better, worse, improves), not a rise or a fall."""
+    around = _WORD.findall(text[max(0, q.start - 30) : q.end + 30].lower())
+    return not _JUDGING.isdisjoint(around)
 
 
 _LIST_GAP = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s*,?\s+(?:and|or)\s+|\s*/\s*|\s+(?:vs\.?|versus)\s+")
@@ -688,6 +733,10 @@ def _change_kind(text: str, q: Quantity) -> str | None:
     return None
 
 
+# "of" right after a number, past its unit ("within 0.1 kcal/mol of the baseline")
+_OF_AFTER = re.compile(r"(?:\s*[^\s\d,;.()]+)?\s+of\b")
+
+
 def _close(text: str, q: Quantity) -> bool:
     """``within 2 % of node_A``, ``within 0.5 pp of the baseline``: a closeness, not a bound."""
     return bool(re.search(r"\bwithin\s*$", text[max(0, q.start - 12) : q.start], re.I))
@@ -708,8 +757,9 @@ _VERB_DOWN = {
     "decreases",
     "decreased",
 }
-_VERB_UP = {"rises", "rose", "gains", "gained", "grows", "grew", "climbs", "climbed", "jumps", "jumped", "improves", "improved", "increases", "increased"}  # fmt: skip
+_VERB_UP = {"rises", "rose", "gains", "gained", "gaining", "grows", "grew", "climbs", "climbed", "jumps", "jumped", "improves", "improved", "improving", "increases", "increased"}  # fmt: skip
 _NEUTRAL = {"relative", "relatively", "absolute", "absolutely", "in", "the", "a", "an", "its", "their", "of", "to"}
+_CHANGE_VERBS = frozenset(_BY_VERBS_UP | _BY_VERBS_DOWN | _VERB_UP | _VERB_DOWN)
 
 
 # verbs that take a share away ("saves 32.6% of the time")

@@ -50,6 +50,7 @@ from projections.models.tables import (
     Table,
     is_index_column,
     is_key_column,
+    lower_is_better,
     pointed_rows,
     pointer,
     shape_keys,
@@ -88,7 +89,7 @@ _COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", 
 _SCOPES = frozenset({"global", "device", "local", "total", "effective", "micro", "gpu", "node", "rank", "worker"})
 # nouns after a number that make it a goal the run set, never a value it measured
 _TARGETS = frozenset(
-    {"budget", "target", "goal", "limit", "threshold", "cap", "slo", "deadline", "ceiling", "requirement"}
+    {"budget", "target", "goal", "limit", "threshold", "cap", "slo", "deadline", "ceiling", "requirement", "tolerance"}
 )
 # what a run is repeated over: "three seeds" counts them, "seed 3" names one
 _REPLICATES = frozenset({"seed", "rep", "run", "trial", "fold", "replicate", "repetition"})
@@ -253,6 +254,8 @@ class Checker:
             if q.unit == "x":
                 return self._value(replace(q, unit=None), i)  # 30.2x coverage: a value kept in x
             return self._value(q, i)
+        if q.closeness:
+            return self._near(q, i)
         if q.difference:
             return self._difference(q, i)
         if q.unit is not None or self._explicit(q):
@@ -490,11 +493,12 @@ class Checker:
         bound or a range end (docs/grounding.md, 3 and 4)."""
         explicit = self._explicit(q)
         phrase = self._phrases[i]
-        if not explicit and set(phrase.own[: phrase.after]) & _TARGETS:  # "the 5 ms budget": a goal, not a result
-            goal = self._fact(q, i)
+        # "the 5 ms budget", "the 1e-5 per day tolerance": a goal, not a result (its noun, not a later clause's)
+        if not explicit and set(phrase.own[: min(phrase.after, 3)]) & _TARGETS:
+            goal = self._fact(q, i)  # a budget the run's words state; another number of its unit is no refutation
             return (
                 goal
-                if goal.verdict != "unchecked"
+                if goal.verdict == "checked"
                 else self._out(q, "unchecked", "a target the run's words do not state")
             )
         said = name_key(q.name) if q.name else None
@@ -1563,20 +1567,58 @@ class Checker:
             return timed + [p for p in primary + rates if p.metric not in {t.metric for t in timed}], None, pairs
         return primary, None, pairs
 
-    def _difference(self, q: Quantity, i: int) -> Verdict:
-        """``+5.95 GFlops/s over node_A``, ``0.5 s faster than node_A``: own − base of a metric of
-        its dimension, in the stated direction (for a time and a speed word, less time is faster)."""
+    def _near(self, q: Quantity, i: int) -> Verdict:
+        """``within 0.1 kcal/mol of the baseline``, ``within 0.01 of n1a``: |own − base| at most
+        the figure, for a metric of its dimension (or one without a unit its sentence names)."""
         base, why = self._base(q)
         if base is None:
-            if q.signed:
-                return self._out(q, "unchecked", f"a signed difference with {why}")
-            return self._value(replace(q, difference=False), i)  # "more than" with no base: a plain value
+            return self._out(q, "unchecked", f"a closeness with {why}")
+        metrics = self._differenced(q, i, base)
+        if isinstance(metrics, Verdict):
+            return metrics
         pairs = self._pairs(base)
+        shown = []
+        for metric in metrics:
+            own = self._readings(q, metric, self.ev.metrics[metric])
+            other = self._readings(q, metric, self._base_value(base, pairs, metric))
+            if not own or not other:
+                continue
+            shown.append(
+                f"{metric}: {self.ev.metrics[metric]:g} vs {base}'s {self.ev.ancestors[base][pairs[metric]]:g}"
+            )
+            if abs(own[0] - other[0]) <= q.value * (1 + 1e-9) + 1e-12:  # at most the figure, exactly, as a % closeness
+                return self._out(q, "checked")
+        return self._out(q, "mismatch", "further apart than that: " + "; ".join(shown), (OWN, f"{base}'s report"))
+
+    def _differenced(self, q: Quantity, i: int, base: str) -> list[str] | Verdict:
+        """The metrics a difference or a closeness against ``base`` is of: without a unit, those
+        its sentence names; with one, those of its dimension (the named ones, if any)."""
+        pairs = self._pairs(base)
+        if q.unit is None:  # "drops by 0.0011 against the parent": of a metric its words name, kept without a unit
+            plain = [m for m in pairs if units.of_metric(m) is None and not units.is_spread(m)]
+            named, _ = self._naming(i, plain)  # "eval loss, 0.3312, is 0.0025 higher": its sentence names it
+            if not named:
+                return self._out(q, "unchecked", f"its words name no metric of both this report and {base}'s")
+            return [n.metric for n in named]
         metrics = self._of_dimension(list(pairs), q)
         named, _ = self._naming(i, metrics, wide=False)
         metrics = [n.metric for n in named] or metrics
         if not metrics:
             return self._out(q, "unchecked", f"no metric of dimension {q.unit} in both this report and {base}'s")
+        return metrics
+
+    def _difference(self, q: Quantity, i: int) -> Verdict:
+        """``+5.95 GFlops/s over node_A``, ``0.5 s faster than node_A``: own − base of a metric of
+        its dimension, in the stated direction (for a time and a speed word, less time is faster)."""
+        base, why = self._base(q)
+        if base is None:
+            if q.signed or q.unit is None:  # "drops by 0.0011": a change, of a base the sentence does not name
+                return self._out(q, "unchecked", f"a difference with {why}")
+            return self._value(replace(q, difference=False), i)  # "more than" with no base: a plain value
+        pairs = self._pairs(base)
+        metrics = self._differenced(q, i, base)
+        if isinstance(metrics, Verdict):
+            return metrics
         shown = []
         for metric in metrics:
             own = self._readings(q, metric, self.ev.metrics[metric])
@@ -1585,6 +1627,8 @@ class Checker:
                 continue
             timed = (u := units.of_metric(metric)) is not None and units.kind(u) == "time"
             diff = other[0] - own[0] if q.speed and timed else own[0] - other[0]
+            if q.judged and lower_is_better(metric):  # "0.5 m worse than the parent": an RMSE that rose
+                diff = -diff
             stated = q.value if q.signed else (q.value if q.direction == "up" else -q.value)
             shown.append(f"{metric}: {self.ev.metrics[metric]:g} − {base}'s {self.ev.ancestors[base][pairs[metric]]:g}")
             if self._holds(replace(q, value=stated), diff):

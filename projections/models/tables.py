@@ -167,8 +167,20 @@ _LOWER_BETTER = frozenset(
         "cost",
         "energy",
         "power",
+        "rmse",
+        "mae",
+        "mse",
+        "crp",
     ]
 )
+
+
+def lower_is_better(metric: str) -> bool:
+    """A metric of which less is better (a loss, an error, a time): "the best" is its lowest,
+    "worse" its rise."""
+    return not _LOWER_BETTER.isdisjoint(metric_words(metric))
+
+
 # words of a column a row is told apart by (epoch 60, 64 threads, batch 512, seed 2)
 _KEY_WORDS = frozenset(
     [
@@ -615,7 +627,7 @@ def pointed_rows(table: Table, ptr: Pointer, column: str | None = None) -> list[
         if numeric:
             way = ptr.extreme
             if way in ("best", "worst"):  # the best loss is the lowest, the worst the highest
-                lower = bool(set(metric_words(column)) & _LOWER_BETTER)
+                lower = lower_is_better(column)
                 way = "min" if lower == (way == "best") else "max"
             pick = max if way == "max" else min
             best = pick(float(r[i]) for r in numeric)
