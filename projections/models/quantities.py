@@ -611,6 +611,10 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             if (q.signed and not stated) or worded:
                 way = ("down" if q.value < 0 else "up") if q.signed else ("down" if after[0] in _DOWN else "up")
                 out[i] = replace(q, difference=True, direction=way, speed=bool(after) and after[0] in _SPEED)
+            elif _changed_by(text, q):  # "AMP lowers median latency by 10.6 ms"
+                changed, fast = _direction(text, q)
+                if changed in ("up", "down"):
+                    out[i] = replace(q, difference=True, direction=changed, speed=fast, judged=_judged(text, q))
             continue
         if q.unit is None:
             if _unitless_difference(text, q):  # "drops by 0.0011 against the parent", "0.5 m worse than"
@@ -670,6 +674,13 @@ def _unitless_difference(text: str, q: Quantity) -> bool:
         return True
     stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[-1] in _VALUE_VERBS)
     return q.signed and not stated and bool(after[:1]) and after[0] in ("over", "against", "vs", "versus", "than")
+
+
+def _changed_by(text: str, q: Quantity) -> bool:
+    """``lowers median latency by 10.6 ms``: ``by`` right before the number, a change verb among
+    the four words before it."""
+    before = _WORD.findall(text[max(0, q.start - 50) : q.start].lower())[-5:]
+    return before[-1:] == ["by"] and not _CHANGE_VERBS.isdisjoint(before[:-1])
 
 
 def _judged(text: str, q: Quantity) -> bool:

@@ -1612,7 +1612,8 @@ class Checker:
         its dimension, in the stated direction (for a time and a speed word, less time is faster)."""
         base, why = self._base(q)
         if base is None:
-            if q.signed or q.unit is None:  # "drops by 0.0011": a change, of a base the sentence does not name
+            by = re.search(r"\bby\s*$", self.text[max(0, q.start - 8) : q.start]) is not None
+            if q.signed or q.unit is None or by:  # "drops by 0.0011": a change, of a base the sentence does not name
                 return self._out(q, "unchecked", f"a difference with {why}")
             return self._value(replace(q, difference=False), i)  # "more than" with no base: a plain value
         pairs = self._pairs(base)
@@ -1722,6 +1723,12 @@ class Checker:
                 else:
                     own, theirs = 1 - own, 1 - theirs
             if absolute:
+                if (
+                    not self._is_share(n.metric)
+                    and units.of_metric(n.metric) is None
+                    and 0 <= min(own, theirs) <= max(own, theirs) <= 1
+                ):
+                    own, theirs = 100 * own, 100 * theirs  # "Box AP improves 4.6% absolute": a score kept in [0, 1]
                 figure = own - theirs if direction == "up" else theirs - own
             elif own and theirs:
                 timed = (u := units.of_metric(n.metric)) is not None and units.kind(u) == "time"
