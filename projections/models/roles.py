@@ -710,7 +710,10 @@ class Checker:
     def _unpointed(self, place: Place, key: str) -> list[float]:
         """The values of a key a sentence that points at no row may state: a table's column only
         in the rows that hold the node report's values (the configuration it reported), when the
-        report's numbers single them out; every value otherwise."""
+        report's numbers single them out; every value otherwise. Of the evidence alone: once."""
+        return self.ev.memo(("unpointed", id(place), key), lambda: self._unpointed_values(place, key))  # type: ignore[no-any-return]
+
+    def _unpointed_values(self, place: Place, key: str) -> list[float]:
         values = place.by_key[key]
         for table in place.tables:
             if key not in table.header or is_key_column(table, key):
