@@ -711,7 +711,7 @@ class Checker:
         """The values of a key a sentence that points at no row may state: a table's column only
         in the rows that hold the node report's values (the configuration it reported), when the
         report's numbers single them out; every value otherwise. Of the evidence alone: once."""
-        return self.ev.memo(("unpointed", id(place), key), lambda: self._unpointed_values(place, key))  # type: ignore[no-any-return]
+        return self.ev.memo(("unpointed", id(place), key), lambda: self._unpointed_values(place, key))
 
     def _unpointed_values(self, place: Place, key: str) -> list[float]:
         values = place.by_key[key]
