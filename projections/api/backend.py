@@ -239,7 +239,7 @@ class MemoryBackend:
     def search_memory(
         self, query: str, ancestor_ids: list[str], limit: int = DEFAULT_LIMIT, *, as_of: int | None = None
     ) -> SearchResult:
-        """Entries of exactly ``ancestor_ids``, ranked by semantic similarity to ``query``."""
+        """Entries of exactly ``ancestor_ids``, ranked by the semantic and lexical channels fused (``projections.models.fusion``)."""
         return self._nodes.search(query, ancestor_ids, limit, as_of)
 
     def get_node_memory(self, node_id: str, *, as_of: int | None = None) -> NodeMemory:

@@ -261,6 +261,7 @@ class Catalog:
     def __init__(self, base: Frozen | None = None, tables: CatalogTables | None = None) -> None:
         self.on_damage: OnDamage | None = None
         self._resets = 0  # how many times it started over: a derived view of the rows is stale across one
+        self.changes = 0  # moves with every event folded and every start over: no view is stale while it stays
         self.reset(base, tables)
         self.entries = EntryMap(self)
         self.by_node = ByNode(self)
@@ -281,6 +282,7 @@ class Catalog:
         self._after_clear: dict[str, int] = {}  # stored collection → first node_cleared after the base
         self._after_purge = NEVER  # first checkpoint_purged after the base
         self._resets += 1
+        self.changes += 1
 
     def tables(self) -> CatalogTables:
         return CatalogTables(
@@ -294,6 +296,7 @@ class Catalog:
     # -- folding ---------------------------------------------------------------------
 
     def apply(self, event: Event) -> None:
+        self.changes += 1
         _APPLY[event.type](self, event)
 
     def _row(self, event: Event) -> None:

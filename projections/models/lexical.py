@@ -236,13 +236,15 @@ class ScopeIndex:
     def __init__(self, nodes: Sequence[tuple[str, NodeTerms]]) -> None:
         self.ids: list[str] = [i for _, node in nodes for i in node.ids]
         self.where = {entry_id: k for k, entry_id in enumerate(self.ids)}
-        self.node_of = np.repeat(np.arange(len(nodes)), [len(node.ids) for _, node in nodes])
-        self.names = [name for name, _ in nodes]
         self.seqs = np.array([q for _, node in nodes for q in node.seqs], dtype=np.int64)
         self.cleared = np.array([c for _, node in nodes for c in node.cleared], dtype=np.int64)
         self.lengths = np.array([n for _, node in nodes for n in node.lengths], dtype=np.float64)
-        self.failures = np.array([f for _, node in nodes for f in node.failures], dtype=bool)
+        # each row's node name and failure flag as Python objects: what the fusion asks of ~100 rows a search
+        self.row_node = [name for name, node in nodes for _ in node.ids]
+        self.row_failed = [f for _, node in nodes for f in node.failures]
         self.live = self.cleared == NEVER
+        self.live_count = int(self.live.sum())
+        self.all_live = self.live_count == len(self.ids)  # no row hidden: a search as of now filters nothing
         self.mean_length = float(self.lengths[self.live].mean()) if self.live.any() else 0.0
         self.vocabulary: dict[str, int] = {}
         offsets = np.cumsum([0] + [len(node.ids) for _, node in nodes])
@@ -263,6 +265,11 @@ class ScopeIndex:
 class Source(Protocol):
     """Where a node's rows and their version come from (the catalog)."""
 
+    @property
+    def changes(self) -> int:
+        """Moves whenever any node's version may have (an event folded, a start over)."""
+        ...
+
     def lexical_version(self, node_id: str) -> tuple[object, ...]: ...
 
     def entries_of(self, node_id: str) -> Sequence[Row]: ...
@@ -275,6 +282,7 @@ class LexicalIndex:
     def __init__(self, nodes: int = 4096, scopes: int = 64) -> None:
         self._nodes: dict[str, NodeTerms] = {}
         self._scopes: dict[tuple[object, ...], ScopeIndex] = {}
+        self._keys: dict[tuple[str, ...], tuple[Source, int, tuple[object, ...]]] = {}  # a scope's last key
         self._limits = (nodes, scopes)  # kept; the least recently searched go first
 
     def _node(self, source: Source, node_id: str) -> NodeTerms:
@@ -289,8 +297,15 @@ class LexicalIndex:
 
     def scope(self, source: Source, node_ids: Sequence[str]) -> ScopeIndex:
         """The scope's merged postings, rebuilt when one of its nodes' rows changed."""
-        names = list(dict.fromkeys(node_ids))
-        key = (*names, *(source.lexical_version(n) for n in names))
+        names = tuple(dict.fromkeys(node_ids))
+        known = self._keys.get(names)
+        if known is not None and known[0] is source and known[1] == source.changes:
+            key = known[2]  # nothing folded since: each node's version is the one read last time
+        else:
+            key = (*names, *(source.lexical_version(n) for n in names))
+            self._keys[names] = (source, source.changes, key)
+            if len(self._keys) > self._limits[1]:
+                del self._keys[next(iter(self._keys))]
         index = self._scopes.pop(key, None)
         if index is None:
             index = ScopeIndex([(n, self._node(source, n)) for n in names])
@@ -306,19 +321,25 @@ class LexicalIndex:
         if not node_ids:
             return Matches({}, 0.0)
         index = self.scope(source, node_ids)
+        now = as_of is None
         shown = index.visible(as_of)
-        count = int(shown.sum())
+        count = index.live_count if now else int(shown.sum())
         if not asked or not count:
             return Matches({}, 0.0, index)
-        mean = index.mean_length if as_of is None else float(index.lengths[shown].mean())
-        known = [(index.vocabulary[t], n) for t, n in asked.items() if t in index.vocabulary]
-        unknown = sum(n for t, n in asked.items() if t not in index.vocabulary)  # in no row: the rarest
-        spans = [np.arange(index.starts[t], index.starts[t + 1]) for t, _ in known]
-        at = np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
-        term = np.repeat(np.arange(len(known)), [len(x) for x in spans])
-        rows, said = index.rows[at], index.counts[at]
-        keep = shown[rows]
-        rows, said, term = rows[keep], said[keep], term[keep]
+        mean = index.mean_length if now else float(index.lengths[shown].mean())
+        vocabulary, starts = index.vocabulary, index.starts
+        known = [(vocabulary[t], n) for t, n in asked.items() if t in vocabulary]
+        unknown = sum(n for t, n in asked.items() if t not in vocabulary)  # in no row: the rarest
+        bounds = [(int(starts[t]), int(starts[t + 1])) for t, _ in known]
+        if bounds:  # a term's postings are one slice of the merged arrays
+            rows = np.concatenate([index.rows[a:b] for a, b in bounds])
+            said = np.concatenate([index.counts[a:b] for a, b in bounds])
+        else:
+            rows, said = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        term = np.repeat(np.arange(len(known)), [b - a for a, b in bounds])
+        if not (now and index.all_live):
+            keep = shown[rows]
+            rows, said, term = rows[keep], said[keep], term[keep]
         df = np.bincount(term, minlength=len(known))
         weight = np.array([n for _, n in known], dtype=np.float64) * np.log1p((count - df + 0.5) / (df + 0.5))
         whole = float(weight.sum()) + unknown * math.log1p((count + 0.5) / 0.5)
@@ -331,7 +352,8 @@ class LexicalIndex:
             found = found[np.argpartition(-scores[found], best - 1)[:best]]
         top = int(found[np.argmax(scores[found])]) if len(found) else None
         coverage = float(held[top] / whole) if top is not None and whole > 0 else 0.0
-        return Matches({index.ids[int(k)]: float(scores[k]) for k in found}, coverage, index)
+        ids = index.ids
+        return Matches(dict(zip([ids[k] for k in found.tolist()], scores[found].tolist())), coverage, index)
 
 
 @dataclass(frozen=True)
@@ -345,7 +367,8 @@ class Matches:
 
     def about(self, entry_id: str) -> tuple[str | None, bool]:
         """The scope's node that holds a row, and whether the row tells of a failure."""
-        k = self.index.where.get(entry_id) if self.index is not None else None
-        if k is None or self.index is None:
+        index = self.index
+        k = index.where.get(entry_id) if index is not None else None
+        if k is None or index is None:
             return None, False
-        return self.index.names[int(self.index.node_of[k])], bool(self.index.failures[k])
+        return index.row_node[k], index.row_failed[k]
