@@ -77,6 +77,8 @@ _SETTING_WORDS = frozenset({"batch", "lr", "epoch", "seed", "thread", "rank", "n
 _COMPARING = frozenset(
     ["faster", "slower", "speedup", "speed", "the", "over", "more", "less", "higher", "lower", "fewer", "as", "that", "of", "improvement", "gain", "reduction", "increase", "decrease", "better", "worse", "than", "vs", "versus", "relative", "compared"]
 )  # fmt: skip
+# where a comparison puts the node against its base: never a word of the compared metric's name
+_POSITIONS = frozenset({"above", "below", "over", "under", "ahead", "behind"})
 _AS_IN = re.compile(
     r"\b(?:as in|as for|as with|like|same as|unchanged from|matching|matches|as did|reproduces|reproduced|replicates|"
     r"confirms|confirmed)\s+(?:[\w-]+\s+){0,3}$",
@@ -425,13 +427,28 @@ class Checker:
     # ------------------------------------------------------------------- naming
 
     def _naming(
-        self, i: int, metrics: Iterable[str], *, wide: bool = True, before: bool = False
+        self,
+        i: int,
+        metrics: Iterable[str],
+        *,
+        wide: bool = True,
+        before: bool = False,
+        unsaid: frozenset[str] = frozenset(),
     ) -> tuple[list[Named], str | None]:
         """The metrics of ``metrics`` the number's words name, nearest words first (``wide``: then
         its sentence; ``before``: then the words of its sentence before it); and a quantity word
-        its own phrase holds that no metric in reach carries."""
+        its own phrase holds that no metric in reach carries. ``unsaid``: words that name nothing
+        here (a comparison's ``above``)."""
         metrics = list(metrics)
         phrase = self._phrases[i]
+        if unsaid:
+            phrase = _Phrase(
+                [w for w in phrase.own if w not in unsaid],
+                [w for w in phrase.leading if w not in unsaid],
+                phrase.sentence,
+                phrase.scope,
+                sum(1 for w in phrase.own[: phrase.after] if w not in unsaid),
+            )
         q = self.found[i]
         if q.name is not None:
             by_name = [m for m in metrics if name_key(m) == name_key(q.name)]
@@ -441,7 +458,7 @@ class Checker:
             if by_name or self._explicit(q):  # name=value: that metric, or none
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
-        tiers = [self._own_words(i), list(phrase.leading)]
+        tiers = [[w for w in self._own_words(i) if w not in unsaid], list(phrase.leading)]
         paired = self._paired_word(q)
         if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"
             word, others = paired
@@ -1541,7 +1558,7 @@ class Checker:
                 m for m in both if (u := units.of_metric(m)) is not None and units.kind(u) in ("time", "throughput")
             ]
             both = paced or both
-        named, missing = self._naming(i, both, wide=False)
+        named, missing = self._naming(i, both, wide=False, unsaid=_POSITIONS)  # "6.7% below the parent"
         if named:  # "within 0.2% of the parent's mAP" is bbox_mAP's, never bbox_mAP_50's
             return fewest_unsaid(named, self._not_theirs(i, self._phrases[i].sentence)), None, pairs
         if missing is not None:
@@ -1556,7 +1573,7 @@ class Checker:
         if by_unit and not q.speed:
             return by_unit, None, pairs
         if not q.speed:
-            named, _ = self._naming(i, both, wide=False, before=True)
+            named, _ = self._naming(i, both, wide=False, before=True, unsaid=_POSITIONS)
             if named:
                 return named, None, pairs
         primary = [Named(self.ev.primary, 0.0)] if self.ev.primary in both else []
