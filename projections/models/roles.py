@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from projections.models import units
 from projections.models.evidence import OWN, Evidence, Verdict, range_problem
 from projections.models.metric_names import (
+    COMPLEMENTS,
     QUANTITY_WORDS,
     SHARE_WORDS,
     Named,
@@ -220,6 +221,7 @@ class Checker:
         self._blanks: dict[tuple[int, int, bool], str] = {}
         self._owns: dict[int, tuple[str, ...]] = {}
         self._sentences: dict[int, tuple[int, int]] = {}
+        self._sides: dict[int, frozenset[str]] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -441,6 +443,7 @@ class Checker:
         here (a comparison's ``above``)."""
         metrics = list(metrics)
         phrase = self._phrases[i]
+        unsaid = unsaid | self._other_side(i)
         if unsaid:
             phrase = _Phrase(
                 [w for w in phrase.own if w not in unsaid],
@@ -495,6 +498,24 @@ class Checker:
                 if missing is not None:
                     return [], missing
         return [], None
+
+    def _other_side(self, i: int) -> frozenset[str]:
+        """When the sentence says both sides of a complement (``At the Recall@100 cut-off BM25
+        misses 34.2%``), the side the number is nearest to is the one it states: the other
+        side's words name nothing for it (so ``recall_at_100`` is named as the complement)."""
+        if i in self._sides:
+            return self._sides[i]
+        q, phrase = self.found[i], self._phrases[i]
+        side: frozenset[str] = frozenset()
+        sentence = set(phrase.sentence)
+        if not _SIDES.isdisjoint(sentence):
+            lo, _ = self._sentence(q)
+            before = [w for w, _ in phrase_words(_blank(self.text[lo : q.start], self.found, lo))]
+            words = [*phrase.own[: phrase.after], *reversed(before)]  # nearest first: after it, then back
+            side = next((s for w in words if (s := _unsaid_side(w))), frozenset())
+            side = side if sentence & side else frozenset()
+        self._sides[i] = side
+        return side
 
     def _not_theirs(self, i: int, words: list[str]) -> list[str]:
         """The words, without those that name the sentence's other numbers and not this one."""
@@ -1857,6 +1878,19 @@ def _looks_like_a_name(word: str) -> bool:
 # where a number's own phrase ends: punctuation or a boundary word (strict: on, in and at too)
 _STOP = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
 _STRICT = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
+
+
+_SIDES = frozenset(w for pair in COMPLEMENTS for side in pair for w in side)
+
+
+def _unsaid_side(word: str) -> frozenset[str]:
+    """The other side of the complement pair ``word`` is a side of (empty: none)."""
+    for one, other in COMPLEMENTS:
+        if word in one:
+            return other
+        if word in other:
+            return one
+    return frozenset()
 
 
 def _unit_keys(table: Table) -> list[tuple[str, object, list[float], tuple[str, ...]]]:
