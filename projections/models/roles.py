@@ -1877,6 +1877,7 @@ def _looks_like_a_name(word: str) -> bool:
 
 # where a number's own phrase ends: punctuation or a boundary word (strict: on, in and at too)
 _STOP = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
+_NEW_PHRASE = re.compile(r"\s(?:the|a|an|its|their|our|this|that)\s", re.I)  # a determiner opens another noun phrase
 _STRICT = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
 
 
@@ -1928,6 +1929,8 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         ):  # "0.9846 at INDEL recall 0.9912", never "9.87% WER on test-clean and 4.16% …"
             stop = strict_re.search(rest) or stop
         span = rest[: stop.start()] if stop else rest
+        if q.noun is not None and nxt is not None and (np_ := _NEW_PHRASE.search(span)) is not None:
+            span = span[: np_.start()]  # "At 5M frames the baseline IQM was 0.418": "the baseline IQM" is 0.418's
         if "(" in span and ")" not in span and nxt is not None:
             span = span[: span.index("(")]  # "2.39 (eval loss 0.817)": the parenthesis is the next number's
         words = [w for w, _ in phrase_words(span)][:6]
