@@ -278,7 +278,16 @@ class Checker:
             return flag
         if q.name is not None or self._phrases[i].own or q.range_with is not None or q.list_pos is not None:
             return self._value(q, i, bare=True)
+        if self._possessed(q):  # "stays above the parent's 0.874": that node's value of what the sentence names
+            return self._value(q, i, bare=True)
         return self._out(q, "unchecked", "a bare number (no unit, metric name or noun)")
+
+    def _possessed(self, q: Quantity) -> bool:
+        """The number follows a node's possessive (``the parent's 0.874``, ``n1's 0.874``)."""
+        lo = max(0, q.start - 40)
+        if _POSSESSIVE_END.search(self.text, lo, q.start) is None:
+            return False
+        return any(lo <= pos < q.start and node != self.ev.node_id for pos, node in self.mentions)
 
     # --------------------------------------------------------------------- helpers
 
@@ -1877,6 +1886,7 @@ def _looks_like_a_name(word: str) -> bool:
 
 # where a number's own phrase ends: punctuation or a boundary word (strict: on, in and at too)
 _STOP = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
+_POSSESSIVE_END = re.compile(r"[\w-]'s\s+$")
 _NEW_PHRASE = re.compile(r"\s(?:the|a|an|its|their|our|this|that)\s", re.I)  # a determiner opens another noun phrase
 _STRICT = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
 
