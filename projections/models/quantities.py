@@ -684,9 +684,12 @@ def _changed_by(text: str, q: Quantity) -> bool:
 
 
 def _judged(text: str, q: Quantity) -> bool:
-    """The change's direction is a judgement (better, worse, improves), not a rise or a fall."""
-    around = _WORD.findall(text[max(0, q.start - 30) : q.end + 30].lower())
-    return not _JUDGING.isdisjoint(around)
+    """The change's direction is a judgement (better, worse, improves), not a rise or a fall:
+    the word that says it, the verb before the number (past ``by``) or the word after it (past
+    a one-letter unit), is one."""
+    before = [w for w in _WORD.findall(text[max(0, q.start - 30) : q.start].lower()) if w not in ("by", "only", "just")]
+    after = [w for w in _WORD.findall(text[q.end : q.end + 30].lower()) if w not in _UNIT_LETTERS]
+    return not _JUDGING.isdisjoint(before[-1:] + after[:1])
 
 
 _LIST_GAP = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s*,?\s+(?:and|or)\s+|\s*/\s*|\s+(?:vs\.?|versus)\s+")

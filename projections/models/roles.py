@@ -1493,6 +1493,10 @@ class Checker:
         before it (never the claim's own node); and why there is none."""
         lo, hi = self._sentence(q)
         named = [(pos, n) for pos, n in self.mentions if lo <= pos < hi and n != self.ev.node_id]
+        i = next((k for k, f in enumerate(self.found) if f.start == q.start), None)
+        if i is not None:  # "Against kgrid the speedup is 6.0x, against the root 22.3x": its own clause's first
+            c_lo, c_hi = self._phrases[i].scope
+            named = [(pos, n) for pos, n in named if c_lo <= pos < c_hi] or named
         after = [n for pos, n in named if pos >= q.end]
         before = [n for pos, n in named if pos < q.start]
         base = after[0] if after else before[-1] if before else None
