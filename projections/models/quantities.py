@@ -540,7 +540,7 @@ def _name_before(before: str) -> tuple[str | None, bool]:
     (`` `time_s`=0.83 ``, ``**time_s**: 0.83``) is not part of it."""
     explicit = False
     before = before.rstrip("`*'\" ")
-    for link in ("=", ":", " of", " is", " was", " at", " reaches", " reached"):
+    for link in ("=", ":", " of", " is", " was", " reaches", " reached"):
         if before.endswith(link):
             explicit = link in ("=", ":")
             before = before[: -len(link)].rstrip().rstrip("`*'\"")

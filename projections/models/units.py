@@ -103,6 +103,7 @@ _WALL = {"day": "day", "days": "day", "d": "day", "h": "hour", "hr": "hour", "ho
 _WALL_WORDS = "days?|d|h|hrs?|hours?"
 _SIM_PACE = re.compile(rf"^([fpnum]?)s/({_WALL_WORDS})$")
 _SIM_COST = re.compile(rf"^({_WALL_WORDS})/([fpnum]?)s$")
+_CLIMATE_PACE = {"sypd": "simyear/day", "sdpd": "simday/day"}  # how climate and weather codes write their pace
 _PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "giga"}
 # prefixes and units no run reports in, which pint still finds in plain words
 _ODD = re.compile(r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot")
@@ -122,6 +123,8 @@ def registry() -> Any:
         ureg.define("item = [item]")
         ureg.define("USD = [currency] = usd = dollar = dollars")
         ureg.define("simsecond = [simulated_time]")  # the time a simulation covers, never the wall clock's
+        ureg.define("simday = 86400 * simsecond")
+        ureg.define("simyear = 365 * simday")  # a climate model's year (the 365-day calendar SYPD counts in)
         return ureg
 
 
@@ -131,6 +134,8 @@ def _normalise(word: str) -> str:
     word = word.replace("µ", "u").replace("μ", "u").replace("Å", "angstrom").strip()
     if word == "FPs":
         return word  # false positives (a count), never frames per second
+    if word.lower() in _CLIMATE_PACE:  # SYPD, SDPD: simulated years (days) per wall-clock day
+        return _CLIMATE_PACE[word.lower()]
     m = _SIM_PACE.match(word)
     if m:
         return f"{m.group(1)}simsecond/{_WALL[m.group(2).lower()]}"
