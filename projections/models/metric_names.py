@@ -229,7 +229,7 @@ _GENERIC = frozenset(
 )
 SHARE_WORDS = frozenset({"acc", "em", "f1", "precision", "recall", "hit", "miss", "err", "util", "eff", "rate"})
 _PERCENT_NAMES = frozenset({"pct", "percent", "percentage"})
-_WORD = re.compile(r"[pP]\d+(?:\.\d+)?(?![\w.])|[A-Za-z][A-Za-z0-9]*(?:[-@][A-Za-z0-9]+)*|\d+(?:\.\d+)?th\b")
+_WORD = re.compile(r"[pP]\d+(?:\.\d+)?(?![\w.])|[A-Za-z][A-Za-z0-9]*(?:[-@_][A-Za-z0-9]+)*|\d+(?:\.\d+)?th\b")
 # words that stand for one metric word when written together
 # words kept whole, never stemmed: the sides of a complement ("unused" is not "unus")
 _KEPT_WHOLE = frozenset(
@@ -343,6 +343,9 @@ def _phrase_words(text: str) -> tuple[tuple[str, int], ...]:
                 out.append((_BIGRAMS[pair], at))
                 skip = pair[1] not in ("error",)  # "word error rate": wer, and the rate
                 continue
+        if "_" in word:  # an identifier as code writes it (AP_S, val_loss): its words as a metric's name
+            out.extend((c, at) for c in metric_words(word))
+            continue
         for c in canon(word):
             out.append((c, at))
     return tuple(out)

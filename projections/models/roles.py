@@ -1165,7 +1165,9 @@ class Checker:
         nxt = self.found[i + 1] if i + 1 < len(self.found) else None
         if nxt is not None and _WORD_AND_OR.fullmatch(self.text[q.end : nxt.start]):
             after = self._phrases[i + 1]  # "1,621 SNP and 4,034 indel false positives": SNP false positives
-            own += after.own[1 : after.after]
+            written = phrase_words(self.text[nxt.end : nxt.end + 60])
+            first = sum(1 for _, at in written if at == written[0][1]) if written else 1  # AP_S is one written word
+            own += after.own[first : after.after]
         if q.range_with is not None and not q.range_first:  # "takes SNP FPs from 14,655 to 4,104"
             own += self._phrases[q.range_with].own
         return own
