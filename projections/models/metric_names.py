@@ -187,7 +187,7 @@ QUANTITY_WORDS = frozenset(
 # a share and its complement: the words of one side, the words of the other
 COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     (frozenset({"err"}), frozenset({"acc", "em", "f1", "precision", "recall"})),
-    (frozenset({"miss", "fnr"}), frozenset({"hit", "recall"})),
+    (frozenset({"miss", "fnr"}), frozenset({"hit", "recall", "ar"})),  # AR: a detector's average recall
     (frozenset({"fdr"}), frozenset({"precision"})),
     (
         frozenset({"idle", "unused", "wasted", "unutilized", "unutilised"}),
