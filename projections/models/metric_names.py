@@ -187,7 +187,7 @@ QUANTITY_WORDS = frozenset(
 # a share and its complement: the words of one side, the words of the other
 COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     (frozenset({"err"}), frozenset({"acc", "em", "f1", "precision", "recall"})),
-    (frozenset({"miss", "fnr"}), frozenset({"hit", "recall", "ar"})),  # AR: a detector's average recall
+    (frozenset({"miss", "fnr", "lost"}), frozenset({"hit", "recall", "ar"})),  # AR: a detector's average recall
     (frozenset({"fdr"}), frozenset({"precision"})),
     (
         frozenset({"idle", "unused", "wasted", "unutilized", "unutilised"}),
@@ -195,7 +195,7 @@ COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     ),
     (frozenset({"failure", "fail", "failed"}), frozenset({"success", "pass"})),
     (frozenset({"below", "under"}), frozenset({"above", "over"})),
-    (frozenset({"outside", "clipped"}), frozenset({"inside", "within"})),
+    (frozenset({"outside", "clipped", "clip"}), frozenset({"inside", "within"})),
 )
 _COMPLEMENT_WORDS = frozenset(w for pair in COMPLEMENTS for side in pair for w in side)
 # words that name what is measured, beyond the shared vocabulary: a complement's phrase must not hold one

@@ -80,12 +80,17 @@ _COMPARING = frozenset(
 )  # fmt: skip
 # where a comparison puts the node against its base: never a word of the compared metric's name
 _POSITIONS = frozenset({"above", "below", "over", "under", "ahead", "behind"})
+_OF_SHARE = re.compile(r"\s*of\s")  # "3.7% of the …": a share of a whole
+_PREDICATE = re.compile(r"\b(?:are|is|were|was|stay|stays|stayed|remain|remains|remained|get|gets|got|end up)\b", re.I)
+_PLACED = re.compile(r"\b(above|below|over|under|ahead|behind)\s+(?:of\s+)?(?:the\s+|its\s+|their\s+)?$", re.I)
 _AS_IN = re.compile(
     r"\b(?:as in|as for|as with|like|same as|unchanged from|matching|matches|as did|reproduces|reproduced|replicates|"
     r"confirms|confirmed)\s+(?:[\w-]+\s+){0,3}$",
     re.I,
 )
 _COUNT_WORDS = frozenset({"count", "total", "num", "n", "tp", "fp", "fn", "tn", "step", "iter"})
+# a count metric's words that qualify nothing (its split, its aggregation, its magnitude)
+_QUALIFIER_NOISE = frozenset({"val", "train", "test", "mean", "final", "max", "min", "avg", "m", "k", "b", "per"})
 
 
 # words that say what a setting is counted over: one of them in the sentence excludes a fact with another
@@ -222,6 +227,7 @@ class Checker:
         self._owns: dict[int, tuple[str, ...]] = {}
         self._sentences: dict[int, tuple[int, int]] = {}
         self._sides: dict[int, frozenset[str]] = {}
+        self._placed: frozenset[str] | None = None
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -452,12 +458,12 @@ class Checker:
         here (a comparison's ``above``)."""
         metrics = list(metrics)
         phrase = self._phrases[i]
-        unsaid = unsaid | self._other_side(i)
+        unsaid = unsaid | self._other_side(i) | self._placing()
         if unsaid:
             phrase = _Phrase(
                 [w for w in phrase.own if w not in unsaid],
                 [w for w in phrase.leading if w not in unsaid],
-                phrase.sentence,
+                [w for w in phrase.sentence if w not in unsaid],
                 phrase.scope,
                 sum(1 for w in phrase.own[: phrase.after] if w not in unsaid),
             )
@@ -470,7 +476,7 @@ class Checker:
             if by_name or self._explicit(q):  # name=value: that metric, or none
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
-        tiers = [[w for w in self._own_words(i) if w not in unsaid], list(phrase.leading)]
+        tiers = [[w for w in self._own_words(i) + self._predicate_sides(i) if w not in unsaid], list(phrase.leading)]
         paired = self._paired_word(q)
         if paired is not None:  # "SNP and INDEL F1 of 99.54% and 99.84%, respectively"
             word, others = paired
@@ -508,6 +514,32 @@ class Checker:
                     return [], missing
         return [], None
 
+    def _predicate_sides(self, i: int) -> list[str]:
+        """``3.7% of the exact nearest neighbours are lost``, ``88.2% of samples stay inside``: a
+        share's predicate says which side of a complement it is (its words of a side, once the
+        ``of`` phrase is read past)."""
+        q = self.found[i]
+        if q.unit != "%" or not _OF_SHARE.match(self.text, q.end):
+            return []
+        _, hi = self._sentence(q)
+        verb = _PREDICATE.search(self.text, q.end, hi)
+        if verb is None:
+            return []
+        end = _CLAUSE_END.search(self.text, verb.end(), hi)
+        words = phrase_words(self.text[verb.start() : end.start() if end else hi])
+        return [w for w, _ in words if w in _SIDES]
+
+    def _placing(self) -> frozenset[str]:
+        """The position words that place the claim against a node the text names (``stays above
+        n1's 0.874``, ``below the parent``): they name no metric (``games_above_human``)."""
+        if self._placed is None:
+            self._placed = frozenset(
+                m.group(1).lower()
+                for pos, _ in self.mentions
+                if (m := _PLACED.search(self.text, max(0, pos - 20), pos)) is not None
+            )
+        return self._placed
+
     def _other_side(self, i: int) -> frozenset[str]:
         """When the sentence says both sides of a complement (``At the Recall@100 cut-off BM25
         misses 34.2%``), the side the number is nearest to is the one it states: the other
@@ -520,9 +552,8 @@ class Checker:
         if not _SIDES.isdisjoint(sentence):
             lo, _ = self._sentence(q)
             before = [w for w, _ in phrase_words(_blank(self.text[lo : q.start], self.found, lo))]
-            words = [*phrase.own[: phrase.after], *reversed(before)]  # nearest first: after it, then back
-            side = next((s for w in words if (s := _unsaid_side(w))), frozenset())
-            side = side if sentence & side else frozenset()
+            words = [*phrase.own[: phrase.after], *self._predicate_sides(i), *reversed(before)]  # nearest first
+            side = next((s for w in words if (s := _unsaid_side(w)) and sentence & s), frozenset())
         self._sides[i] = side
         return side
 
@@ -1242,17 +1273,19 @@ class Checker:
     def _around(self, q: Quantity, own: list[str]) -> Verdict | None:
         """``between 0.8 and 0.9 s`` when neither end is a value of the run but the own value lies
         inside: a range *around* the value, said ``unchecked`` (its ends are nobody's numbers)."""
-        if q.range_with is None or q.from_range or q.unit is None:
+        if q.range_with is None or q.from_range:
             return None
         k = q.range_with
         other = self.found[k]
-        if other.unit is None or other.unit in ("x", "pp"):
-            return None
+        if other.unit in ("x", "pp") or (q.unit is None) != (other.unit is None):
+            return None  # both ends with a unit, or both without ("MRR@10 lies between 0.33 and 0.34")
         if any(self._held_by(other, m, self.ev.metrics[m]) for m in own):
             return None  # the other end is a value: this one had to be one too
         if self._elsewhere(other, k, [Named(m, 0.0) for m in own])[0] is not None:
             return None
-        factor = units.factor(other.unit, q.unit) if q.unit not in ("%",) and other.unit not in ("%",) else 1.0
+        factor = (
+            units.factor(other.unit, q.unit) if q.unit not in (None, "%") and other.unit not in (None, "%") else 1.0
+        )
         low, high = sorted((q.value, other.value * factor))
         for metric in own:
             for value in self._readings(q, metric, self.ev.metrics[metric]):
@@ -1374,7 +1407,15 @@ class Checker:
             if not m.startswith("_") and not units.is_spread(m) and _countable(m, self.ev.metrics[m])
         ]
         per = canon(q.per)[0] if q.per else None
-        own = [m for m in countable if noun in metric_words(m) and (per is None or per in metric_words(m))]
+        c_lo, c_hi = self._phrases[i].scope
+        clause = {w for w, _ in phrase_words(self.text[c_lo:c_hi])}  # its clause's words
+        if re.search(r"\d\s+(?:out\s+)?of\s+(?:the\s+|all\s+)?$", self.text[max(0, q.start - 20) : q.start]):
+            clause = set()  # "5 of the 10 games": the 10 is the whole, never the qualified count
+        own = [
+            m
+            for m in countable
+            if noun in metric_words(m) and (per is None or per in metric_words(m)) and self._qualified(m, noun, clause)
+        ]
         if not own and q.per is None:  # "612 LINCS warnings": named by its words; "12 residues" of no metric
             named, _ = self._naming(i, countable, wide=False)
             own = [n.metric for n in named if not noun or not _counts_another(n.metric, noun)]
@@ -1397,6 +1438,14 @@ class Checker:
         if fact.verdict == "unchecked":
             return self._setting(q, i) or self._counted_in_artifacts(q, i, noun) or fact
         return fact
+
+    @staticmethod
+    def _qualified(metric: str, noun: str, said: set[str]) -> bool:
+        """A count metric that qualifies its noun (``games_above_human``: the games above human)
+        counts ``N games`` only when the sentence says the qualifier (``beats human on seven
+        games``), never the whole (``across ten games``)."""
+        rest = set(metric_words(metric)) - {noun} - _COUNT_WORDS - _QUALIFIER_NOISE
+        return not rest or bool(rest & said)
 
     def _counted_in_artifacts(self, q: Quantity, i: int, noun: str) -> Verdict | None:
         """A count of a thing a cited artifact counts under a key named for it (``1,907
