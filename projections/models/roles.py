@@ -80,6 +80,7 @@ _COMPARING = frozenset(
 )  # fmt: skip
 # where a comparison puts the node against its base: never a word of the compared metric's name
 _POSITIONS = frozenset({"above", "below", "over", "under", "ahead", "behind"})
+_SPREAD_SAID = frozenset({"ci", "interval", "std", "sd", "stddev", "deviation", "spread", "sem", "bootstrap"})
 _OF_SHARE = re.compile(r"\s*of\s")  # "3.7% of the …": a share of a whole
 _PREDICATE = re.compile(r"\b(?:are|is|were|was|stay|stays|stayed|remain|remains|remained|get|gets|got|end up)\b", re.I)
 _PLACED = re.compile(r"\b(above|below|over|under|ahead|behind)\s+(?:of\s+)?(?:the\s+|its\s+|their\s+)?$", re.I)
@@ -841,7 +842,10 @@ class Checker:
     def _named_keys(self, q: Quantity, i: int, by_key: Mapping[str, object], *, wide: bool = True) -> list[Named]:
         """The keys of an artifact a quantity may be: of its unit when it has one, and among
         those the ones its words name (a complement too)."""
-        keys = list(by_key)
+        said = set(
+            self._phrases[i].sentence
+        )  # a value is never a spread's (iqm_hns_ci95), unless its sentence says one
+        keys = [k for k in by_key if q.spread or not units.is_spread(k) or not _SPREAD_SAID.isdisjoint(said)]
         if q.unit not in (None, "%", "x", "pp"):
             keys = [k for k in keys if (u := units.of_metric(k)) is not None and _comparable(u, q.unit)]
             named, _ = self._naming(i, keys, wide=False)
@@ -1339,8 +1343,8 @@ class Checker:
         scope = own & _SCOPES
         if scope:  # "per-device batch size of 64": never the "global batch 64" of the run's words
             same = [f for f in same if not (set(f.key) - own) & _SCOPES]
-        for f in same:
-            if self._holds(q, f.value):
+        for f in same:  # a setting is restated, not rounded: "learning rate 3e-4" is never --lr 2.5e-4
+            if self._holds(q, f.value, exact=not q.approximate):
                 return self._out(q, "checked")
         if same and self._phrases[i].own and set(self._phrases[i].own) & _SETTING_WORDS:
             said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in same}))

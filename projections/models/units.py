@@ -109,6 +109,7 @@ _PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "gig
 _ODD = re.compile(r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot")
 _AGGREGATE = re.compile(r"p\d+(?:\.\d+)?|mean|avg|median|max|total|final|best")  # never min: minutes
 _SCORE_WORDS = frozenset({"map", "ap", "ar", "acc", "f1", "iou", "auc", "precision", "recall", "dice"})
+_CI_LEVEL = re.compile(r"ci\d{2}")  # ci95, ci90: a confidence interval at that level
 _SPREAD_WORDS = frozenset({"std", "stddev", "stdev", "sd", "sem", "err", "ci", "var", "spread", "jitter"})
 
 
@@ -247,8 +248,14 @@ def _join_per(parts: list[str]) -> str:
 def is_spread(name: str) -> bool:
     """A metric that measures a spread (``GFlops_per_s_std``), not a value."""
     parts = [p.lower() for p in re.split(r"[_\s]+", name) if p]
-    # "err" is a spread only as a suffix (GFlops_per_s_err), never rel_err_Cd_vs_ref, a relative error
-    return any(p in _SPREAD_WORDS and (p != "err" or k == len(parts) - 1) for k, p in enumerate(parts))
+    # "err" is a spread only as a suffix (GFlops_per_s_err), never rel_err_Cd_vs_ref, a relative error,
+    # nor n_err, a count of errors; a confidence interval at its level (iqm_hns_ci95) is one too
+    counted = len(parts) > 1 and parts[-2] in ("n", "num", "count", "total")
+    return any(
+        (p in _SPREAD_WORDS and (p != "err" or (k == len(parts) - 1 and not counted)))
+        or _CI_LEVEL.fullmatch(p) is not None
+        for k, p in enumerate(parts)
+    )
 
 
 _KINDS = (("second", "time"), ("byte / second", "bw"), ("bit / second", "bw"), ("byte", "size"), ("bit", "size"))
