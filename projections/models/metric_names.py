@@ -451,14 +451,19 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
 
 
 # words of which a name holds one at most: a sentence saying one never names a metric with another
+_SIZES = frozenset({"small", "medium", "large"})  # a detector's object size classes (AP_S, AP_M, AP_L),
+_SIZED = frozenset({"ap", "ar"})  # of its average precision and recall only ("a large batch" sizes nothing)
 _EXCLUSIVE = (frozenset({"p50", "p90", "p95", "p99", "p999"}), frozenset({"top1", "top5", "top10"}))
-_MEMBERS = frozenset().union(*_EXCLUSIVE)
+_MEMBERS = frozenset().union(*_EXCLUSIVE, _SIZES)
 
 
 def other_member(said: frozenset[str], mine: tuple[str, ...]) -> bool:
-    """The words say one member of a family of which the name holds another (p99 vs p50)."""
+    """The words say one member of a family of which the name holds another (p99 vs p50), or a
+    size class the name holds none of (``AP_large`` is never the all-sizes ``bbox_mAP``)."""
     if said.isdisjoint(_MEMBERS):
         return False
+    if not said.isdisjoint(_SIZES) and not said.isdisjoint(_SIZED) and not _SIZED.isdisjoint(mine):
+        return _SIZES.isdisjoint(mine) or not (_SIZES & said) & set(mine)  # AP_large: never bbox_mAP nor AP_S
     return any(not theirs & said and family & said for family, theirs in _families_in(mine))
 
 

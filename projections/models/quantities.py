@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from projections.models import units, written_numbers
+from projections.models.metric_names import canon, metric_words
 from projections.models.text_caches import per_text
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
@@ -516,6 +517,8 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
             r"[A-Za-z]+_?[A-Za-z]*\d+", name
         )
         code = code or (len(name) <= 2 and re.search(r"\w\s*=\s*$", stripped) is not None)
+        numbered = re.fullmatch(r"[A-Za-z]+_?[A-Za-z]*\d+", name) is not None  # AP75, top5, seed3
+        code = code or (explicit and numbered and _names_a_metric(name, names))  # "AP75=0.390" of bbox_mAP_75
         if key in names or (explicit and code and q.unit is None and q.noun is None):
             q = replace(q, name=name, explicit_name=explicit)
     if q.unit is None and stripped.endswith(("$", "US$")):  # $44.42, $2.72/h
@@ -525,6 +528,12 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
         else:
             q = replace(q, unit="USD")
     return q
+
+
+def _names_a_metric(name: str, names: frozenset[str]) -> bool:
+    """An identifier (``AP75``, ``top5``) every word of which is a word of one metric's name."""
+    said = set(canon(name))
+    return bool(said) and any(said <= set(metric_words(n)) for n in names)
 
 
 def _ends_with_word(low: str, words: tuple[str, ...]) -> bool:

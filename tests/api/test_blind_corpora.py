@@ -181,8 +181,6 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str,
 BELOW_TARGETS = {
     "qchem": "held out (measured first at 2e730b2); below the targets: wrong numbers unchecked, right ones mismatched",
     "retrieval": "held out (measured first at 2e730b2); below the targets: right numbers mismatched or unchecked",
-    "rl": "held out (measured first at 2e730b2); below the targets",
-    "detection": "held out (measured first at f907b99); below the targets: right numbers mismatched",
     "weather": "held out (measured first at f907b99); below the targets: right numbers mismatched or unchecked",
 }
 CONFUSION_CASES = [
