@@ -198,6 +198,20 @@ _FUNCTION_WORDS = {
     "every",
 }
 _LINK_WORDS = {"of", "the", "a", "an", "to", "in", "on", "at", "for", "with", "by", "from", "and", "or", "per", "vs", "than", "as"}  # fmt: skip
+
+# patterns read for every number (compiled once)
+_PERCENT_WORD = re.compile(r"(percent|per cent|pct)\b")
+_CODE_MARK = re.compile(r"[_.]|[A-Za-z]\d|\d[A-Za-z]")
+_ASSIGNED = re.compile(r"\w\s*=\s*$")
+_NUMBERED = re.compile(r"[A-Za-z]+_?[A-Za-z]*\d+")
+_DASH_GAP = re.compile(r"\s*[-–—]\s*")
+_HYPHEN_GAP = re.compile(r"\s*-\s*")
+_AND_GAP = re.compile(r"\s+and\s+")
+_BETWEEN_END = re.compile(r"\bbetween\s*$")
+_PLUS_MINUS_GAP = re.compile(r"\s*(?:±|\+/-|\+-|plus or minus)\s*")
+_CLAUSE_PUNCT = re.compile(r"[,;:()\[\]]")
+_WITHIN_END = re.compile(r"\bwithin\s*$", re.I)
+
 _VALUE_VERBS = {"took", "takes", "is", "was", "are", "were", "of", "at", "in", "reaches", "reached", "achieves", "achieved", "runs", "ran", "needs", "needed", "lasts", "lasted", "gives", "gave", "measured"}  # fmt: skip
 _DIFF_WORDS = {"more", "less", "higher", "lower", "faster", "slower", "above", "below", "better", "worse", "shorter", "longer", "over", "up", "down", "fewer", "smaller", "larger", "bigger"}  # fmt: skip
 _DIFF_ALONE = {"over", "above", "below", "up", "down"}  # "5.95 GFlops/s over node_A"; the others take "than"
@@ -379,8 +393,8 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     if deg:  # "3 °C": a temperature (a difference of one, as it is written beside a number)
         stop = q.end + lead + deg.end()
         return replace(q, unit=f"delta_deg{deg.group(1)}", end=stop, text=text[q.start : stop])
-    if rest.startswith("%") or re.match(r"(percent|per cent|pct)\b", rest):
-        n = 1 if rest.startswith("%") else len(re.match(r"(percent|per cent|pct)", rest).group())  # type: ignore[union-attr]
+    if rest.startswith("%") or _PERCENT_WORD.match(rest):
+        n = 1 if rest.startswith("%") else len(_PERCENT_WORD.match(rest).group())  # type: ignore[union-attr]
         return replace(q, unit="%", end=q.end + lead + n, text=text[q.start : q.end + lead + n])
     xm = _TIMES.match(rest)
     if xm:
@@ -513,11 +527,9 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
     name, explicit = _name_before(stripped)
     if name is not None and q.name is None:
         key = name_key(name)
-        code = bool(re.search(r"[_.]|[A-Za-z]\d|\d[A-Za-z]", name)) and not re.fullmatch(
-            r"[A-Za-z]+_?[A-Za-z]*\d+", name
-        )
-        code = code or (len(name) <= 2 and re.search(r"\w\s*=\s*$", stripped) is not None)
-        numbered = re.fullmatch(r"[A-Za-z]+_?[A-Za-z]*\d+", name) is not None  # AP75, top5, seed3
+        code = bool(_CODE_MARK.search(name)) and not _NUMBERED.fullmatch(name)
+        code = code or (len(name) <= 2 and _ASSIGNED.search(stripped) is not None)
+        numbered = _NUMBERED.fullmatch(name) is not None  # AP75, top5, seed3
         code = code or (explicit and numbered and _names_a_metric(name, names))  # "AP75=0.390" of bbox_mAP_75
         if key in names or (explicit and code and q.unit is None and q.noun is None):
             q = replace(q, name=name, explicit_name=explicit)
@@ -580,8 +592,8 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         head = text[max(0, a.start - 40) : a.start].lower()
         is_range = False
         from_range = False
-        dashed = re.fullmatch(r"\s*[-–—]\s*", gap) or re.fullmatch(r"\s*-\s*", text[a.start + len(a.written) : b.start])
-        if dashed or (re.fullmatch(r"\s+and\s+", gap) and re.search(r"\bbetween\s*$", head)):
+        dashed = _DASH_GAP.fullmatch(gap) or _HYPHEN_GAP.fullmatch(text[a.start + len(a.written) : b.start])
+        if dashed or (_AND_GAP.fullmatch(gap) and _BETWEEN_END.search(head)):
             is_range = True
         elif re.fullmatch(
             r"(?:\s*\([^()\d]{1,30}\)|\s+(?:at|for|in|on|of)\s+(?:the\s+)?[A-Za-z][\w'-]*(?:\s+[A-Za-z][\w'-]*)?)?"
@@ -589,7 +601,7 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             gap,
         ) and re.search(r"\bfrom\b[^.;]*$", head):
             is_range, from_range = True, True
-        if b.spread and re.fullmatch(r"\s*(?:±|\+/-|\+-|plus or minus)\s*", gap):
+        if b.spread and _PLUS_MINUS_GAP.fullmatch(gap):
             if a.unit is None and a.name is None and b.unit is not None:
                 unit = "%" if b.unit == "pp" else b.unit  # 63.0 ± 1.3 points: a percentage and its spread
                 out[i] = replace(a, unit=unit, text=f"{a.text} ({b.text})")
@@ -612,7 +624,7 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             and not q.bound
             and not q.spread
         ):
-            after = _WORD.findall(re.split(r"[,;:()\[\]]", text[q.end : q.end + 40].lower())[0])[:5]
+            after = _WORD.findall(_CLAUSE_PUNCT.split(text[q.end : q.end + 40].lower())[0])[:5]
             # "0.5 s faster than", "11.31 GB/s more bandwidth than", "0.32 s more per run than", "5.95 GFlops/s over"
             worded = bool(after) and (after[0] in _DIFF_WORDS and (after[0] in _DIFF_ALONE or "than" in after[1:]))
             before = _WORD.findall(text[max(0, q.start - 20) : q.start].lower())[-1:]
@@ -676,7 +688,7 @@ def _unitless_difference(text: str, q: Quantity) -> bool:
         return True
     if before[-1:] and before[-1] in _CHANGE_VERBS and before[-1] not in ("up", "down", "lower"):
         return True
-    after = _WORD.findall(re.split(r"[,;:()\[\]]", text[q.end : q.end + 40].lower())[0])[:4]
+    after = _WORD.findall(_CLAUSE_PUNCT.split(text[q.end : q.end + 40].lower())[0])[:4]
     if after[:1] and after[0] in _UNIT_LETTERS:
         after = after[1:]
     if after[:1] and after[0] in _DIFF_WORDS and after[0] not in _DIFF_ALONE and "than" in after[1:3]:
@@ -762,7 +774,7 @@ _OF_AFTER = re.compile(r"(?:\s*[^\s\d,;.()]+)?\s+of\b")
 
 def _close(text: str, q: Quantity) -> bool:
     """``within 2 % of node_A``, ``within 0.5 pp of the baseline``: a closeness, not a bound."""
-    return bool(re.search(r"\bwithin\s*$", text[max(0, q.start - 12) : q.start], re.I))
+    return bool(_WITHIN_END.search(text[max(0, q.start - 12) : q.start]))
 
 
 _VERB_DOWN = {
