@@ -232,6 +232,7 @@ class Checker:
         self._sentences: dict[int, tuple[int, int]] = {}
         self._sides: dict[int, frozenset[str]] = {}
         self._placed: frozenset[str] | None = None
+        self._reach: dict[tuple[int, int, int], str | None] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -422,11 +423,18 @@ class Checker:
         """A number the run cannot speak for: its clause names something the run never writes
         (a dataset, a sample, a model, a device: ``ImageNet-V2``, ``HG005``, ``H100``)."""
         lo, hi = self._phrases[i].scope
-        clause = self.text[lo:hi]
         if not self.ev.words:
             return None
-        vocabulary = self.ev.vocabulary
         s_lo, _ = self._sentence(q)
+        key = (lo, hi, s_lo)  # the numbers of one clause share its answer
+        if key not in self._reach:
+            self._reach[key] = self._named_outside_run(lo, hi, s_lo)
+        return self._reach[key]
+
+    def _named_outside_run(self, lo: int, hi: int, s_lo: int) -> str | None:
+        """Why the clause ``[lo, hi)`` of the sentence starting at ``s_lo`` is out of reach, or None."""
+        clause = self.text[lo:hi]
+        vocabulary = self.ev.vocabulary
         for m in _IDENTIFIER.finditer(clause):
             word = m.group(1)
             if _UPPER_OR_DIGIT.search(word) is None:

@@ -35,13 +35,14 @@ _ONE_NOUNS = re.compile(
 )
 
 
-# Any word a number may be written with (a cheap first look: no text without one holds such a number)
-_ANY_WORD = re.compile(r"\b(?:" + "|".join([*_UNITS, *_TENS, *_RATIOS, "dozen", "hundred"]) + r")", re.I)
+# every word a match of _WORDS or _RATIO_WORDS holds one of, whole (a cheap first look)
+_VOCABULARY = frozenset([*_UNITS, *_TENS, *_RATIOS, "dozen", "hundred"])
+_LETTERS = re.compile(r"[a-z]+")
 
 
 def may_hold(text: str) -> bool:
     """Whether ``text`` has a word a number may be written with (``three``, ``half``, ``dozen``)."""
-    return _ANY_WORD.search(text) is not None
+    return not _VOCABULARY.isdisjoint(_LETTERS.findall(text.lower()))
 
 
 class Spelled(NamedTuple):
@@ -57,6 +58,8 @@ class Spelled(NamedTuple):
 def words(text: str) -> list[Spelled]:
     """Numbers written in words: counts (``three seeds``), ratios (``twice as fast``, ``two-fold``)."""
     out: list[Spelled] = []
+    if not may_hold(text):
+        return out
     for m in _WORDS.finditer(text):
         one = m.group("unit") and m.group("unit").lower() == "one" and not m.group("fold")
         if one and (not _ONE_NOUNS.match(text, m.end()) or text[max(0, m.start() - 3) : m.start()].lower() == "at "):
