@@ -51,6 +51,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "coeff": ("coeff", "coef", "coefficient", "coefficients"),
     "iter": ("iter", "iters", "iteration", "iterations"),
     "epoch": ("epoch", "epochs"),
+    "checkpoint": ("checkpoint", "checkpoints", "ckpt", "ckpts"),
     "step": ("step", "steps"),
     "thread": ("thread", "threads"),
     "register": ("register", "registers", "reg", "regs"),
