@@ -81,6 +81,7 @@ _COMPARING = frozenset(
 # where a comparison puts the node against its base: never a word of the compared metric's name
 _POSITIONS = frozenset({"above", "below", "over", "under", "ahead", "behind"})
 _SPREAD_SAID = frozenset({"ci", "interval", "std", "sd", "stddev", "deviation", "spread", "sem", "bootstrap"})
+_METHOD_OF = re.compile(r"[\w-]+'s\s+([A-Za-z]+)")  # a node's recipe, setup, configuration …
 _PUNCT = re.compile(r"[,;:.!?|]")
 _NAME_AT = re.compile(r"[\w-]+(?:'s)?")
 _OF_NEXT = re.compile(r"\s*of\b")
@@ -402,9 +403,17 @@ class Checker:
         out = []
         for pos, n in self.mentions:
             said_equal = _AS_IN.search(self.text[max(lo, pos - 30) : pos]) is not None
-            if lo <= pos < hi and n in self.ev.ancestors and n != self.ev.node_id and not said_equal:
+            # at a validation node, "n1a's recipe gives …" is the re-run's number, not n1a's
+            method = _METHOD_OF.match(self.text, pos) if self._reruns(n) else None
+            if method is not None and method.group(1).lower() not in _METHOD_WORDS:
+                method = None
+            if lo <= pos < hi and n in self.ev.ancestors and n != self.ev.node_id and not said_equal and not method:
                 out.append(n)
         return out
+
+    def _reruns(self, node: str) -> bool:
+        """The claim's node is a validation that re-runs ``node`` (its parent)."""
+        return self.ev.label == "validation" and list(self.ev.ancestors)[-1:] == [node]
 
     def _named_outside(self, q: Quantity) -> list[str]:
         """Nodes outside the lineage that the quantity's sentence names."""
