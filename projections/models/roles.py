@@ -781,8 +781,8 @@ class Checker:
     ) -> tuple[Verdict | None, list[str]]:
         """``checked`` when a named ancestor's metric (any ancestor's for the first end of ``from
         A to B``) or, with ``artifacts``, a pinned artifact's number equals the quantity."""
-        if q.from_range:  # "from A to B": A may be any ancestor's, B is the node's own
-            nodes = list(self.ev.ancestors) if q.range_first else []
+        if q.from_range:  # "from A to B": A may be any ancestor's (the one the sentence names), B is the node's own
+            nodes = (self._named_nodes(q) or list(self.ev.ancestors)) if q.range_first else []
         else:
             nodes = self._named_nodes(q)
         by_name = {n.metric: n for n in named}
