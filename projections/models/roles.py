@@ -100,6 +100,7 @@ _QUALIFIER_NOISE = frozenset({"val", "train", "test", "mean", "final", "max", "m
 
 # words that say what a setting is counted over: one of them in the sentence excludes a fact with another
 _SCOPES = frozenset({"global", "device", "local", "total", "effective", "micro", "gpu", "node", "rank", "worker"})
+_PER_DEVICE = frozenset({"device", "local", "micro", "gpu", "node", "rank", "worker"})  # a share of the whole
 # nouns after a number that make it a goal the run set, never a value it measured
 _TARGETS = frozenset(
     {"budget", "target", "goal", "limit", "threshold", "cap", "slo", "deadline", "ceiling", "requirement", "tolerance"}
@@ -1365,6 +1366,10 @@ class Checker:
             same = [f for f in same if not (set(f.key) - own) & _SCOPES]
         for f in same:  # a setting is restated, not rounded: "learning rate 3e-4" is never --lr 2.5e-4
             if self._holds(q, f.value, exact=not q.approximate):
+                if scope & _PER_DEVICE and not set(f.key) & scope:  # "a batch of 65,536 per GPU" of --batch-size 65536
+                    return self._out(
+                        q, "unchecked", f"{f.where} does not say whether its {f.value:g} is per {min(scope)}"
+                    )
                 return self._out(q, "checked")
         if same and self._phrases[i].own and set(self._phrases[i].own) & _SETTING_WORDS:
             said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in same}))
