@@ -36,6 +36,7 @@ _WORD = re.compile(r"[A-Za-z_][\w\-]*")
 _SUFFIXES = {
     "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
 }  # fmt: skip
+_SUFFIX_FIRST = frozenset(w[0] for w in _SUFFIXES)  # a text after a number that starts otherwise holds none
 _APPROX = (
     "about",
     "approximately",
@@ -365,7 +366,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
     lead = 1 if rest[:1] and rest[0] in _SPACES else 0
     rest = rest[lead:]
     # a suffix: 18.2k, 1.2M, 3 million
-    for word, mult in _SUFFIXES.items():
+    for word, mult in _SUFFIXES.items() if rest[:1] in _SUFFIX_FIRST else ():
         if rest.startswith(word) and not rest[len(word) : len(word) + 1].isalpha():
             if len(word) == 1 and lead:
                 break  # "18.2 k" is not written; "16 M" reads as a unit below
@@ -549,10 +550,15 @@ def _names_a_metric(name: str, names: frozenset[str]) -> bool:
 
 
 def _ends_with_word(low: str, words: tuple[str, ...]) -> bool:
+    if not low.endswith(words):  # none is even a suffix (one call, not one a word)
+        return False
     for w in words:
         if low.endswith(w) and (len(low) == len(w) or not low[-len(w) - 1].isalnum() or not w[0].isalnum()):
             return True
     return False
+
+
+_LINKS = ("=", ":", " of", " is", " was", " reaches", " reached")  # between a name and its number
 
 
 def _name_before(before: str) -> tuple[str | None, bool]:
@@ -561,7 +567,7 @@ def _name_before(before: str) -> tuple[str | None, bool]:
     (`` `time_s`=0.83 ``, ``**time_s**: 0.83``) is not part of it."""
     explicit = False
     before = before.rstrip("`*'\" ")
-    for link in ("=", ":", " of", " is", " was", " reaches", " reached"):
+    for link in _LINKS if before.endswith(_LINKS) else ():
         if before.endswith(link):
             explicit = link in ("=", ":")
             before = before[: -len(link)].rstrip().rstrip("`*'\"")
