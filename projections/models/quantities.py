@@ -683,9 +683,12 @@ _UNIT_LETTERS = frozenset({"m", "k", "s"})  # a unit written as one letter, whic
 def _unitless_difference(text: str, q: Quantity) -> bool:
     """A number with no unit read that states a change of a metric against another node: after
     a change verb (``drops by 0.0011``, ``gaining 0.0072``), before a comparing word and ``than``
-    (``0.5 m worse than the parent``), or signed and not stated (``+0.0072 over``). Never a count,
-    a named value, a range, a bound or a spread."""
-    if q.noun is not None or q.name is not None or q.range_with is not None or q.bound or q.spread:
+    (``0.5 m worse than the parent``) or a position word and a base (``0.91 below the parent``), or
+    signed and not stated (``+0.0072 over``). Never a count, a value named as code, a range, a
+    bound or a spread."""
+    # a name read beside it ("+1.71 BLEU over", "BLEU is 1.71 above the baseline") is the changed metric's;
+    # one written as code ("bleu=1.71") states a value
+    if q.noun is not None or q.explicit_name or q.range_with is not None or q.bound or q.spread:
         return False
     before = _WORD.findall(text[max(0, q.start - 30) : q.start].lower())[-3:]
     while before and before[-1] in ("only", "just", "about", "roughly", "nearly", "almost"):
@@ -694,11 +697,15 @@ def _unitless_difference(text: str, q: Quantity) -> bool:
         return True
     if before[-1:] and before[-1] in _CHANGE_VERBS and before[-1] not in ("up", "down", "lower"):
         return True
-    after = _WORD.findall(_CLAUSE_PUNCT.split(text[q.end : q.end + 40].lower())[0])[:4]
+    after = _WORD.findall(_CLAUSE_PUNCT.split(text[q.end : q.end + 40].lower())[0])[:5]
     if after[:1] and after[0] in _UNIT_LETTERS:
         after = after[1:]
+    if len(after) > 1 and after[1] in _DIFF_WORDS and _ACRONYM_NEXT.match(text, q.end):
+        after = after[1:]  # "+1.71 BLEU over the baseline": the metric's acronym, then the comparing word
     if after[:1] and after[0] in _DIFF_WORDS and after[0] not in _DIFF_ALONE and "than" in after[1:3]:
         return True
+    if after[:1] and after[0] in _DIFF_ALONE and _BASE_NEXT.match(" ".join(after[1:])):
+        return True  # "0.91 below the parent", "2.33 BLEU above the baseline"
     stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[-1] in _VALUE_VERBS)
     return q.signed and not stated and bool(after[:1]) and after[0] in ("over", "against", "vs", "versus", "than")
 
@@ -800,6 +807,8 @@ _VERB_DOWN = {
 }
 _VERB_UP = {"rises", "rose", "gains", "gained", "gaining", "grows", "grew", "climbs", "climbed", "jumps", "jumped", "improves", "improved", "improving", "increases", "increased"}  # fmt: skip
 _NEUTRAL = {"relative", "relatively", "absolute", "absolutely", "in", "the", "a", "an", "its", "their", "of", "to"}
+_ACRONYM_NEXT = re.compile(r"\s?[A-Z][A-Z0-9@]+\b")  # BLEU, AUC, F1 right after a number
+_BASE_NEXT = re.compile(r"(?:the |its |their )?(?:\S+ )?(?:parent|baseline|root)\b")  # a base named right after
 _CHANGE_VERBS = frozenset(_BY_VERBS_UP | _BY_VERBS_DOWN | _VERB_UP | _VERB_DOWN)
 
 
