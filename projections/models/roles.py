@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from projections.models import units
@@ -1710,19 +1710,24 @@ class Checker:
         metrics = self._differenced(q, i, base)
         if isinstance(metrics, Verdict):
             return metrics
-        pairs = self._pairs(base)
         shown = []
+        for metric, own, other, said in self._read_against(q, base, metrics):
+            shown.append(f"{metric}: {said[0]:g} vs {base}'s {said[1]:g}")
+            if abs(own - other) <= q.value * (1 + 1e-9) + 1e-12:  # at most the figure, exactly, as a % closeness
+                return self._out(q, "checked")
+        return self._out(q, "mismatch", "further apart than that: " + "; ".join(shown), (OWN, f"{base}'s report"))
+
+    def _read_against(
+        self, q: Quantity, base: str, metrics: list[str]
+    ) -> Iterator[tuple[str, float, float, tuple[float, float]]]:
+        """Each metric as the quantity states it at this node and at ``base`` (skipping one that
+        cannot be read so), with the two values as the reports write them."""
+        pairs = self._pairs(base)
         for metric in metrics:
             own = self._readings(q, metric, self.ev.metrics[metric])
             other = self._readings(q, metric, self._base_value(base, pairs, metric))
-            if not own or not other:
-                continue
-            shown.append(
-                f"{metric}: {self.ev.metrics[metric]:g} vs {base}'s {self.ev.ancestors[base][pairs[metric]]:g}"
-            )
-            if abs(own[0] - other[0]) <= q.value * (1 + 1e-9) + 1e-12:  # at most the figure, exactly, as a % closeness
-                return self._out(q, "checked")
-        return self._out(q, "mismatch", "further apart than that: " + "; ".join(shown), (OWN, f"{base}'s report"))
+            if own and other:
+                yield metric, own[0], other[0], (self.ev.metrics[metric], self.ev.ancestors[base][pairs[metric]])
 
     def _differenced(self, q: Quantity, i: int, base: str) -> list[str] | Verdict:
         """The metrics a difference or a closeness against ``base`` is of: without a unit, those
@@ -1750,22 +1755,17 @@ class Checker:
             if q.signed or q.unit is None or by:  # "drops by 0.0011": a change, of a base the sentence does not name
                 return self._out(q, "unchecked", f"a difference with {why}")
             return self._value(replace(q, difference=False), i)  # "more than" with no base: a plain value
-        pairs = self._pairs(base)
         metrics = self._differenced(q, i, base)
         if isinstance(metrics, Verdict):
             return metrics
         shown = []
-        for metric in metrics:
-            own = self._readings(q, metric, self.ev.metrics[metric])
-            other = self._readings(q, metric, self._base_value(base, pairs, metric))
-            if not own or not other:
-                continue
+        for metric, own, other, said in self._read_against(q, base, metrics):
             timed = (u := units.of_metric(metric)) is not None and units.kind(u) == "time"
-            diff = other[0] - own[0] if q.speed and timed else own[0] - other[0]
+            diff = other - own if q.speed and timed else own - other
             if q.judged and lower_is_better(metric):  # "0.5 m worse than the parent": an RMSE that rose
                 diff = -diff
             stated = q.value if q.signed else (q.value if q.direction == "up" else -q.value)
-            shown.append(f"{metric}: {self.ev.metrics[metric]:g} − {base}'s {self.ev.ancestors[base][pairs[metric]]:g}")
+            shown.append(f"{metric}: {said[0]:g} − {base}'s {said[1]:g}")
             if self._holds(replace(q, value=stated), diff):
                 return self._out(q, "checked")
         return self._out(q, "mismatch", "the difference is " + "; ".join(shown), (OWN, f"{base}'s report"))
