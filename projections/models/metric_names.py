@@ -53,6 +53,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "epoch": ("epoch", "epochs"),
     "checkpoint": ("checkpoint", "checkpoints", "ckpt", "ckpts"),
     "step": ("step", "steps"),
+    "timestep": ("timestep", "timesteps", "time-step", "time-steps", "dt"),
     "thread": ("thread", "threads"),
     "register": ("register", "registers", "reg", "regs"),
     "occupancy": ("occupancy",),
@@ -242,6 +243,8 @@ _BIGRAMS = {
     ("word", "error"): "wer",
     ("character", "error"): "cer",
     ("batch", "size"): "batch",
+    ("time", "step"): "timestep",  # a step of a simulation's clock (dt), never a time it took
+    ("time", "steps"): "timestep",
     ("real", "time"): "rtf",
     ("label", "smoothing"): "ls",
     ("shared", "memory"): "smem",

@@ -634,6 +634,9 @@ class Checker:
             named = []  # "SNP false positives": not snp_recall, although both say SNP
         by_words = bool(named)
         if dim is not None and not named and missing is None:
+            setting = self._unit_setting(q, i)
+            if setting is not None:  # "a 180 s time step" of --dt 180: the setting's, never wall_clock_h's
+                return setting
             named = [Named(m, 0.0) for m in dim]  # a unit alone: every metric of its dimension
         if not named and missing is None and q.unit == "%" and not explicit and self._is_unnamed_share(q, i):
             return self._out(q, "unchecked", "a share of something no metric measures")
@@ -1006,6 +1009,8 @@ class Checker:
             numbers = []
             for k, other in enumerate(self.found):
                 replicates = other.noun is not None and canon(other.noun)[0] in _REPLICATES and other.text.endswith("s")
+                if _INSTEAD.search(self.text, max(0, other.start - 16), other.start):
+                    continue  # "15,000 instead of 5,000 steps": the row is the 15,000, not the one set aside
                 if lo <= other.start < hi and other.unit is None and not other.change and not replicates:
                     words = self._row_words(k)
                     numbers.append((other.value, tuple(words)))
@@ -1396,6 +1401,29 @@ class Checker:
             return self._out(q, "checked")
         said = "; ".join(sorted({f"{f.where} says {f.value:g}" for f in flags}))
         return self._out(q, "mismatch", said, [f.where for f in flags])
+
+    def _unit_setting(self, q: Quantity, i: int) -> Verdict | None:
+        """A number with a unit whose own words are every word of one of the run's command-line
+        settings (``a 180 s time step`` for ``--dt 180``): the setting's value or a fact of its
+        unit decides it; a command writes no unit, so another value is not refuted by it."""
+        if q.from_range and q.range_first:
+            return None
+        own = set(self._phrases[i].own)
+        dim = units.dimension(q.unit) if q.unit else None
+        flags = [
+            f
+            for f in self.ev.facts
+            if f.key and own.issuperset(f.key) and "_command (" in f.where and _setting_dimension(f.key) == dim
+        ]
+        if not flags:
+            return None
+        if any(self._holds(q, f.value, exact=not q.approximate) for f in flags):
+            return self._out(q, "checked")
+        fact = self._fact(q, i)
+        if fact.verdict != "unchecked":
+            return fact
+        said = "; ".join(sorted({f"{f.where} says {f.value:g}, without a unit" for f in flags}))
+        return self._out(q, "unchecked", said)
 
     def _names_a_row(self, q: Quantity, own: set[str]) -> bool:
         """The number is a row of a cited table its words name by the key column (``at lead day 6``
@@ -1909,6 +1937,15 @@ def _blank(text: str, found: list[Quantity], offset: int, *, digits: bool = Fals
     return text
 
 
+def _setting_dimension(key: tuple[str, ...]) -> str | None:
+    """The dimension a command-line setting's name gives its value (``--res-km``: a length,
+    ``--dt``: a time step), or None when its name says none (``--epochs``, ``--overlap-halo``)."""
+    if "timestep" in key:
+        return units.dimension("second")
+    unit = units.of_metric("_".join(key))
+    return units.dimension(unit) if unit else None
+
+
 def _comparable(unit: str, other: str) -> bool:
     return other not in ("%", "x", "pp") and units.dimension(unit) == units.dimension(other)
 
@@ -1969,7 +2006,14 @@ def _looks_like_a_name(word: str) -> bool:
 
 
 # where a number's own phrase ends: punctuation or a boundary word (strict: on, in and at too)
-_STOP = re.compile(r"[,;:\[\]|]|\s(?:" + "|".join(sorted(_BOUNDARY - {"on", "in", "at"})) + r")\b|[.!?](?:\s|$)")
+# verbs that never name a quantity: a noun phrase after a number ends before them ("13 km grid spacing raises ...")
+_PHRASE_VERBS = frozenset(
+    ["raises", "raised", "lifts", "lifted", "lowers", "lowered", "reduces", "reduced", "boosts", "boosted", "improves", "improved", "achieves", "achieved", "reaches", "reached", "yields", "yielded", "halves", "halved", "doubles", "doubled", "brings", "brought", "cuts"]
+)  # fmt: skip
+_STOP = re.compile(
+    r"[,;:\[\]|]|\s(?:" + "|".join(sorted((_BOUNDARY - {"on", "in", "at"}) | _PHRASE_VERBS)) + r")\b|[.!?](?:\s|$)"
+)
+_INSTEAD = re.compile(r"\b(?:instead\s+of|rather\s+than)\s+$", re.I)  # the number after it is set aside
 _POSSESSIVE_END = re.compile(r"[\w-]'s\s+$")
 _NEW_PHRASE = re.compile(r"\s(?:the|a|an|its|their|our|this|that)\s", re.I)  # a determiner opens another noun phrase
 _STRICT = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
