@@ -101,7 +101,7 @@ _NOUNS = {
     "thread", "core", "cpu", "gpu", "socket", "node", "rank", "process", "worker", "repetition", "rep", "run",
     "trial", "seed", "sweep", "iteration", "step", "epoch", "sample", "layer", "point", "element", "batch", "task",
     "job", "channel", "head", "token", "parameter", "experiment", "configuration", "variant", "dimm", "device",
-    "instance", "query", "request", "file", "line", "byte", "grid", "block", "tile", "lane", "register",
+    "instance", "query", "request", "file", "line", "byte", "grid", "block", "tile", "lane", "register", "bp",
 }  # fmt: skip
 _FUNCTION_WORDS = {
     "was",

@@ -86,6 +86,7 @@ _NOT_UNITS = frozenset(
         "shot",
         "shots",
         "dt",
+        "ne",  # normalised entropy (val_ne), never nano-elementary charges
     ]
 )
 # a count per unit of time: 412K ops/s, 1.3k tokens/s, 2,100 MLUPS, 1.5M IOPS (one dimension, ``item``:
@@ -106,7 +107,9 @@ _SIM_COST = re.compile(rf"^({_WALL_WORDS})/([fpnum]?)s$")
 _CLIMATE_PACE = {"sypd": "simyear/day", "sdpd": "simday/day"}  # how climate and weather codes write their pace
 _PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "giga"}
 # prefixes and units no run reports in, which pint still finds in plain words
-_ODD = re.compile(r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot")
+_ODD = re.compile(
+    r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot|point|elementary_charge"
+)
 _AGGREGATE = re.compile(r"p\d+(?:\.\d+)?|mean|avg|median|max|total|final|best")  # never min: minutes
 _SCORE_WORDS = frozenset({"map", "ap", "ar", "acc", "f1", "iou", "auc", "precision", "recall", "dice"})
 _CI_LEVEL = re.compile(r"ci\d{2}")  # ci95, ci90: a confidence interval at that level
@@ -218,6 +221,8 @@ def of_metric(name: str) -> str | None:
             inverse = parse("Å⁻¹" if tail[1] == "A" else f"{tail[1]}⁻¹")
             if inverse is not None:
                 return inverse
+        if any(p.lower() in _NOT_UNITS and p.lower() != "per" for p in tail):
+            continue  # lift_coeff_Cl_amp: a word that is no unit makes the tail none (never ampere·clausius)
         unit = parse(_join_per(tail))
         if unit is not None:
             return unit
