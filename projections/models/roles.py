@@ -2015,7 +2015,12 @@ _STOP = re.compile(
 )
 _INSTEAD = re.compile(r"\b(?:instead\s+of|rather\s+than)\s+$", re.I)  # the number after it is set aside
 _POSSESSIVE_END = re.compile(r"[\w-]'s\s+$")
-_NEW_PHRASE = re.compile(r"\s(?:the|a|an|its|their|our|this|that)\s", re.I)  # a determiner opens another noun phrase
+# a determiner opens another noun phrase (never after a preposition: "68% of the CPU")
+_NEW_PHRASE = re.compile(
+    r"(?<!\bof)(?<!\bin)(?<!\bon)(?<!\bat)(?<!\bto)(?<!\bfor)(?<!\bby)(?<!\bwith)(?<!\bfrom)"
+    r"\s(?:the|a|an|its|their|our|this|that)\s",
+    re.I,
+)
 _STRICT = re.compile(r"\s(?:" + "|".join(sorted(_BOUNDARY)) + r")\b")
 
 
@@ -2067,7 +2072,7 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         ):  # "0.9846 at INDEL recall 0.9912", never "9.87% WER on test-clean and 4.16% …"
             stop = strict_re.search(rest) or stop
         span = rest[: stop.start()] if stop else rest
-        if q.noun is not None and nxt is not None and (np_ := _NEW_PHRASE.search(span)) is not None:
+        if nxt is not None and q.unit != "x" and (np_ := _NEW_PHRASE.search(span)) is not None:
             span = span[: np_.start()]  # "At 5M frames the baseline IQM was 0.418": "the baseline IQM" is 0.418's
         if "(" in span and ")" not in span and nxt is not None:
             span = span[: span.index("(")]  # "2.39 (eval loss 0.817)": the parenthesis is the next number's
@@ -2089,7 +2094,10 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         lead_words = phrase_words(lead_text)
         leading = [w for w, _ in lead_words]
         near: list[str] = []
-        cut = max((m.end() for m in _CLAUSE_MARKS.finditer(lead_text)), default=0)
+        marked = lead_text
+        if marked.rstrip().endswith("(") and text[q.end : q.end + 1] == ")":
+            marked = marked.rstrip()[:-1]  # "the final epoch (36)": the number restates its noun phrase
+        cut = max((m.end() for m in _CLAUSE_MARKS.finditer(marked)), default=0)
         for word in reversed([w for w, at in lead_words if at >= cut]):  # no word spans the mark at the cut
             if word in _BOUNDARY:
                 if near or word in ("and", "or", "but", "while", "whereas", "vs", "versus"):
