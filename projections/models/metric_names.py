@@ -53,6 +53,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "epoch": ("epoch", "epochs"),
     "checkpoint": ("checkpoint", "checkpoints", "ckpt", "ckpts"),
     "step": ("step", "steps"),
+    "dim": ("dim", "dims", "dimension", "dimensions", "dimensionality"),
     "timestep": ("timestep", "timesteps", "time-step", "time-steps", "dt"),
     "thread": ("thread", "threads"),
     "register": ("register", "registers", "reg", "regs"),

@@ -95,8 +95,14 @@ _BY_VERBS_UP = {
     "up",
     "raises",
     "gains",
+    "raising",
+    "increasing",
+    "improving",
+    "boosting",
+    "lifting",
+    "growing",
 }
-_BY_VERBS_DOWN = {"cut", "cuts", "reduced", "reduces", "reduce", "drop", "drops", "dropped", "fell", "fall", "falls", "decreased", "decreases", "decrease", "down", "lowers", "lowered", "lower", "shrinks", "shrink"}  # fmt: skip
+_BY_VERBS_DOWN = {"cut", "cuts", "reduced", "reduces", "reduce", "drop", "drops", "dropped", "fell", "fall", "falls", "decreased", "decreases", "decrease", "down", "lowers", "lowered", "lower", "shrinks", "shrink", "cutting", "reducing", "lowering", "dropping", "decreasing", "shrinking"}  # fmt: skip
 _NOUNS = {
     "thread", "core", "cpu", "gpu", "socket", "node", "rank", "process", "worker", "repetition", "rep", "run",
     "trial", "seed", "sweep", "iteration", "step", "epoch", "sample", "layer", "point", "element", "batch", "task",
