@@ -307,6 +307,9 @@ def canon(word: str) -> tuple[str, ...]:
         if pair in _BIGRAMS:  # "false-positive", "word-error": as the two words
             return (_BIGRAMS[pair],)
         parts = tuple(p for part in low.split("-") if part for p in canon(part))
+        head, _, rest = low.partition("-")
+        if len(head) == 1 and rest.isalpha():  # k-points, k-mers, n-grams: one word as code writes it (kpoints)
+            return (*canon(head + rest), *parts)
         return parts
     if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "is")) and low[:-1] in _CANON:
         return (_CANON[low[:-1]],)
