@@ -658,6 +658,8 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
         if q.unit not in ("%", "x", "pp"):
             continue
         direction, speed = _direction(text, q)
+        if q.unit == "x" and not speed and _elliptic(text, out, i):
+            speed = True  # "the speedup is 6.0x, against the root 22.3x": the second is a speedup too
         of = None
         if direction == "share" and q.unit == "%":
             tail = text[q.end : q.end + 60]
@@ -679,6 +681,20 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             closeness=_close(text, q),
         )
     return _lists(text, out)
+
+
+def _elliptic(text: str, out: list[Quantity], i: int) -> bool:
+    """A factor that ends its clause with no word of its own after an earlier speed factor of
+    its sentence (``the speedup is 6.0x, against the root 22.3x``): it says the same kind."""
+    q = out[i]
+    if re.match(r"\s*[A-Za-z]", text[q.end : q.end + 3]):
+        return False
+    for j in range(i - 1, -1, -1):
+        if re.search(r"[.!?]\s", text[out[j].end : q.start]):
+            return False
+        if out[j].unit == "x":
+            return out[j].speed
+    return False
 
 
 # a change said by a verb before the number ("drops by 0.0011", "gaining 0.0072")
