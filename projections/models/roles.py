@@ -1720,7 +1720,7 @@ class Checker:
                 return named, None, pairs
         primary = [Named(self.ev.primary, 0.0)] if self.ev.primary in both else []
         if not primary and self.ev.primary is not None:
-            primary = [Named(m, 0.0) for m, t in pairs.items() if t == self.ev.primary]
+            primary = [Named(m, 0.0) for m, t in pairs.items() if t == self.ev.primary and m in both]
         if q.speed:
             timed = [Named(m, 0.0) for m in both if (u := units.of_metric(m)) is not None and units.kind(u) == "time"]
             rates = [
