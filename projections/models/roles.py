@@ -67,6 +67,7 @@ _BOUNDARY = frozenset(
 _MEASURED = frozenset(
     ["achieved", "achieves", "achieve", "measured", "sustained", "sustains", "reaches", "reached", "reach", "peaks", "peaked", "peak", "used", "uses", "consumed", "consumes", "took", "takes", "needs", "needed", "effective", "observed", "delivers", "delivered", "attains", "attained", "hits", "sustain", "drops", "dropped", "falls", "fell", "rises", "rose", "improves", "improved", "reads", "read", "writes", "processes", "processed", "streams", "stream", "moved", "saturates", "saturate", "issues", "issue", "achieving", "reaching"]
 )  # fmt: skip
+_PEAK = frozenset({"peak"})
 _MEASURED_WORDS = frozenset(w for word in _MEASURED for w in canon(word)) | _MEASURED  # as phrases hold them
 _IDENTIFIER = re.compile(r"(?<![\w.-])([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w-])")
 _GENERIC_IDS = frozenset(
@@ -773,7 +774,10 @@ class Checker:
     def _measurement(self, i: int) -> bool:
         """The number's sentence says it was measured (a hardware number does not decide it)."""
         phrase = self._phrases[i]
-        if set(phrase.own) & _MEASURED_WORDS or set(phrase.leading) & _MEASURED_WORDS:
+        after = set(phrase.own[: phrase.after]) - _PEAK  # "a 312 TFLOPS dense FP16 peak": the machine's, a noun
+        if after & _MEASURED_WORDS or set(phrase.own[phrase.after :]) & _MEASURED_WORDS:
+            return True
+        if set(phrase.leading) & _MEASURED_WORDS:
             return True
         q = self.found[i]  # "eight pools the FFTs stream at the full 409.6 GB/s": the verb after the last number
         lo, _ = self._sentence(q)

@@ -110,6 +110,8 @@ _PREFIX = {"": "", "k": "kilo", "K": "kilo", "M": "mega", "G": "giga", "B": "gig
 _ODD = re.compile(
     r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot|point|elementary_charge"
 )
+# what a rate is shared over (never what a count is spent on): tflops_per_gpu is a rate per GPU
+_RESOURCES = frozenset({"gpu", "gpus", "device", "devices", "node", "nodes", "core", "cores", "chip", "chips", "socket", "rank", "ranks", "card", "cards"})
 _AGGREGATE = re.compile(r"p\d+(?:\.\d+)?|mean|avg|median|max|total|final|best")  # never min: minutes
 _SCORE_WORDS = frozenset({"map", "ap", "ar", "acc", "f1", "iou", "auc", "precision", "recall", "dice"})
 _CI_LEVEL = re.compile(r"ci\d{2}")  # ci95, ci90: a confidence interval at that level
@@ -230,7 +232,11 @@ def of_metric(name: str) -> str | None:
         if "per" in lowered[1:]:  # gflops_per_img: a count per image is kept in the count's unit
             cut = lowered.index("per")
             written = _join_per(tail[:cut])
-            head = parse(written.rstrip("sS")) or parse(written)  # gflops_per_img: GFLOPs (a count) per image
+            per = lowered[cut + 1 :]
+            if per and per[0] in _RESOURCES:  # model_tflops_per_gpu: TFLOPS (a rate) each GPU sustains
+                head = parse(written)
+            else:
+                head = parse(written.rstrip("sS")) or parse(written)  # gflops_per_img: GFLOPs (a count) per image
             if head is not None and parse(_join_per(tail[cut + 1 :])) is None:
                 return head
     return None
