@@ -65,7 +65,7 @@ _BOUNDARY = frozenset(
 )  # fmt: skip
 # a measurement's verbs: a hardware number of the same unit is the machine's, not this quantity
 _MEASURED = frozenset(
-    ["achieved", "achieves", "achieve", "measured", "sustained", "sustains", "reaches", "reached", "reach", "peaks", "peaked", "peak", "used", "uses", "consumed", "consumes", "took", "takes", "needs", "needed", "effective", "observed", "delivers", "delivered", "attains", "attained", "hits", "sustain", "drops", "dropped", "falls", "fell", "rises", "rose", "improves", "improved", "reads", "read", "writes", "processes", "processed", "streams", "stream", "moved", "saturates", "saturate", "issues", "issue", "achieving", "reaching"]
+    ["achieved", "achieves", "achieve", "measured", "sustained", "sustains", "reaches", "reached", "reach", "peaks", "peaked", "peak", "used", "uses", "consumed", "consumes", "took", "takes", "needs", "needed", "effective", "observed", "delivers", "delivered", "attains", "attained", "hits", "sustain", "drops", "dropped", "falls", "fell", "rises", "rose", "improves", "improved", "reads", "read", "writes", "processes", "processed", "streams", "stream", "moved", "saturates", "saturate", "issues", "issue", "achieving", "reaching", "draws", "drew", "draw", "dissipates", "dissipated"]
 )  # fmt: skip
 _PEAK = frozenset({"peak"})
 _MEASURED_WORDS = frozenset(w for word in _MEASURED for w in canon(word)) | _MEASURED  # as phrases hold them
