@@ -1768,6 +1768,8 @@ class Checker:
         if q.unit is None:  # "drops by 0.0011 against the parent": of a metric its words name, kept without a unit
             plain = [m for m in pairs if units.of_metric(m) is None and not units.is_spread(m)]
             named, _ = self._naming(i, plain)  # "eval loss, 0.3312, is 0.0025 higher": its sentence names it
+            if not named:  # "gives 28.49 BLEU, +0.73 over the parent": the name the value before it carries
+                named = self._named_before(q, plain)
             if not named:
                 return self._out(q, "unchecked", f"its words name no metric of both this report and {base}'s")
             return [n.metric for n in named]
@@ -1777,6 +1779,16 @@ class Checker:
         if not metrics:
             return self._out(q, "unchecked", f"no metric of dimension {q.unit} in both this report and {base}'s")
         return metrics
+
+    def _named_before(self, q: Quantity, metrics: list[str]) -> list[Named]:
+        """The metrics the name written beside the nearest earlier number of the sentence names
+        (``28.49 BLEU``), when that number is a value, not a change."""
+        lo, _ = self._sentence(q)
+        earlier = [o for o in self.found if lo <= o.start and o.end <= q.start]
+        if not earlier or earlier[-1].name is None or earlier[-1].change:
+            return []
+        words = [w for part in re.split(r"[\s_.-]+", earlier[-1].name) if part for w in canon(part)]
+        return name_metrics(words, metrics, complements=False)
 
     def _difference(self, q: Quantity, i: int) -> Verdict:
         """``+5.95 GFlops/s over node_A``, ``0.5 s faster than node_A``: own − base of a metric of
