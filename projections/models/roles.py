@@ -2024,7 +2024,7 @@ def _looks_like_a_name(word: str) -> bool:
 # where a number's own phrase ends: punctuation or a boundary word (strict: on, in and at too)
 # verbs that never name a quantity: a noun phrase after a number ends before them ("13 km grid spacing raises ...")
 _PHRASE_VERBS = frozenset(
-    ["raises", "raised", "lifts", "lifted", "lowers", "lowered", "reduces", "reduced", "boosts", "boosted", "improves", "improved", "achieves", "achieved", "reaches", "reached", "yields", "yielded", "halves", "halved", "doubles", "doubled", "brings", "brought", "cuts"]
+    ["raises", "raised", "lifts", "lifted", "lowers", "lowered", "reduces", "reduced", "boosts", "boosted", "improves", "improved", "achieves", "achieved", "reaches", "reached", "yields", "yielded", "halves", "halved", "doubles", "doubled", "brings", "brought", "cuts", "had", "has", "have", "was", "were", "is", "are"]
 )  # fmt: skip
 _STOP = re.compile(
     r"[,;:\[\]|]|\s(?:" + "|".join(sorted((_BOUNDARY - {"on", "in", "at"}) | _PHRASE_VERBS)) + r")\b|[.!?](?:\s|$)"
