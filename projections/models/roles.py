@@ -172,6 +172,16 @@ _STATES = (
     "sits at",
     "ends at",
     "ended at",
+    "trains at",
+    "trained at",
+    "decodes",
+    "decoded",
+    "serves",
+    "served",
+    "processes",
+    "processed",
+    "reports",
+    "reported",
 )
 # the nouns of a node's way of working, not of its results: "n1a's recipe gives …" is re-run here
 _METHOD_WORDS = frozenset(
