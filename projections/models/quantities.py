@@ -536,6 +536,7 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
         key = name_key(name)
         code = bool(_CODE_MARK.search(name)) and not _NUMBERED.fullmatch(name)
         code = code or (len(name) <= 2 and _ASSIGNED.search(stripped) is not None)
+        code = code or (stripped.endswith("=") and _names_a_metric(name, names))  # "ppl=4.96" of valid_ppl
         numbered = _NUMBERED.fullmatch(name) is not None  # AP75, top5, seed3
         code = code or (explicit and numbered and _names_a_metric(name, names))  # "AP75=0.390" of bbox_mAP_75
         if key in names or (explicit and code and q.unit is None and q.noun is None):
