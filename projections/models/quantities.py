@@ -640,6 +640,7 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             after = _WORD.findall(_CLAUSE_PUNCT.split(text[q.end : q.end + 40].lower())[0])[:5]
             # "0.5 s faster than", "11.31 GB/s more bandwidth than", "0.32 s more per run than", "5.95 GFlops/s over"
             worded = bool(after) and (after[0] in _DIFF_WORDS and (after[0] in _DIFF_ALONE or "than" in after[1:]))
+            worded = worded and not _OVER_A_COUNT.match(text, q.end)  # "0.61 kcal/mol over 18 crystals": across them
             before = _WORD.findall(text[max(0, q.start - 20) : q.start].lower())[-1:]
             stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[0] in _VALUE_VERBS)
             if (q.signed and not stated) or worded:
@@ -682,6 +683,11 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             closeness=_close(text, q),
         )
     return _lists(text, out)
+
+
+_OVER_A_COUNT = re.compile(
+    r"\s*(?:over|across)\s+(?:the\s+|all\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.I
+)
 
 
 def _elliptic(text: str, out: list[Quantity], i: int) -> bool:

@@ -74,7 +74,9 @@ _GENERIC_IDS = frozenset(
     ["gpu", "gpus", "cpu", "cpus", "vcpu", "vcpus", "ram", "dram", "hbm", "ssd", "nvme", "io", "os", "api", "sm", "sms", "simd", "mpi", "omp", "id", "ids", "ok", "na", "pr", "ci", "csv", "json", "log", "logs", "fp32", "fp16", "bf16", "tf32", "fp64", "int8", "int4", "nf4", "amp", "ema", "sgd", "lr", "ls", "top-1", "top-5", "p50", "p90", "p95", "p99", "p999", "all", "pass", "result", "results", "metric", "metrics", "warn", "warning", "info", "finding", "note", "error", "debug", "fail", "failed", "table", "fig", "figure", "dimm", "node", "run", "status", "summary"]
 )  # fmt: skip
 # the settings a run writes and a sentence names ("a batch size of 128", "learning rate 1e-3")
-_SETTING_WORDS = frozenset({"batch", "lr", "epoch", "seed", "thread", "rank", "node", "gpu", "beam", "warmup", "ls", "dim"})
+_SETTING_WORDS = frozenset(
+    {"batch", "lr", "epoch", "seed", "thread", "rank", "node", "gpu", "beam", "warmup", "ls", "dim"}
+)
 # words right after a factor that make it a comparison ("1.6x faster", "6.6x the baseline")
 _COMPARING = frozenset(
     ["faster", "slower", "speedup", "speed", "the", "over", "more", "less", "higher", "lower", "fewer", "as", "that", "of", "improvement", "gain", "reduction", "increase", "decrease", "better", "worse", "than", "vs", "versus", "relative", "compared"]

@@ -111,7 +111,25 @@ _ODD = re.compile(
     r"\b(?:atto|zepto|yocto|ronto|quecto|zetta|yotta|ronna|quetta|exa)|cubic|metric_ton|shot|point|elementary_charge"
 )
 # what a rate is shared over (never what a count is spent on): tflops_per_gpu is a rate per GPU
-_RESOURCES = frozenset({"gpu", "gpus", "device", "devices", "node", "nodes", "core", "cores", "chip", "chips", "socket", "rank", "ranks", "card", "cards"})
+_RESOURCES = frozenset(
+    {
+        "gpu",
+        "gpus",
+        "device",
+        "devices",
+        "node",
+        "nodes",
+        "core",
+        "cores",
+        "chip",
+        "chips",
+        "socket",
+        "rank",
+        "ranks",
+        "card",
+        "cards",
+    }
+)
 _AGGREGATE = re.compile(r"p\d+(?:\.\d+)?|mean|avg|median|max|total|final|best")  # never min: minutes
 _SCORE_WORDS = frozenset({"map", "ap", "ar", "acc", "f1", "iou", "auc", "precision", "recall", "dice"})
 _CI_LEVEL = re.compile(r"ci\d{2}")  # ci95, ci90: a confidence interval at that level
