@@ -652,6 +652,10 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
                     out[i] = replace(q, difference=True, direction=changed, speed=fast, judged=_judged(text, q))
             continue
         if q.unit is None:
+            counted = _count_difference(text, q)
+            if counted is not None:  # "3.4 cycles more than the parent": a difference of the count
+                out[i] = replace(q, difference=True, direction=counted)
+                continue
             if _unitless_difference(text, q):  # "drops by 0.0011 against the parent", "0.5 m worse than"
                 direction, speed = _direction(text, q)
                 if direction in ("up", "down"):
@@ -688,6 +692,20 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
 _OVER_A_COUNT = re.compile(
     r"\s*(?:over|across)\s+(?:the\s+|all\s+)?(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b", re.I
 )
+
+
+_MORE_THAN = re.compile(r"\s+(more|fewer|less)\s+than\b", re.I)
+
+
+def _count_difference(text: str, q: Quantity) -> str | None:
+    """``3.4 cycles more than the parent``, ``12 fewer SNPs than``: a count that states a
+    difference against a base (up or down), or None."""
+    if q.noun is None or q.range_with is not None or q.bound or q.spread:
+        return None
+    m = _MORE_THAN.match(text, q.end)
+    if m is None:
+        return None
+    return "up" if m.group(1).lower() == "more" else "down"
 
 
 def _elliptic(text: str, out: list[Quantity], i: int) -> bool:
