@@ -304,7 +304,9 @@ class Checker:
             return flag
         if q.name is not None or self._phrases[i].own or q.range_with is not None or q.list_pos is not None:
             return self._value(q, i, bare=True)
-        if self._possessed(q):  # "stays above the parent's 0.874": that node's value of what the sentence names
+        if self._possessed(q) or self._owned_after(q):  # "the parent's 0.874", "3796.5 for the parent"
+            if not self._phrases[i].own:  # "555.5 core-hours with pools, against 3796.5 for the parent"
+                q = replace(q, unit=self._unit_before(q))
             return self._value(q, i, bare=True)
         return self._out(q, "unchecked", "a bare number (no unit, metric name or noun)")
 
@@ -314,6 +316,22 @@ class Checker:
         if _POSSESSIVE_END.search(self.text, lo, q.start) is None:
             return False
         return any(lo <= pos < q.start and node != self.ev.node_id for pos, node in self.mentions)
+
+    def _unit_before(self, q: Quantity) -> str | None:
+        """The unit of the nearest earlier number of the sentence, when it is a value's."""
+        lo, _ = self._sentence(q)
+        earlier = [o for o in self.found if lo <= o.start and o.end <= q.start]
+        if not earlier or earlier[-1].unit in ("x", "pp") or earlier[-1].direction in ("up", "down"):
+            return None
+        return earlier[-1].unit
+
+    def _owned_after(self, q: Quantity) -> bool:
+        """The number is followed by the node it is of (``against 3796.5 for the parent``)."""
+        for pos, node in self.mentions:
+            if q.end < pos <= q.end + 24 and node != self.ev.node_id:
+                if _FOR_NODE.fullmatch(self.text, q.end, pos):
+                    return True
+        return False
 
     # --------------------------------------------------------------------- helpers
 
@@ -2042,6 +2060,7 @@ _PHRASE_VERBS = frozenset(
 _STOP = re.compile(
     r"[,;:\[\]|]|\s(?:" + "|".join(sorted((_BOUNDARY - {"on", "in", "at"}) | _PHRASE_VERBS)) + r")\b|[.!?](?:\s|$)"
 )
+_FOR_NODE = re.compile(r"\s+(?:for|of|at|in|on)\s+(?:the\s+)?", re.I)  # "3796.5 for the parent"
 _INSTEAD = re.compile(r"\b(?:instead\s+of|rather\s+than)\s+$", re.I)  # the number after it is set aside
 _POSSESSIVE_END = re.compile(r"[\w-]'s\s+$")
 # a determiner opens another noun phrase (never after a preposition: "68% of the CPU")
