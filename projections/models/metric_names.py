@@ -328,6 +328,11 @@ def canon(word: str) -> tuple[str, ...]:
     return (low,)
 
 
+def is_measure_word(word: str) -> bool:
+    """A word the metric vocabulary knows (``RSS``, ``VRAM``, ``TPR``): no proper name."""
+    return word.lower() in _CANON
+
+
 def phrase_words(text: str) -> list[tuple[str, int]]:
     """The canonical words of a piece of claim text, each with its position."""
     return list(_phrase_words(text))

@@ -35,6 +35,7 @@ from projections.models.metric_names import (
     canon,
     count_scale,
     fewest_unsaid,
+    is_measure_word,
     kept_as_percent,
     metric_words,
     name_metrics,
@@ -489,8 +490,8 @@ class Checker:
             parts = [p for p in _NAME_PARTS.split(low) if p]
             if low in vocabulary or low.rstrip("s") in vocabulary or all(p in vocabulary for p in parts):
                 continue
-            if units.parse(word) is not None:
-                continue
+            if units.parse(word) is not None or is_measure_word(word):
+                continue  # "Peak RSS was 503.8 MB": a measure's name, not a thing the run never saw
             return f"the sentence names {word}, which the run never mentions: not its measurement"
         return None
 
