@@ -80,7 +80,7 @@ _SETTING_WORDS = frozenset(
 )
 # words right after a factor that make it a comparison ("1.6x faster", "6.6x the baseline")
 _COMPARING = frozenset(
-    ["faster", "slower", "speedup", "speed", "the", "over", "more", "less", "higher", "lower", "fewer", "as", "that", "of", "improvement", "gain", "reduction", "increase", "decrease", "better", "worse", "than", "vs", "versus", "relative", "compared"]
+    ["faster", "slower", "speedup", "speed", "the", "its", "their", "over", "more", "less", "higher", "lower", "fewer", "as", "that", "of", "improvement", "gain", "reduction", "increase", "decrease", "better", "worse", "than", "vs", "versus", "relative", "compared"]
 )  # fmt: skip
 # where a comparison puts the node against its base: never a word of the compared metric's name
 _POSITIONS = frozenset({"above", "below", "over", "under", "ahead", "behind"})
