@@ -951,11 +951,14 @@ class Checker:
                         if lo <= o.start < hi and o.respectively and o.list_len == q.list_len and o.unit != q.unit
                     }
                     kept = tuple(k for k in ptr.keys if k[0] == paired[0] or not listed & set(k[1]))
-                    ptr = Pointer(kept, ptr.last, ptr.extreme).with_key(*paired)
+                    ptr = Pointer(kept, ptr.last, ptr.extreme, ptr.extreme_of).with_key(*paired)
                 shaped = self._paired_shape(q, table)
                 if shaped:  # "tiles of 64x64x8, …, 256x128x8 give 10.68, …, 12.11 TFLOP/s respectively"
                     ptr = Pointer(
-                        tuple(k for k in ptr.keys if k[0] not in {c for c, _ in shaped}) + shaped, ptr.last, ptr.extreme
+                        tuple(k for k in ptr.keys if k[0] not in {c for c, _ in shaped}) + shaped,
+                        ptr.last,
+                        ptr.extreme,
+                        ptr.extreme_of,
                     )
                 crossed = self._crossed_key(q, table, ptr) if ptr else None
                 if crossed is not None:  # "64 GPUs on 32 nodes" where the 64-GPU row has 16 nodes

@@ -148,6 +148,8 @@ _NUMBERED_WORD = re.compile(r"(?<![\w.])(\d+)-([A-Za-z]+)\b")
 _SHAPE = re.compile(r"(?<![\w.])(\d+(?:[x×]\d+)+|\d+\^[23])(?![\w.])")
 # words of a column where less is better ("the best loss" is the lowest)
 # nouns of what a table's rows are: the extreme one of them is a row ("the best run")
+# measure words too common to single out one column ("the best replicate's time": which time?)
+_GENERAL_MEASURES = frozenset({"time", "size", "rate", "mem", "throughput", "bw", "score", "value"})
 _ROW_NOUNS = frozenset(
     ["run", "rep", "repetition", "replicate", "trial", "seed", "epoch", "step", "checkpoint", "configuration", "config", "row", "tile", "setting", "point", "iteration", "round", "window", "shard", "sample", "split"]
 )  # fmt: skip
@@ -231,6 +233,7 @@ class Pointer:
     keys: tuple[tuple[str, tuple[Cell, ...]], ...] = ()
     last: bool = False
     extreme: str | None = None
+    extreme_of: str | None = None  # the column the extreme word names ("the lowest replicate SNP F1"), if any
 
     def __bool__(self) -> bool:
         return bool(self.keys or self.last or self.extreme)
@@ -238,7 +241,8 @@ class Pointer:
     def merged(self, clause: Pointer) -> Pointer:
         """This sentence's pointer with one number's clause's over it: the clause's cells win
         for the columns it names, a column either names ambiguously (``SNP and INDEL``) is
-        dropped, and a clause that says ``last`` or ``best`` keeps only the sentence's text cells."""
+        dropped, and a clause that says ``last`` or ``best`` keeps only the sentence's text cells; the
+        sentence's ``last`` or ``worst`` holds for a clause that names no row of its own."""
         mine = {k: c for k, c in self.keys if len(c) == 1}
         if clause.last or clause.extreme:
             mine = {k: c for k, c in mine.items() if all(isinstance(x, str) for x in c)}
@@ -248,11 +252,16 @@ class Pointer:
             else:
                 mine.pop(k, None)
         last = clause.last or (self.last and not clause.keys and not clause.extreme)
-        return Pointer(tuple(mine.items()), last, clause.extreme)
+        inherit = not clause.extreme and not clause.keys and not clause.last
+        extreme = clause.extreme or (self.extreme if inherit else None)
+        return Pointer(tuple(mine.items()), last, extreme, clause.extreme_of or (self.extreme_of if inherit else None))
 
     def with_key(self, column: str, cell: Cell) -> Pointer:
         return Pointer(
-            tuple((k, c) for k, c in self.keys if k != column) + ((column, (cell,)),), self.last, self.extreme
+            tuple((k, c) for k, c in self.keys if k != column) + ((column, (cell,)),),
+            self.last,
+            self.extreme,
+            self.extreme_of,
         )
 
 
@@ -370,7 +379,7 @@ def pointer(
     for m in lasts:  # "in its final segment": the last row of a table keyed by segment
         after = [w for word in re.findall(r"[A-Za-z][\w-]*", text[m.end() : m.end() + 30])[:2] for w in canon(word)]
         last = last or bool(set(after) & _row_words(table))
-    extreme = None
+    extreme = of = None
     if not extremes:
         return Pointer(tuple(keys), last, extreme)
     row_words = _row_words(table)
@@ -385,8 +394,9 @@ def pointer(
                 keys.append((column, ((max if way == "max" else min)(cells),)))
                 keyed.add(column)
             elif set(after) & row_words or (context is not None and around & _ROW_NOUNS):
-                extreme = extreme or way
-    return Pointer(tuple(keys), last, extreme)
+                if extreme is None:
+                    extreme, of = way, _extreme_column(table, set(after) - row_words)
+    return Pointer(tuple(keys), last, extreme, of)
 
 
 @per_text
@@ -414,6 +424,20 @@ def _row_words(table: Table) -> frozenset[str]:
         keyed = {w for key in table.header if is_key_column(table, key) for w in metric_words(key)}
         table.memo[memo] = _ROW_NOUNS | keyed
     return frozenset(table.memo[memo])
+
+
+def _extreme_column(table: Table, words: set[str]) -> str | None:
+    """The measured column the words after an extreme word name best (``the lowest replicate SNP
+    F1``: snp_f1, not snp_fp), whose extreme row the sentence means for every column; None when
+    they name none, or several alike."""
+    overlap = {
+        c: len(words & (set(metric_words(c)) - _GENERAL_MEASURES))
+        for c in table.varying()
+        if not is_key_column(table, c)
+    }
+    best = max(overlap.values(), default=0)
+    named = [c for c, n in overlap.items() if n == best]
+    return named[0] if best and len(named) == 1 else None
 
 
 def _extreme_key(table: Table, words: list[str], keyed: set[str]) -> str | None:
@@ -621,6 +645,8 @@ def pointed_rows(table: Table, ptr: Pointer, column: str | None = None) -> list[
         rows = [r for r in rows if not any(isinstance(c, str) and c.strip().lower() in _SUMMARY_ROWS for c in r)]
     if ptr.last and rows:
         rows = [rows[-1]]
+    if ptr.extreme_of is not None and ptr.extreme_of in table.header:
+        column = ptr.extreme_of  # "the lowest replicate SNP F1 …, with 3,522 false positives": that row's
     if ptr.extreme and column in table.header and rows:
         i = table.header.index(column)
         numeric = [r for r in rows if isinstance(r[i], float)]
