@@ -442,7 +442,7 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
         head = _HEAD_NOUN.match(rest) if noun is not None and not glued and not word.endswith("s") else None
         if head is not None and count_noun(head.group(1)) is not None:  # "16 GPU nodes" counts nodes, not GPUs
             noun, stop = count_noun(head.group(1)), q.end + lead + head.end()
-        unit2 = re.match(r"[A-Za-z][\w\-]* ([A-Za-z][A-Za-z/]*)", rest)
+        unit2 = re.match(r"[A-Za-z][\w\-]* ([A-Za-z][A-Za-z/]*)(?!\w)", rest)  # never the F of "SNP F1"
         if noun is None and not glued and unit2 and units.parse(unit2.group(1)) and word.lower() not in _LINK_WORDS:
             stop = q.end + lead + unit2.end()  # "1.5M read IOPS", "77.7K random-read IOPS": the unit after one word
             return replace(q, unit=units.parse(unit2.group(1)), end=stop, text=text[q.start : stop])
