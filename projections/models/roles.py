@@ -634,6 +634,11 @@ class Checker:
                 else self._out(q, "unchecked", "a target the run's words do not state")
             )
         said = name_key(q.name) if q.name else None
+        each = _PER_THING.match(self.text, q.end) if q.unit is None and q.per is None and not explicit else None
+        if each is not None:  # "about 58 per passage": only a metric kept per passage says it
+            thing = canon(each.group(1))[0]
+            if not any(thing in metric_words(m) for m in self.ev.metrics):
+                return self._out(q, "unchecked", f"no metric in reach is per {each.group(1)}")
         own_all = [m for m in self.ev.metrics if explicit or not units.is_spread(m) or name_key(m) == said]
         own_all = [m for m in own_all if self._could_be(q, m, self.ev.metrics[m])]
         near = frozenset(phrase.own) | frozenset(phrase.leading)
@@ -2066,6 +2071,7 @@ _PHRASE_VERBS = frozenset(
 _STOP = re.compile(
     r"[,;:\[\]|]|\s(?:" + "|".join(sorted((_BOUNDARY - {"on", "in", "at"}) | _PHRASE_VERBS)) + r")\b|[.!?](?:\s|$)"
 )
+_PER_THING = re.compile(r"\s+per\s+([A-Za-z][\w-]*)", re.I)  # "58 per passage"
 _FOR_NODE = re.compile(r"\s+(?:for|of|at|in|on)\s+(?:the\s+)?", re.I)  # "3796.5 for the parent"
 _INSTEAD = re.compile(r"\b(?:instead\s+of|rather\s+than)\s+$", re.I)  # the number after it is set aside
 _POSSESSIVE_END = re.compile(r"[\w-]'s\s+$")
