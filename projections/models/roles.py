@@ -2071,6 +2071,9 @@ _PHRASE_VERBS = frozenset(
 _STOP = re.compile(
     r"[,;:\[\]|]|\s(?:" + "|".join(sorted((_BOUNDARY - {"on", "in", "at"}) | _PHRASE_VERBS)) + r")\b|[.!?](?:\s|$)"
 )
+_KEY_AFTER = re.compile(
+    r"\s*(?:[A-Za-z/%]+\s+)?(?:at|with|for|on)\s+(?:a\s+|an\s+|the\s+)?[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*)?\s+(?:of\s+)?"
+)
 _PER_THING = re.compile(r"\s+per\s+([A-Za-z][\w-]*)", re.I)  # "58 per passage"
 _FOR_NODE = re.compile(r"\s+(?:for|of|at|in|on)\s+(?:the\s+)?", re.I)  # "3796.5 for the parent"
 _INSTEAD = re.compile(r"\b(?:instead\s+of|rather\s+than)\s+$", re.I)  # the number after it is set aside
@@ -2170,8 +2173,10 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         # the words after a number are its own until a conjunction, a comma or the next number
         after = _CLAUSE_END.search(text, q.end, hi)
         clause_end = after.start() if after else hi
-        nxt = next((o.start for o in found[k + 1 :] if q.end <= o.start < clause_end), None)
-        if nxt is not None:
-            clause_end = nxt
+        nxt_q = next((o for o in found[k + 1 :] if q.end <= o.start < clause_end), None)
+        if nxt_q is not None:
+            keyed = _KEY_AFTER.fullmatch(text, q.end, nxt_q.start) and nxt_q.unit is None and nxt_q.noun is None
+            # "18.4k QPS at concurrency 32": the row's key is the clause's; never the next value's clause
+            clause_end = nxt_q.end if keyed else nxt_q.start
         result.append(_Phrase(trailing[k] + near, leading, sentence, (clause_start, clause_end), len(trailing[k])))
     return result
