@@ -328,11 +328,10 @@ class Checker:
 
     def _owned_after(self, q: Quantity) -> bool:
         """The number is followed by the node it is of (``against 3796.5 for the parent``)."""
-        for pos, node in self.mentions:
-            if q.end < pos <= q.end + 24 and node != self.ev.node_id:
-                if _FOR_NODE.fullmatch(self.text, q.end, pos):
-                    return True
-        return False
+        return any(
+            q.end < pos <= q.end + 24 and node != self.ev.node_id and _FOR_NODE.fullmatch(self.text, q.end, pos)
+            for pos, node in self.mentions
+        )
 
     # --------------------------------------------------------------------- helpers
 

@@ -393,9 +393,8 @@ def pointer(
                 cells = [c for c in table.column(column) if isinstance(c, float)]
                 keys.append((column, ((max if way == "max" else min)(cells),)))
                 keyed.add(column)
-            elif set(after) & row_words or (context is not None and around & _ROW_NOUNS):
-                if extreme is None:
-                    extreme, of = way, _extreme_column(table, set(after) - row_words)
+            elif extreme is None and (set(after) & row_words or (context is not None and around & _ROW_NOUNS)):
+                extreme, of = way, _extreme_column(table, set(after) - row_words)
     return Pointer(tuple(keys), last, extreme, of)
 
 
