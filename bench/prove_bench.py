@@ -350,20 +350,22 @@ def claim_checks(args: argparse.Namespace) -> Figure:
         check_claim(text, evidence)  # type: ignore[arg-type]
     from projections.models import text_caches
 
-    rounds = []
+    rounds, cpus = [], []
     for _ in range(args.claim_rounds):
         text_caches.forget()  # a claim's text is new to each round, as each claim is to one command
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for text, evidence in work:
             check_claim(text, evidence)  # type: ignore[arg-type]
         rounds.append((time.perf_counter() - start) / len(work) * 1000)
+        cpus.append((time.process_time() - cpu) / len(work) * 1000)
     took = statistics.median(rounds)
+    # the wall time decides; the CPU time beside it says how much of a slow round was the machine's
     return Figure(
         f"a claim's check: mean over {len(work):,} blind-corpus claims of {fields} fields (median of {len(rounds)} rounds)",
         took,
         "ms",
         CLAIM_LIMIT_MS,
-        f"<= {CLAIM_LIMIT_MS:g} ms, the limit as the baseline: ratio <= 1",
+        f"<= {CLAIM_LIMIT_MS:g} ms, the limit as the baseline: ratio <= 1; CPU {statistics.median(cpus):.2f} ms",
         took <= CLAIM_LIMIT_MS,
     )
 
