@@ -1220,10 +1220,11 @@ class Checker:
                 and o.start < q.start
                 and o.unit == other.unit
             ]
-            holding = [key for key in keys if all(v in table.column(key) for v in mates)] or [
-                key for key in table.varying() if len(mates) > 1 and all(v in table.column(key) for v in mates)
-            ]  # "tile heights of 64, 128 and 256": the one column (BM) that holds every listed value
-            if len(holding) == 1:  # "block heights of 128 and 256" of a column BM that holds both
+            every = [key for key in table.varying() if len(mates) > 1 and all(v in table.column(key) for v in mates)]
+            holding = [key for key in keys if all(v in table.column(key) for v in mates)] or every
+            # "tile heights of 64, 128 and 256": the one column (BM) that holds every listed value; never
+            # one of two that hold them ("block heights of 128 and 256" of BM 64/128/256, threads 128/256/512)
+            if len(holding) == 1 and len(every) <= 1:
                 return holding[0], other.value
         return None
 
