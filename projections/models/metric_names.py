@@ -198,7 +198,7 @@ COMPLEMENTS: tuple[tuple[frozenset[str], frozenset[str]], ...] = (
     ),
     (frozenset({"failure", "fail", "failed"}), frozenset({"success", "pass"})),
     (frozenset({"below", "under"}), frozenset({"above", "over"})),
-    (frozenset({"outside", "clipped", "clip"}), frozenset({"inside", "within"})),
+    (frozenset({"outside", "clipped", "clip", "miss"}), frozenset({"inside", "within"})),  # "still miss it"
 )
 _COMPLEMENT_WORDS = frozenset(w for pair in COMPLEMENTS for side in pair for w in side)
 # words that name what is measured, beyond the shared vocabulary: a complement's phrase must not hold one

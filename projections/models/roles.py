@@ -305,18 +305,23 @@ class Checker:
             return flag
         if q.name is not None or self._phrases[i].own or q.range_with is not None or q.list_pos is not None:
             return self._value(q, i, bare=True)
-        if self._possessed(q) or self._owned_after(q):  # "the parent's 0.874", "3796.5 for the parent"
+        owner = self._possessor(q)
+        if owner is not None and owner in self.ev.others:  # "trails n1a's 0.9954": a sibling's, out of reach
+            lineage = ", ".join(self.ev.ancestors) or "none"
+            return self._out(q, "unchecked", f"it is {owner}'s, outside {self.ev.node_id}'s lineage ({lineage})")
+        if owner is not None or self._owned_after(q):  # "the parent's 0.874", "3796.5 for the parent"
             if not self._phrases[i].own:  # "555.5 core-hours with pools, against 3796.5 for the parent"
                 q = replace(q, unit=self._unit_before(q))
             return self._value(q, i, bare=True)
         return self._out(q, "unchecked", "a bare number (no unit, metric name or noun)")
 
-    def _possessed(self, q: Quantity) -> bool:
-        """The number follows a node's possessive (``the parent's 0.874``, ``n1's 0.874``)."""
+    def _possessor(self, q: Quantity) -> str | None:
+        """The node whose possessive the number follows (``the parent's 0.874``, ``n1's 0.874``)."""
         lo = max(0, q.start - 40)
         if _POSSESSIVE_END.search(self.text, lo, q.start) is None:
-            return False
-        return any(lo <= pos < q.start and node != self.ev.node_id for pos, node in self.mentions)
+            return None
+        before = [node for pos, node in self.mentions if lo <= pos < q.start and node != self.ev.node_id]
+        return before[-1] if before else None
 
     def _unit_before(self, q: Quantity) -> str | None:
         """The unit of the nearest earlier number of the sentence, when it is a value's."""
