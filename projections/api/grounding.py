@@ -292,6 +292,7 @@ class Grounding:
             others=others,
             facts=facts_in(texts, numbers),
             primary=primary if isinstance(primary, str) else None,
+            primary_lower=self.context.get("higher_is_better") is False,
             words=self._run_words(work_dir, report),
             label=report.get("label") if isinstance(report.get("label"), str) else None,
         )

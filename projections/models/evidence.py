@@ -105,6 +105,7 @@ class Evidence:
     others: frozenset[str] = frozenset()  # the run's other nodes (outside the lineage)
     facts: list[Fact] = field(default_factory=list)
     primary: str | None = None  # the experiment's primary metric
+    primary_lower: bool = False  # the experiment says less of it is better (higher_is_better: false)
     words: frozenset[str] = frozenset()  # the run's own words, lowercase (see :attr:`vocabulary`)
     label: str | None = None  # ARI's label of the claim's node ("validation" re-runs its parent)
     _places: list[Place] | None = field(default=None, repr=False)

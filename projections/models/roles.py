@@ -1851,13 +1851,18 @@ class Checker:
         for metric, own, other, said in self._read_against(q, base, metrics):
             timed = (u := units.of_metric(metric)) is not None and units.kind(u) == "time"
             diff = other - own if q.speed and timed else own - other
-            if q.judged and lower_is_better(metric):  # "0.5 m worse than the parent": an RMSE that rose
+            if q.judged and self._lower(metric):  # "0.5 m worse than the parent": an RMSE that rose
                 diff = -diff
             stated = q.value if q.signed else (q.value if q.direction == "up" else -q.value)
             shown.append(f"{metric}: {said[0]:g} − {base}'s {said[1]:g}")
             if self._holds(replace(q, value=stated), diff):
                 return self._out(q, "checked")
         return self._out(q, "mismatch", "the difference is " + "; ".join(shown), (OWN, f"{base}'s report"))
+
+    def _lower(self, metric: str) -> bool:
+        """Less of the metric is better: by its name (a loss, an error, FID) or, for the
+        experiment's primary metric, by the run's own ``higher_is_better: false``."""
+        return lower_is_better(metric) or (metric == self.ev.primary and self.ev.primary_lower)
 
     def _is_share(self, metric: str) -> bool:
         return bool(set(metric_words(metric)) & SHARE_WORDS) and units.of_metric(metric) is None
@@ -1931,10 +1936,13 @@ class Checker:
             return self._out(
                 q, "unchecked", f"no metric to compare with {base}{extra} (name one, or set the primary metric)"
             )
-        shown = []
-        stated = replace(q, value=abs(q.value)) if direction == "down" else q  # "-28 %" states a 28 % drop
+        shown = []  # "-28 %" states a 28 % drop (stated, per metric below)
         absolute = q.unit == "%" and q.change_kind == "absolute" and direction in ("up", "down")
         for n in named:
+            way = direction
+            if q.judged and self._lower(n.metric):  # "FID improves 4.3%": an FID that fell by 4.3 %
+                way = "down" if direction == "up" else "up"
+            stated = replace(q, value=abs(q.value)) if way == "down" else q
             own, theirs = self.ev.metrics[n.metric], self._base_value(base, pairs, n.metric)
             if self._is_share(n.metric):  # one node may keep it as a fraction, another as a percent
                 own, theirs = self._percent(n.metric, own), self._percent(n.metric, theirs)
@@ -1952,11 +1960,11 @@ class Checker:
                     and 0 <= min(own, theirs) <= max(own, theirs) <= 1
                 ):
                     own, theirs = 100 * own, 100 * theirs  # "Box AP improves 4.6% absolute": a score kept in [0, 1]
-                figure = own - theirs if direction == "up" else theirs - own
+                figure = own - theirs if way == "up" else theirs - own
             elif own and theirs:
                 timed = (u := units.of_metric(n.metric)) is not None and units.kind(u) == "time"
                 r = theirs / own if q.speed and timed else own / theirs
-                figure = _figure(q, direction, r)
+                figure = _figure(q, way, r)
             else:
                 continue
             shown.append(f"{n.metric} {own:g} vs {base}'s {theirs:g}: {figure:.4g}{'%' if q.unit == '%' else 'x'}")

@@ -170,6 +170,10 @@ _LOWER_BETTER = frozenset(
         "energy",
         "power",
         "rmse",
+        "fid",  # Fréchet inception distance
+        "kid",
+        "nll",
+        "bpd",
         "mae",
         "mse",
         "crp",
