@@ -1339,7 +1339,9 @@ class Checker:
         if re.search(r"\b(?:" + "|".join(_PREPOSITIONS) + r")\s+(?:the\s+|its\s+|our\s+)?$", lead):
             return None
         between = self.text[pos : q.start].lower()
-        said = re.match(r"[\w-]+(?:'s\s+([\w-]+(?:\s+[\w-]+){0,3}?))?\s+(?:" + "|".join(_STATES) + r")\b", between)
+        said = _STATED.match(between)
+        if said is not None and said.group("at") and any(pos < o.start < q.start for o in self.found):
+            said = None  # "the parent's history settles at 1.3386 …, and the finer mesh gives 1.3342"
         words = said.group(1).split() if said is not None and said.group(1) else []
         if said is None or set(words) & (_METHOD_WORDS | set(_PREPOSITIONS)):
             return None  # "reproduces pidx: 412", "n1a's recipe gives 77.78": the value is the claim node's
@@ -2088,6 +2090,11 @@ _KEY_AFTER = re.compile(
     r"\s*(?:[A-Za-z/%]+\s+)?(?:at|with|for|on)\s+(?:a\s+|an\s+|the\s+)?[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*)?\s+(?:of\s+)?"
 )
 _PER_THING = re.compile(r"\s+per\s+([A-Za-z][\w-]*)", re.I)  # "58 per passage"
+# a node, maybe its possessive and a few words, then a verb that states a result ("n1 reaches",
+# "the parent n1 trained at", "n1 samples at": any verb before "at")
+_STATED = re.compile(
+    r"[\w-]+(?:'s\s+([\w-]+(?:\s+[\w-]+){0,3}?))?\s+(?:" + "|".join(_STATES) + r"|(?P<at>[a-z]+(?:s|ed)\s+at))\b"
+)
 _FOR_NODE = re.compile(r"\s+(?:for|of|at|in|on)\s+(?:the\s+)?", re.I)  # "3796.5 for the parent"
 _INSTEAD = re.compile(r"\b(?:instead\s+of|rather\s+than)\s+$", re.I)  # the number after it is set aside
 _POSSESSIVE_END = re.compile(r"[\w-]'s\s+$")
