@@ -907,7 +907,9 @@ class Checker:
     def _keys_for(self, q: Quantity, i: int, by_key: Mapping[str, object]) -> list[str]:
         return [n.metric for n in self._named_keys(q, i, by_key)]
 
-    def _named_keys(self, q: Quantity, i: int, by_key: Mapping[str, object], *, wide: bool = True) -> list[Named]:
+    def _named_keys(
+        self, q: Quantity, i: int, by_key: Mapping[str, object], *, wide: bool = True, sentence: bool = False
+    ) -> list[Named]:
         """The keys of an artifact a quantity may be: of its unit when it has one, and among
         those the ones its words name (a complement too)."""
         said = set(
@@ -923,7 +925,7 @@ class Checker:
         if q.noun:  # "16 GPUs" is never config.devices.gpu_nodes: the GPU there qualifies the nodes it counts
             noun = canon(q.noun)[0]
             keys = [k for k in keys if noun not in metric_words(k)[:-1] or not _counts_another(k, noun)]
-        named, _ = self._naming(i, keys, wide=wide and q.unit == "%")
+        named, _ = self._naming(i, keys, wide=sentence or (wide and q.unit == "%"))
         return named
 
     def _share_values(self, key: str, values: object) -> bool:
@@ -1104,7 +1106,11 @@ class Checker:
         ]
         said = frozenset(self._phrases[i].sentence)  # "at batch size 2 median latency is 26.8 ms": never the p99
         numeric = [h for h in numeric if self._could_be_column(q, table, h) and not other_member(said, metric_words(h))]
-        return self._named_keys(q, i, {h: [] for h in numeric}, wide=False)
+        columns = {h: [] for h in numeric}
+        named = self._named_keys(q, i, columns, wide=False)
+        if not named and q.unit is None and q.noun is None:  # "With 20 steps FID is 11.62": its sentence names it
+            named = self._named_keys(q, i, columns, sentence=True)
+        return named
 
     def _columns_like(self, table: Table, named: list[Named], ptr: Pointer) -> list[Named]:
         """The columns of a table that keep what the named report metrics do (``METRIC.Precision``
