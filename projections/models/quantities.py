@@ -685,7 +685,7 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             of_quantity=of,
             change_kind=_change_kind(text, q),
             closeness=_close(text, q),
-            judged=q.unit == "%" and direction in ("up", "down") and not speed and _judged(text, q),
+            judged=q.unit in ("%", "pp") and direction in ("up", "down") and not speed and _judged(text, q),
         )
     return _lists(text, out)
 

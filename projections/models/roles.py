@@ -1904,6 +1904,8 @@ class Checker:
                     return self._out(q, "checked")
                 continue
             stated = -abs(q.value) if (q.direction == "down" or q.value < 0) else abs(q.value)
+            if q.judged and self._lower(n.metric):  # "0.018 points worse": an error that rose
+                stated = -stated
             if self._holds(replace(q, value=stated), diff):
                 return self._out(q, "checked")
         return self._out(q, "mismatch", "; ".join(shown), (OWN, f"{base}'s report"))
