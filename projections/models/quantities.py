@@ -623,6 +623,10 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             continue
         if a.unit is None and a.name is None and a.noun is None and b.unit is not None:
             a = replace(a, unit=b.unit)
+        elif (
+            a.unit is None and a.name is None and a.noun is None and b.noun is not None and _NOUN_NEXT.fullmatch(b.text)
+        ):
+            a = replace(a, noun=b.noun, per=b.per)  # "from 4 to 32 nodes": 4 nodes
         out[i] = replace(a, range_with=i + 1, range_first=True, from_range=from_range)
         out[i + 1] = replace(b, range_with=i, from_range=from_range)
     for i, q in enumerate(out):
@@ -695,6 +699,7 @@ _OVER_A_COUNT = re.compile(
 )
 
 
+_NOUN_NEXT = re.compile(r"\S+\s+[A-Za-z][\w-]*")  # "32 nodes": the noun right after the number
 _MORE_THAN = re.compile(r"\s+(more|fewer|less)\s+than\b", re.I)
 
 

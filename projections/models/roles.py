@@ -2044,6 +2044,8 @@ def _counts_another(metric: str, noun: str) -> bool:
 def _countable(metric: str, value: float) -> bool:
     """A metric a count may be: kept at a magnitude (``params_M``), named like a count, or a
     whole number above one without a unit."""
+    if units.of_metric(metric) is not None:
+        return False  # time_per_step_s is a time, never a count of steps
     if count_scale(metric) != 1.0 or set(metric_words(metric)) & _COUNT_WORDS:
         return True
     return units.of_metric(metric) is None and value >= 1.0 and value == int(value)

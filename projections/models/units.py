@@ -87,6 +87,8 @@ _NOT_UNITS = frozenset(
         "shots",
         "dt",
         "ne",  # normalised entropy (val_ne), never nano-elementary charges
+        "particle",  # a count of particles (N-body), never pint's 1/N_A mole
+        "particles",
     ]
 )
 # a count per unit of time: 412K ops/s, 1.3k tokens/s, 2,100 MLUPS, 1.5M IOPS (one dimension, ``item``:
