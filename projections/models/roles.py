@@ -215,6 +215,7 @@ _WORD_AND_OR = re.compile(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+")  # "1,621 SNP an
 _CLAUSE_END = re.compile(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b")
 _CAPITALISED = re.compile(r"[A-Z][a-z]{2,}")
 _UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
+_OVER_A_SPAN = re.compile(r"\b(?:over|across)\s+(?:a\s+total\s+of\s+|all\s+|the\s+)?$", re.I)
 _FOR_A_SPAN = re.compile(r"\b(?:for|lasting)\s+(?:a\s+total\s+of\s+|all\s+)?$", re.I)
 _DEVICES = frozenset({"gpu", "cpu", "core", "node", "device"})  # a time kept per one of them is not wall time
 _NAME_PARTS = re.compile(r"[-_.]")
@@ -1060,6 +1061,8 @@ class Checker:
                 replicates = other.noun is not None and canon(other.noun)[0] in _REPLICATES and other.text.endswith("s")
                 if _INSTEAD.search(self.text, max(0, other.start - 16), other.start):
                     continue  # "15,000 instead of 5,000 steps": the row is the 15,000, not the one set aside
+                if other.noun is not None and _OVER_A_SPAN.search(self.text, max(0, other.start - 24), other.start):
+                    continue  # "Over ten steps the mean step time is …": the span averaged over, never its last row
                 if lo <= other.start < hi and other.unit is None and not other.change and not replicates:
                     words = self._row_words(k)
                     numbers.append((other.value, tuple(words)))
