@@ -1109,7 +1109,7 @@ class Checker:
         ]
         said = frozenset(self._phrases[i].sentence)  # "at batch size 2 median latency is 26.8 ms": never the p99
         numeric = [h for h in numeric if self._could_be_column(q, table, h) and not other_member(said, metric_words(h))]
-        columns = {h: [] for h in numeric}
+        columns: dict[str, object] = {h: [] for h in numeric}
         named = self._named_keys(q, i, columns, wide=False)
         if not named and q.unit is None and q.noun is None:  # "With 20 steps FID is 11.62": its sentence names it
             named = self._named_keys(q, i, columns, sentence=True)
