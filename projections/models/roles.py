@@ -324,13 +324,17 @@ class Checker:
         before = [node for pos, node in self.mentions if lo <= pos < q.start and node != self.ev.node_id]
         return before[-1] if before else None
 
+    def _number_before(self, q: Quantity) -> Quantity | None:
+        """The nearest earlier number of the quantity's sentence, if any."""
+        lo, _ = self._sentence(q)
+        return next((o for o in reversed(self.found) if lo <= o.start and o.end <= q.start), None)
+
     def _unit_before(self, q: Quantity) -> str | None:
         """The unit of the nearest earlier number of the sentence, when it is a value's."""
-        lo, _ = self._sentence(q)
-        earlier = [o for o in self.found if lo <= o.start and o.end <= q.start]
-        if not earlier or earlier[-1].unit in ("x", "pp") or earlier[-1].direction in ("up", "down"):
+        before = self._number_before(q)
+        if before is None or before.unit in ("x", "pp") or before.direction in ("up", "down"):
             return None
-        return earlier[-1].unit
+        return before.unit
 
     def _owned_after(self, q: Quantity) -> bool:
         """The number is followed by the node it is of (``against 3796.5 for the parent``)."""
@@ -1839,11 +1843,10 @@ class Checker:
     def _named_before(self, q: Quantity, metrics: list[str]) -> list[Named]:
         """The metrics the name written beside the nearest earlier number of the sentence names
         (``28.49 BLEU``), when that number is a value, not a change."""
-        lo, _ = self._sentence(q)
-        earlier = [o for o in self.found if lo <= o.start and o.end <= q.start]
-        if not earlier or earlier[-1].name is None or earlier[-1].change:
+        before = self._number_before(q)
+        if before is None or before.name is None or before.change:
             return []
-        words = [w for part in re.split(r"[\s_.-]+", earlier[-1].name) if part for w in canon(part)]
+        words = [w for part in re.split(r"[\s_.-]+", before.name) if part for w in canon(part)]
         return name_metrics(words, metrics, complements=False)
 
     def _difference(self, q: Quantity, i: int) -> Verdict:
