@@ -250,6 +250,7 @@ class Checker:
         self._sides: dict[int, frozenset[str]] = {}
         self._placed: frozenset[str] | None = None
         self._reach: dict[tuple[int, int, int], str | None] = {}
+        self._row_words_of: dict[int, tuple[str, ...]] = {}
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -1173,8 +1174,14 @@ class Checker:
                 out = out.with_key(key, next(iter(cells)))
         return out
 
-    def _row_words(self, k: int) -> list[str]:
-        """The words that name the row a number points at (a list member takes its head's)."""
+    def _row_words(self, k: int) -> tuple[str, ...]:
+        """The words that name the row a number points at (a list member takes its head's); once
+        per number, as each table's pointer asks again."""
+        if k not in self._row_words_of:
+            self._row_words_of[k] = self._row_words_read(k)
+        return self._row_words_of[k]
+
+    def _row_words_read(self, k: int) -> tuple[str, ...]:
         other = self.found[k]
         words = list(self._phrases[k].own) + ([other.noun] if other.noun else [])
         if other.list_pos:
@@ -1182,7 +1189,7 @@ class Checker:
             if head is not None:
                 noun = self.found[head].noun
                 words += self._phrases[head].own + ([noun] if noun else [])
-        return [w for word in words for w in canon(word)]
+        return tuple(w for word in words for w in canon(word))
 
     def _row_key(self, q: Quantity, i: int) -> Verdict | None:
         """A number that names a row of a pinned table (``60`` of ``at epoch 60``, ``64`` of

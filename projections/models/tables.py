@@ -403,7 +403,6 @@ def pointer(
 
 
 @per_text
-@per_text
 def _marks(text: str) -> tuple[bool, tuple[re.Match[str], ...], bool]:
     """What a pointer's text holds whatever the table: a digit, its ``final``/``last`` words, an
     extreme word (``best``, ``lowest``); once per text, as one text is read against each table."""

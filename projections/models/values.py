@@ -97,17 +97,17 @@ def check_claim(text: str, evidence: Evidence) -> list[Verdict]:
     """A verdict for every number of ``text`` (docs/grounding.md)."""
     if _DIGIT.search(text) is None and not written_numbers.may_hold(text):
         return []
-    names = _name_keys(tuple(evidence.metrics), tuple(n for metrics in evidence.ancestors.values() for n in metrics))
+    names = evidence.memo(("name_keys",), lambda: _name_keys(evidence))
     found = read(text, names)
     mentions = _node_mentions(text, evidence)
     checker = Checker(text, found, mentions, evidence)
     return [checker.verdict(i) for i in range(len(found))]
 
 
-@functools.lru_cache(maxsize=1024)
-def _name_keys(own: tuple[str, ...], theirs: tuple[str, ...]) -> frozenset[str]:
-    """The lineage's metric names as a sentence may write them (``name_key``), once per lineage."""
-    return frozenset(name_key(n) for n in own) | frozenset(name_key(n) for n in theirs)
+def _name_keys(evidence: Evidence) -> frozenset[str]:
+    """The lineage's metric names as a sentence may write them (``name_key``), once per evidence."""
+    theirs = (n for metrics in evidence.ancestors.values() for n in metrics)
+    return frozenset(name_key(n) for n in evidence.metrics) | frozenset(name_key(n) for n in theirs)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -119,13 +119,19 @@ def _ids_pattern(ids: frozenset[str]) -> re.Pattern[str]:
 _BASE_WORD = re.compile(r"\b(baseline|root|parent)\b", re.I)
 
 
+def _node_ids(evidence: Evidence) -> frozenset[str]:
+    """The ids a claim of this evidence may name: its lineage, the run's other nodes, its own."""
+    own = {evidence.node_id} if evidence.node_id else set()
+    return frozenset(set(evidence.ancestors) | set(evidence.others) | own)
+
+
 def _node_mentions(text: str, evidence: Evidence) -> list[tuple[int, str]]:
     """(position, node id) of every node the text names, ``the baseline`` and ``the parent``
     resolved in the claim's lineage (the claim's own node included: it is never a base)."""
-    ids = set(evidence.ancestors) | set(evidence.others) | ({evidence.node_id} if evidence.node_id else set())
+    ids = evidence.memo(("node_ids",), lambda: _node_ids(evidence))
     found: list[tuple[int, str]] = []
     if ids:
-        found += [(m.start(), m.group(1)) for m in _ids_pattern(frozenset(ids)).finditer(text)]
+        found += [(m.start(), m.group(1)) for m in _ids_pattern(ids).finditer(text)]
     lineage = list(evidence.ancestors)
     for m in _BASE_WORD.finditer(text):
         role = BASE_WORDS[m.group(1).lower()]
