@@ -16,7 +16,9 @@ from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import AddResult, ByNode, ClearResult, NodeMemory, PurgeResult, SearchResult, StartResult
 from projections.api.views import entry_view
+from projections.engines.embedded import EmbeddedEngine
 from projections.models.catalog import Catalog
+from projections.models.fused_scope import fuse_scope
 from projections.models.fusion import POOL, fuse
 
 DEFAULT_LIMIT = 5
@@ -97,8 +99,16 @@ class Nodes:
         self, catalog: Catalog, query: str, scope: list[str], limit: int, as_of: int | None
     ) -> list[tuple[str, float]]:
         """The engine's semantic best and the lexical channel's, fused (``projections.models.fusion``)."""
-        lexical = self.session.lexical
-        semantic = self.session.engine.search(query, scope, max(limit, POOL), as_of)
+        lexical, engine = self.session.lexical, self.session.engine
+        if isinstance(engine, EmbeddedEngine):  # both channels as arrays (a Protocol's check costs 60 µs)
+            ranked = lexical.ranked(catalog, query, scope, as_of, max(limit, POOL))
+            winners = fuse_scope(query, engine.scope_rows(query, scope, as_of), ranked, scope[-1], limit)
+            if winners is not None:
+                for winner in winners:  # the entries are read next: where the stored ones are
+                    if winner.row is not None:
+                        catalog.remember(winner.id, winner.collection, winner.row)
+                return [(w.id, w.score) for w in winners]
+        semantic = engine.search(query, scope, max(limit, POOL), as_of)
         matches = lexical.scores(catalog, query, scope, as_of, max(limit, POOL))
         return fuse(
             query,

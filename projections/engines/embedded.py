@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from projections.engines.local import Projector
-from projections.models.semantic import REACT
+from projections.models.semantic import REACT, ScopeRows
 
 
 class EmbeddedEngine:
@@ -23,6 +23,10 @@ class EmbeddedEngine:
             if hit.row is not None:
                 self.projector.catalog.remember(hit.id, hit.collection, hit.row)
         return [(hit.id, hit.score) for hit in hits]
+
+    def scope_rows(self, query: str, node_ids: list[str], as_of: int | None) -> ScopeRows:
+        vector = self.projector.embedder.embed([query])[0]
+        return self.projector.index.scope_rows(vector, node_ids, as_of)
 
     def react_search(self, query: str, limit: int, as_of: int | None) -> list[tuple[str, float]]:
         vector = self.projector.embedder.embed([query])[0]

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -257,6 +257,11 @@ class ScopeIndex:
         order = np.argsort(term_ids, kind="stable")
         self.rows, self.counts = rows[order], counts[order]
         self.starts = np.searchsorted(term_ids[order], np.arange(len(self.vocabulary) + 1))
+        # each posting's BM25 term-frequency part as of now (its count against the row's length
+        # norm): a search as of now multiplies it by the term's weight instead of computing it
+        # for every posting of the query's terms (no live row: no search as of now reads it)
+        self.tf = _tf(self.counts, self.lengths[self.rows], self.mean_length or 1.0)
+        self.memo: dict[object, object] = {}  # what else is derived from this scope alone (the fusion's arrays)
 
     def visible(self, as_of: int | None) -> np.ndarray:
         return self.live if as_of is None else (self.seqs <= as_of) & (as_of < self.cleared)
@@ -317,43 +322,76 @@ class LexicalIndex:
     def scores(self, source: Source, query: str, node_ids: Sequence[str], as_of: int | None, best: int = 50) -> Matches:
         """The ``best`` visible rows of the scope by BM25 (each holds a query term), with their
         scores; and how much of the query's weight (its terms' idf) the best of them holds."""
-        asked = Counter(terms(query))
         if not node_ids:
             return Matches({}, 0.0)
+        ranked = self.ranked(source, query, node_ids, as_of, best)
+        ids = ranked.scope_index.ids
+        scores = dict(zip([ids[k] for k in ranked.rows.tolist()], ranked.scores.tolist()))
+        return Matches(scores, ranked.coverage, ranked.scope_index)
+
+    def ranked(self, source: Source, query: str, node_ids: Sequence[str], as_of: int | None, best: int = 50) -> Ranked:
+        """:meth:`scores` as the scope index's row numbers and an array of their scores."""
+        asked = Counter(terms(query))
         index = self.scope(source, node_ids)
         now = as_of is None
         shown = index.visible(as_of)
         count = index.live_count if now else int(shown.sum())
         if not asked or not count:
-            return Matches({}, 0.0, index)
+            return Ranked(index, np.zeros(0, np.int64), np.zeros(0, np.float64), 0.0)
         mean = index.mean_length if now else float(index.lengths[shown].mean())
         vocabulary, starts = index.vocabulary, index.starts
         known = [(vocabulary[t], n) for t, n in asked.items() if t in vocabulary]
         unknown = sum(n for t, n in asked.items() if t not in vocabulary)  # in no row: the rarest
-        bounds = [(int(starts[t]), int(starts[t + 1])) for t, _ in known]
-        if bounds:  # a term's postings are one slice of the merged arrays
-            rows = np.concatenate([index.rows[a:b] for a, b in bounds])
-            said = np.concatenate([index.counts[a:b] for a, b in bounds])
+        slices = [slice(int(starts[t]), int(starts[t + 1])) for t, _ in known]
+        rows = _joined(index.rows, slices)
+        lengths = [s.stop - s.start for s in slices]
+        term = np.repeat(np.arange(len(known)), lengths)
+        if now and index.all_live:  # every posting counts: a term's df is its postings
+            df = np.array(lengths, dtype=np.int64)
+            tf = _joined(index.tf, slices)
         else:
-            rows, said = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        term = np.repeat(np.arange(len(known)), [b - a for a, b in bounds])
-        if not (now and index.all_live):
             keep = shown[rows]
-            rows, said, term = rows[keep], said[keep], term[keep]
-        df = np.bincount(term, minlength=len(known))
+            rows, term = rows[keep], term[keep]
+            df = np.bincount(term, minlength=len(known))
+            if now:  # some rows hidden: the kept postings' term frequency part as of now
+                tf = _joined(index.tf, slices)[keep]
+            else:  # as of a seq: the lengths' mean is that of the rows visible then
+                said = _joined(index.counts, slices)[keep]
+                tf = _tf(said, index.lengths[rows], mean)
         weight = np.array([n for _, n in known], dtype=np.float64) * np.log1p((count - df + 0.5) / (df + 0.5))
         whole = float(weight.sum()) + unknown * math.log1p((count + 0.5) / 0.5)
-        norm = K1 * (1.0 - B + B * index.lengths[rows] / mean)
         n_rows = len(index.ids)  # a row holds a term once, so each (row, term) is one posting
-        scores = np.bincount(rows, weights=weight[term] * said * (K1 + 1.0) / (said + norm), minlength=n_rows)
-        held = np.bincount(rows, weights=weight[term], minlength=n_rows)
+        weights = weight[term]
+        scores = np.bincount(rows, weights=weights * tf, minlength=n_rows)
         found = np.flatnonzero(scores)
         if len(found) > best:
             found = found[np.argpartition(-scores[found], best - 1)[:best]]
         top = int(found[np.argmax(scores[found])]) if len(found) else None
-        coverage = float(held[top] / whole) if top is not None and whole > 0 else 0.0
-        ids = index.ids
-        return Matches(dict(zip([ids[k] for k in found.tolist()], scores[found].tolist())), coverage, index)
+        # the weight the best row holds, summed in posting order (as a bincount over every row would)
+        held = sum(weights[rows == top].tolist()) if top is not None else 0.0
+        coverage = float(held / whole) if top is not None and whole > 0 else 0.0
+        return Ranked(index, found, scores[found], coverage)
+
+
+class Ranked(NamedTuple):
+    """A lexical search as arrays: the scope's index, the rows found (its row numbers), their
+    BM25 scores, and the share of the query's weight the best of them holds."""
+
+    scope_index: ScopeIndex
+    rows: np.ndarray
+    scores: np.ndarray
+    coverage: float
+
+
+def _tf(counts: np.ndarray, lengths: np.ndarray, mean: float) -> np.ndarray:
+    """BM25's term-frequency part of postings of these counts, in rows of these lengths, in a
+    scope of this mean length (Lucene's: the score is the term's weight times it)."""
+    return counts * (K1 + 1.0) / (counts + K1 * (1.0 - B + B * lengths / mean))
+
+
+def _joined(array: np.ndarray, slices: list[slice]) -> np.ndarray:
+    """The slices of a merged array (a query's terms' postings) end to end."""
+    return np.concatenate([array[s] for s in slices]) if slices else array[:0]
 
 
 @dataclass(frozen=True)

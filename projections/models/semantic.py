@@ -40,7 +40,18 @@ from projections.models.frozen import (
     visible_rows,
 )
 
-__all__ = ["REACT", "VECTOR_DTYPE", "Block", "Embedder", "Hit", "SemanticIndex", "dequantise", "dots", "quantise"]
+__all__ = [
+    "REACT",
+    "VECTOR_DTYPE",
+    "Block",
+    "Embedder",
+    "Hit",
+    "ScopeRows",
+    "SemanticIndex",
+    "dequantise",
+    "dots",
+    "quantise",
+]
 
 # Every vector is quantised when it is embedded (``quantise``: 12-bit codes, a float32 scale
 # per row), and scored dequantised (``dequantise``): the same numbers whether folded
@@ -146,6 +157,7 @@ class SemanticIndex:
         reads that never search need not load); it raises DamagedCache."""
         self.base = base
         self.pending_check = check
+        self.epoch = getattr(self, "epoch", 0) + 1  # rows are only appended until the next start over
         self.blocks: dict[str, Block] = {}  # fresh rows per collection
         self._after_clear: dict[str, int] = {}
         self._after_purge = NEVER
@@ -247,6 +259,16 @@ class SemanticIndex:
     ) -> list[Hit]:
         """``search`` with where each winner's row is. Only the winners are turned back
         into ids: the scope's rows stay numpy arrays."""
+        scope = self._scope(query, collections, as_of)
+        return _top(scope.parts, scope.cos, limit)
+
+    @heals
+    def scope_rows(self, query: np.ndarray, collections: Iterable[str], as_of: int | None = None) -> ScopeRows:
+        """Every visible row of exactly these collections with its cosine, as arrays (what a
+        fusion with another channel over the same rows reads; ``search_rows`` picks from it)."""
+        return self._scope(query, collections, as_of)
+
+    def _scope(self, query: np.ndarray, collections: Iterable[str], as_of: int | None) -> ScopeRows:
         if self.pending_check is not None:
             check, self.pending_check = self.pending_check, None
             check()
@@ -254,31 +276,42 @@ class SemanticIndex:
         parts: list[
             tuple[str, Rows | Block, np.ndarray | None]
         ] = []  # (collection, its rows, visible rows or None: all)
-        cos: list[np.ndarray] = []
         rows_of = self.base.rows if self.base is not None else _no_rows
         untouched = self._after_purge == NEVER and not self._after_clear  # no tombstone since the base
         for name in dict.fromkeys(collections):
             rows = rows_of(name)
             if rows is not None:
-                scores = dots(rows.vectors, query)
                 if as_of is None and not rows.hidden and (untouched or self.after(name) == NEVER):
                     parts.append((name, rows, None))
                 else:
                     picked = visible_rows(rows.seqs, effective_cleared(rows, self.after(name)), as_of)
                     parts.append((name, rows, picked))
-                    scores = scores[picked]
-                cos.append(scores)
             block = self.blocks.get(name) if self.blocks else None
             if block is not None and block.n:
                 n = block.n
-                scores = dots(block.vectors(), query)
                 shown = None
                 if as_of is not None or block.hidden:
                     shown = visible_rows(block.seqs[:n], block.cleared[:n], as_of)
-                    scores = scores[shown]
                 parts.append((name, block, shown))
-                cos.append(scores)
-        return _top(parts, cos, limit)
+        cos = [dots(r.vectors() if isinstance(r, Block) else r.vectors, query) for _, r, _ in parts]
+        cos = [scores if picked is None else scores[picked] for scores, (_, _, picked) in zip(cos, parts)]
+        return ScopeRows(parts, cos, self.epoch)
+
+
+class ScopeRows(NamedTuple):
+    """A scope's visible rows, part by part (a collection's stored rows, then its fresh ones):
+    each part's collection, its rows, which of them are visible (None: all) and their cosines;
+    ``epoch``: the index's start-over count (until it moves, a part's rows are only appended to,
+    so a part of the same collection, kind and length holds the same rows)."""
+
+    parts: list[tuple[str, Rows | Block, np.ndarray | None]]
+    cos: list[np.ndarray]
+    epoch: int
+
+    def part_ids(self, b: int) -> list[str]:
+        """Every row's id of part ``b``, visible or not, in row order."""
+        rows = self.parts[b][1]
+        return [i.decode() for i in rows.ids.tolist()] if isinstance(rows, Rows) else rows.ids[: rows.n]
 
 
 # What each event type is to the index: a text to embed into a collection, a tombstone, or nothing.

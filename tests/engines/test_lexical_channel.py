@@ -131,3 +131,63 @@ def test_another_process_write_is_found_by_kept_postings(backend: MemoryBackend)
     assert "ibv_reg_mr" in found[0]["text"] and len(found) == 2
     kept = backend.session.lexical.scores(_catalog(backend), "ibv_reg_mr", ["root"], None).scores
     assert list(kept) == [found[0]["entry_id"]]  # the session's own postings, not a fresh index
+
+
+fused_writes = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.sampled_from(NODES), st.lists(st.sampled_from(WORDS), min_size=1, max_size=5)),
+        st.tuples(st.just("clear"), st.sampled_from(NODES), st.just([])),
+        st.tuples(st.just("reopen"), st.just("root"), st.just([])),  # rows stored in a snapshot, then fresh ones
+        st.tuples(st.just("search"), st.sampled_from(NODES), st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=fused_writes, query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=4), limit=st.integers(1, 8))
+def test_the_array_fusion_ranks_as_the_fusion_of_the_two_lists(
+    tmp_path_factory: pytest.TempPathFactory, script, query, limit
+) -> None:
+    """The embedded engine's search fuses both channels as arrays (``fused_scope``); every
+    result and score is the one ``fuse`` gives over the engine's list and the lexical dict."""
+    from projections.models.fused_scope import fuse_scope
+    from projections.models.fusion import POOL
+
+    path = tmp_path_factory.mktemp("fused") / "ckpt"
+    backend = MemoryBackend(path)
+    seqs: list[int] = []
+    try:
+        for op, node, words in script:
+            if op == "add":
+                seqs.append(int(backend.add_memory(node, " ".join(words), current_node=node)["seq"]))
+            elif op == "clear":
+                backend.clear_node_memory(node, current_node=node)
+            elif op == "reopen":
+                backend.session.projector.save()
+                backend.close()
+                backend = MemoryBackend(path)  # the saved rows are read from the snapshot from now on
+            else:
+                backend.search_memory(" ".join(words), NODES, 5)
+        engine, lexical, catalog = backend.session.engine, backend.session.lexical, _catalog(backend)
+        text = " ".join(query)
+        for as_of in [None, *seqs]:
+            for scope in (NODES, ["root", "a", "a1"], ["b"]):
+                pool = max(limit, POOL)
+                matches = lexical.scores(catalog, text, scope, as_of, pool)
+                listed = fuse(
+                    text,
+                    engine.search(text, scope, pool, as_of),
+                    matches.scores,
+                    matches.about,
+                    scope[-1],
+                    limit,
+                    matches.coverage,
+                )
+                ranked = lexical.ranked(catalog, text, scope, as_of, pool)
+                arrays = fuse_scope(text, engine.scope_rows(text, scope, as_of), ranked, scope[-1], limit)
+                assert arrays is not None
+                assert [(w.id, w.score) for w in arrays] == listed
+    finally:
+        backend.close()
