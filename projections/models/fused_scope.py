@@ -38,11 +38,10 @@ def fuse_scope(query: str, scope: ScopeRows, ranked: Ranked, parent: str | None,
     if mapped is None:
         return None
     maps, layout = mapped
-    lexical_rows = [m if picked is None else m[picked] for m, (_, _, picked) in zip(maps, scope.parts)]
-    rows = np.concatenate(lexical_rows) if lexical_rows else np.zeros(0, np.int64)
+    rows = _visible_rows(scope, index, maps, layout)
     cos = np.concatenate(scope.cos) if scope.cos else np.zeros(0, np.float32)
     pool = max(limit, POOL)
-    best = _semantic_pool(cos, index.seqs[rows], pool)
+    best = _semantic_pool(cos, rows, index.seqs, pool)
     semantic = np.clip((cos[best] + 1.0) / 2.0, 0.0, 1.0).astype(np.float64)  # the engine's score
     facts = _row_facts(index)
     parent_at = facts.node_of_name.get(parent, -1) if parent is not None else -1
@@ -72,14 +71,28 @@ def fuse_scope(query: str, scope: ScopeRows, ranked: Ranked, parent: str | None,
     return out
 
 
-def _semantic_pool(cos: np.ndarray, seqs: np.ndarray, pool: int) -> np.ndarray:
-    """The ``pool`` best of the visible rows by cosine, ties to the older row (lower seq)."""
+def _visible_rows(scope: ScopeRows, index: ScopeIndex, maps: list[np.ndarray], layout: tuple[object, ...]) -> np.ndarray:
+    """The lexical index's row of each visible semantic row, in the parts' order (kept for the
+    layout when every row is visible: a search as of now with nothing hidden)."""
+    if all(picked is None for _, _, picked in scope.parts):
+        key = ("visible", layout)
+        found = cast("np.ndarray | None", index.memo.get(key))
+        if found is None:
+            found = index.memo[key] = np.concatenate(maps) if maps else np.zeros(0, np.int64)
+        return found
+    shown = [m if picked is None else m[picked] for m, (_, _, picked) in zip(maps, scope.parts)]
+    return np.concatenate(shown) if shown else np.zeros(0, np.int64)
+
+
+def _semantic_pool(cos: np.ndarray, rows: np.ndarray, seqs: np.ndarray, pool: int) -> np.ndarray:
+    """The ``pool`` best of the visible rows by cosine, ties to the older row (lower ``seqs``
+    of their ``rows``)."""
     total = len(cos)
     if pool < total:  # every row scoring at least the pool-th best (ties at the cut go by seq below)
         keep = np.flatnonzero(cos >= np.partition(cos, total - pool)[total - pool])
     else:
         keep = np.arange(total)
-    return keep[np.lexsort((seqs[keep], -cos[keep]))][:pool]
+    return keep[np.lexsort((seqs[rows[keep]], -cos[keep]))][:pool]
 
 
 def _part_maps(scope: ScopeRows, index: ScopeIndex) -> tuple[list[np.ndarray], tuple[object, ...]] | None:
