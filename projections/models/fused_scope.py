@@ -42,7 +42,8 @@ def fuse_scope(query: str, scope: ScopeRows, ranked: Ranked, parent: str | None,
     cos = np.concatenate(scope.cos) if scope.cos else np.zeros(0, np.float32)
     pool = max(limit, POOL)
     best = _semantic_pool(cos, rows, index.seqs, pool)
-    semantic = np.clip((cos[best] + 1.0) / 2.0, 0.0, 1.0).astype(np.float64)  # the engine's score
+    # the engine's score, as ``semantic._top`` gives it (np.clip's values; its call costs 10 µs)
+    semantic = np.minimum(np.maximum((cos[best] + 1.0) / 2.0, 0.0), 1.0).astype(np.float64)
     facts = _row_facts(index)
     parent_at = facts.node_of_name.get(parent, -1) if parent is not None else -1
 
