@@ -251,6 +251,7 @@ class Checker:
         self._placed: frozenset[str] | None = None
         self._reach: dict[tuple[int, int, int], str | None] = {}
         self._row_words_of: dict[int, tuple[str, ...]] = {}
+        self._row_picks: list[tuple[int, str]] | None = None
 
     def verdict(self, i: int) -> Verdict:
         if i not in self._memo:
@@ -1062,16 +1063,13 @@ class Checker:
         if key not in self._pointers:
             lo, hi = scope
             numbers = []
-            for k, other in enumerate(self.found):
-                replicates = other.noun is not None and canon(other.noun)[0] in _REPLICATES and other.text.endswith("s")
-                if _INSTEAD.search(self.text, max(0, other.start - 16), other.start):
-                    continue  # "15,000 instead of 5,000 steps": the row is the 15,000, not the one set aside
-                if other.noun is not None and _OVER_A_SPAN.search(self.text, max(0, other.start - 24), other.start):
-                    continue  # "Over ten steps the mean step time is …": the span averaged over, never its last row
-                if lo <= other.start < hi and other.unit is None and not other.change and not replicates:
-                    words = self._row_words(k)
-                    numbers.append((other.value, tuple(words)))
-                elif lo <= other.start < hi and other.unit not in (None, "%", "x", "pp") and not other.change:
+            for k, keyed in self._row_numbers():
+                other = self.found[k]
+                if not lo <= other.start < hi:
+                    continue
+                if keyed == "bare":
+                    numbers.append((other.value, self._row_words(k)))
+                else:
                     numbers += self._keyed_by_unit(other, table)  # "a 60 Ry cutoff": ecutwfc_Ry=60
             if sentence:
                 context = None
@@ -1080,6 +1078,23 @@ class Checker:
                 context = self._blanked(s_lo, s_hi, digits=False)
             self._pointers[key] = pointer(table, self._blanked(lo, hi, digits=True), numbers, context)
         return self._pointers[key]
+
+    def _row_numbers(self) -> list[tuple[int, str]]:
+        """The numbers that may pick a table's row, whatever the table: a bare one (``epoch 60``)
+        or one with a unit a key column may be kept in (``a 60 Ry cutoff``); once per claim."""
+        if self._row_picks is None:
+            self._row_picks = []
+            for k, other in enumerate(self.found):
+                replicates = other.noun is not None and canon(other.noun)[0] in _REPLICATES and other.text.endswith("s")
+                if _INSTEAD.search(self.text, max(0, other.start - 16), other.start):
+                    continue  # "15,000 instead of 5,000 steps": the row is the 15,000, not the one set aside
+                if other.noun is not None and _OVER_A_SPAN.search(self.text, max(0, other.start - 24), other.start):
+                    continue  # "Over ten steps the mean step time is …": the span averaged over, never its last row
+                if other.unit is None and not other.change and not replicates:
+                    self._row_picks.append((k, "bare"))
+                elif other.unit not in (None, "%", "x", "pp") and not other.change:
+                    self._row_picks.append((k, "unit"))
+        return self._row_picks
 
     def _blanked(self, lo: int, hi: int, *, digits: bool) -> str:
         """The text between ``lo`` and ``hi`` with the claim's numbers blanked, once per span."""
