@@ -72,7 +72,9 @@ def fuse_scope(query: str, scope: ScopeRows, ranked: Ranked, parent: str | None,
     return out
 
 
-def _visible_rows(scope: ScopeRows, index: ScopeIndex, maps: list[np.ndarray], layout: tuple[object, ...]) -> np.ndarray:
+def _visible_rows(
+    scope: ScopeRows, index: ScopeIndex, maps: list[np.ndarray], layout: tuple[object, ...]
+) -> np.ndarray:
     """The lexical index's row of each visible semantic row, in the parts' order (kept for the
     layout when every row is visible: a search as of now with nothing hidden)."""
     if all(picked is None for _, _, picked in scope.parts):

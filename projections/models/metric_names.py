@@ -411,6 +411,20 @@ def metric_words(name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+@functools.lru_cache(maxsize=8192)
+def abbreviates(name: str, metric: str) -> bool:
+    """A log line's short name for a metric (``prec=0.6512`` of ``precision``, ``IS=84.7`` of
+    ``inception_score``): a word of three letters or more that begins one of the metric's words
+    (and is not all of it), or two to four letters that are its words' initials."""
+    low = name.lower()
+    if not low.isalpha() or len(low) < 2:
+        return False
+    words = [w for w in _SPLIT.split(_CAMEL.sub(r"\1 \2", metric).lower()) if w and not w.isdigit()]
+    if len(low) >= 3 and any(w.startswith(low) and w != low for w in words):
+        return True
+    return 2 <= len(low) <= 4 and len(words) == len(low) and "".join(w[0] for w in words) == low
+
+
 def weight(word: str) -> float:
     """How much a word says about which metric is meant: an identifier more than a shared word."""
     return 1.0 if word in _COMMON or word in QUANTITY_WORDS else 2.0

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from projections.models import units, written_numbers
-from projections.models.metric_names import canon, metric_words
+from projections.models.metric_names import abbreviates, canon, metric_words
 from projections.models.text_caches import per_text
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
@@ -531,12 +531,16 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
             if " " in words and words.endswith(("than", "least", "most")) and _ends_with_word(low, (words,)):
                 q = replace(q, qualifier=op)
                 break
+    rate = _RATE_NAMED.search(stripped) if q.unit is None and q.noun is None else None
+    if rate is not None and units.parse(rate.group(1)) is not None:  # "img/s=63.8": a rate's unit as its name
+        return replace(q, unit=units.parse(rate.group(1)))
     name, explicit = _name_before(stripped)
     if name is not None and q.name is None:
         key = name_key(name)
         code = bool(_CODE_MARK.search(name)) and not _NUMBERED.fullmatch(name)
         code = code or (len(name) <= 2 and _ASSIGNED.search(stripped) is not None)
         code = code or (stripped.endswith("=") and _names_a_metric(name, names))  # "ppl=4.96" of valid_ppl
+        code = code or (stripped.endswith("=") and any(abbreviates(name, n) for n in names))  # "prec=0.6512"
         numbered = _NUMBERED.fullmatch(name) is not None  # AP75, top5, seed3
         code = code or (explicit and numbered and _names_a_metric(name, names))  # "AP75=0.390" of bbox_mAP_75
         if key in names or (explicit and code and q.unit is None and q.noun is None):
@@ -548,6 +552,9 @@ def _before(text: str, q: Quantity, names: frozenset[str]) -> Quantity:
         else:
             q = replace(q, unit="USD")
     return q
+
+
+_RATE_NAMED = re.compile(r"(?<![\w/])([A-Za-z]+/[A-Za-z]+)\s*[=:]$")  # "img/s=", "GB/s:"
 
 
 def _names_a_metric(name: str, names: frozenset[str]) -> bool:
@@ -746,8 +753,8 @@ def _unitless_difference(text: str, q: Quantity) -> bool:
     before = _WORD.findall(text[max(0, q.start - 30) : q.start].lower())[-3:]
     while before and before[-1] in ("only", "just", "about", "roughly", "nearly", "almost"):
         before = before[:-1]
-    if before[-2:-1] and before[-1] == "by" and before[-2] in _CHANGE_VERBS:
-        return True
+    if before[-2:-1] and before[-1] == "by" and (before[-2] in _CHANGE_VERBS or before[-2] in ("better", "worse")):
+        return True  # "drops by 0.0011", "worse by 0.56"
     if before[-1:] and before[-1] in _CHANGE_VERBS and before[-1] not in ("up", "down", "lower"):
         return True
     after = _WORD.findall(_CLAUSE_PUNCT.split(text[q.end : q.end + 40].lower())[0])[:5]

@@ -32,6 +32,7 @@ from projections.models.metric_names import (
     QUANTITY_WORDS,
     SHARE_WORDS,
     Named,
+    abbreviates,
     canon,
     count_scale,
     fewest_unsaid,
@@ -538,6 +539,9 @@ class Checker:
             if not by_name and self._explicit(q):  # "Cd = 1.3521": a metric that carries every word of it
                 carried = {w for part in re.split(r"[_.]+", q.name) if part for w in canon(part)}
                 by_name = [m for m in metrics if carried and carried <= set(metric_words(m)) | {m.lower()}]
+            if not by_name and self._explicit(q):  # "prec=0.6512", "IS=84.7": the one metric it abbreviates
+                short = [m for m in metrics if abbreviates(q.name, m)]
+                by_name = short if len(short) == 1 else []
             if by_name or self._explicit(q):  # name=value: that metric, or none
                 return [Named(m, 10.0) for m in by_name], None
         metrics = [m for m in metrics if not m.startswith("_")]  # ARI's own (_scientific_score): by name only
