@@ -158,12 +158,13 @@ class Evidence:
 
 
 def words_of(text: str) -> set[str]:
-    """The words of a text, lowercase, each also without a plural ``s`` and split at ``-``,
-    ``_`` and ``.`` (``ImageNet-1k`` gives ``imagenet-1k``, ``imagenet``, ``1k``)."""
+    """The words of a text, lowercase, each also without a plural ``s``, split at ``-``, ``_``
+    and ``.`` and without a version's trailing ``+`` (``ImageNet-1k`` gives ``imagenet-1k``,
+    ``imagenet``, ``1k``; ``DPM-Solver++`` gives ``dpm-solver``, ``dpm``, ``solver`` too)."""
     out: set[str] = set()
     for m in re.finditer(r"[A-Za-z0-9][\w.+-]*", text):
         word = m.group().lower().strip("._-")
-        for w in {word, *re.split(r"[-_.]+", word)}:
+        for w in {word, word.rstrip("+"), *(p.rstrip("+") for p in re.split(r"[-_.]+", word))}:
             if w:
                 out.add(w)
                 if len(w) > 3 and w.endswith("s"):

@@ -447,8 +447,8 @@ def _after(text: str, q: Quantity, names: frozenset[str]) -> Quantity | None:
             stop = q.end + lead + unit2.end()  # "1.5M read IOPS", "77.7K random-read IOPS": the unit after one word
             return replace(q, unit=units.parse(unit2.group(1)), end=stop, text=text[q.start : stop])
         if noun is None and not glued and word.lower() not in _LINK_WORDS:  # "100 Jacobi sweeps": a noun after one word
-            nm = re.match(
-                r"(?!(?:this|that|these|those|the|its|our|their|each|every)\b)[A-Za-z][\w\-]* ([A-Za-z]+)", rest
+            nm = re.match(  # the word may be a name with a version's "+" ("25 DPM-Solver++ steps")
+                r"(?!(?:this|that|these|those|the|its|our|their|each|every)\b)[A-Za-z][\w\-]*\+* ([A-Za-z]+)", rest
             )
             noun, stop = (count_noun(nm.group(1)), q.end + lead + nm.end()) if nm else (None, stop)
         if noun is not None:
