@@ -1242,7 +1242,7 @@ class Checker:
         if q.list_pos is not None:
             return merged  # a list's members pair with the keys' list
         named = {k for k, _ in clause.keys}
-        lo, hi = self._sentence(q)
+        lo, _ = self._sentence(q)
         for key, cells in sentence.keys:
             if len(cells) > 1 and key not in named:  # the sentence names two rows of a key its clause does not
                 row = self._row_before(i, cells, lo)
