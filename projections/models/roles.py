@@ -2093,12 +2093,15 @@ def _comparable(unit: str, other: str) -> bool:
 _COMMON_COUNTS = frozenset({"count", "number", "num", "n", "cnt", "total"})
 
 
+_PARTICIPLES = frozenset({"seen", "done", "taken", "given", "written", "chosen", "kept", "lost", "sent", "built", "read", "run"})
+
+
 def _counts_another(metric: str, noun: str) -> bool:
     """Whether a count metric counts a thing of its own other than ``noun`` (``lincs_warnings``
     counts warnings, never residues)."""
     last = metric_words(metric)[-1:] if metric_words(metric) else ()
-    if metric.lower().rstrip("_").endswith(("ed", "ing")):
-        return False  # n_converged, n_failing: what happened to the things, not another thing
+    if metric.lower().rstrip("_").endswith(("ed", "ing")) or (last and last[0] in _PARTICIPLES):
+        return False  # n_converged, n_failing, images_seen_M: what happened to the things, not another thing
     return bool(last) and last[0] != noun and count_noun(last[0] + "s") is not None and last[0] not in _COMMON_COUNTS
 
 
