@@ -1831,6 +1831,15 @@ class Checker:
                 by_unit += [
                     Named(m, 0.0) for m in self._of_dimension(both, other) if m not in {n.metric for n in by_unit}
                 ]
+            elif lo <= other.start < hi and other is not q and other.noun is not None and other.unit is None:
+                thing = canon(other.noun)[0]  # "458.1M parameters, 3.5x the baseline's": the count's metric
+                by_unit += [
+                    Named(m, 0.0)
+                    for m in both
+                    if thing in metric_words(m)
+                    and _countable(m, self.ev.metrics[m])
+                    and m not in {n.metric for n in by_unit}
+                ]
         if by_unit and not q.speed:
             return by_unit, None, pairs
         if not q.speed:
@@ -2093,7 +2102,9 @@ def _comparable(unit: str, other: str) -> bool:
 _COMMON_COUNTS = frozenset({"count", "number", "num", "n", "cnt", "total"})
 
 
-_PARTICIPLES = frozenset({"seen", "done", "taken", "given", "written", "chosen", "kept", "lost", "sent", "built", "read", "run"})
+_PARTICIPLES = frozenset(
+    {"seen", "done", "taken", "given", "written", "chosen", "kept", "lost", "sent", "built", "read", "run"}
+)
 
 
 def _counts_another(metric: str, noun: str) -> bool:
