@@ -1514,6 +1514,13 @@ class Checker:
             and set(f.key) - {"num", "n", "per", "max", "min"}
             and "_command (" in f.where
         ]
+        if not flags:  # "min-SNR weighting (gamma 5)" of --snr-gamma 5: the setting's last word right
+            near, said = self._near_word(q), set(self._phrases[i].sentence)  # before it, its others in the sentence
+            flags = [
+                f
+                for f in self.ev.facts
+                if len(f.key) > 1 and f.key[-1] == near and said.issuperset(f.key) and "_command (" in f.where
+            ]
         if not flags:
             return None
         if any(self._holds(q, f.value) for f in flags) or self._names_a_row(q, own):
