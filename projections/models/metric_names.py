@@ -333,6 +333,23 @@ def is_measure_word(word: str) -> bool:
     return word.lower() in _CANON
 
 
+_GREEK = {
+    "α": "alpha", "β": "beta", "γ": "gamma", "Γ": "gamma", "δ": "delta", "Δ": "delta", "ε": "epsilon",
+    "ϵ": "epsilon", "ζ": "zeta", "η": "eta", "θ": "theta", "ϑ": "theta", "Θ": "theta", "ι": "iota", "κ": "kappa",
+    "λ": "lambda", "Λ": "lambda", "μ": "mu", "ν": "nu", "ξ": "xi", "π": "pi", "Π": "pi", "ρ": "rho", "σ": "sigma",
+    "Σ": "sigma", "τ": "tau", "υ": "upsilon", "φ": "phi", "ϕ": "phi", "Φ": "phi", "χ": "chi", "ψ": "psi",
+    "Ψ": "psi", "ω": "omega", "Ω": "omega",
+}  # fmt: skip
+_GREEK_WORD = re.compile("(?<![^\\W\\d_])([" + "".join(_GREEK) + "])(?![^\\W\\d_])")
+
+
+def spell_greek(text: str) -> str:
+    """A Greek letter written alone as the name a run's code gives it (``θ = 0.5`` is ``theta =
+    0.5``, as a sweep's column ``theta`` or a flag ``--theta`` writes it); never one inside a word
+    or a unit (``ΔE``, ``µs``)."""
+    return _GREEK_WORD.sub(lambda m: _GREEK[m.group(1)], text) if not text.isascii() else text
+
+
 def phrase_words(text: str) -> list[tuple[str, int]]:
     """The canonical words of a piece of claim text, each with its position."""
     return list(_phrase_words(text))

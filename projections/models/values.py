@@ -35,6 +35,7 @@ from projections.models.evidence import (
     tokens,
     tokens_key,
 )
+from projections.models.metric_names import spell_greek
 from projections.models.quantities import BASE_WORDS, name_key, read, tolerance
 from projections.models.roles import Checker
 from projections.models.tables import Place, numbers_in
@@ -97,6 +98,7 @@ def check_claim(text: str, evidence: Evidence) -> list[Verdict]:
     """A verdict for every number of ``text`` (docs/grounding.md)."""
     if _DIGIT.search(text) is None and not written_numbers.may_hold(text):
         return []
+    text = spell_greek(text)  # "θ = 0.5" as the run's code names it: theta
     names = evidence.memo(("name_keys",), lambda: _name_keys(evidence))
     found = read(text, names)
     mentions = _node_mentions(text, evidence)
