@@ -71,7 +71,7 @@ _SPREAD_MARKS = ("±", "+/-", "+-", "plus or minus")
 _UP = {
     "faster", "quicker", "speedup", "speed-up", "higher", "more", "greater", "larger", "better", "improvement",
     "improvements", "improves", "improved", "gain", "gains", "increase", "increases", "increased", "over", "above",
-    "up", "boost", "rise", "rises", "raises", "ahead", "fast", "quick",
+    "up", "boost", "rise", "rises", "raises", "ahead", "fast", "quick", "longer",
 }  # fmt: skip
 _DOWN = {
     "slower", "lower", "less", "fewer", "smaller", "worse", "reduction", "reduces", "reduced", "decrease",
