@@ -347,6 +347,10 @@ def pointer(
         named: list[Cell] = [c for c, lc in zip(texts, lowered) if lc in low and _names_text_cell(text, low, c, words)]
         if not named and texts:
             named = _cells_by_part(text, texts)
+        if not named and texts:  # "Communication takes 1.26 s" of a phase cell "comm": a synonym of the cell
+            said = _said(text)
+            synonyms = [c for c in texts if len(c) >= 3 and c.isalpha() and set(canon(c)) <= said]
+            named = synonyms if len(synonyms) == 1 else []
         if not named and (flags or 0.0 in values):
             flag = _flag_said(text, key)  # "without GPU-direct communication": gpu_direct_comm=0
             if flag is not None and (flags or flag == 0.0):  # "without re-ranking": rerank_depth=0
