@@ -732,6 +732,10 @@ class Checker:
         found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
         if found is not None:
             return found
+        if artifacts and not by_words and not dim and q.unit not in (None, "%", "x", "pp"):
+            refuted = self._artifact_refutes(q, i)
+            if refuted is not None:
+                return refuted
         fact: Verdict | None = self._fact(q, i) if (q.unit is not None or q.noun is not None) and not by_words else None
         if fact is not None and fact.verdict == "checked" and not self._measurement(i):
             return fact
@@ -864,6 +868,27 @@ class Checker:
                 if any(self._held_by(q, key.metric, v, key, column=values) for v in said):
                     return self._out(q, "checked"), []
         return None, looked
+
+    def _artifact_refutes(self, q: Quantity, i: int) -> Verdict | None:
+        """A value with a unit no metric of the own report measures, whose own words name the
+        one key of its dimension a pinned artifact holds as the run reported it (a JSON's
+        number, a log's row of the report's values): a mismatch when that value does not hold
+        it (``The tree build sustains 1,555 GB/s`` against summary.json's 612.4 GB/s). Not a
+        rounded number, a bound, a range, a list member, another row's or another node's."""
+        if q.approximate or q.bound or q.range_with is not None or q.from_range or q.list_pos is not None:
+            return None
+        if self._other_row(q) or any(n != self.ev.node_id for n in self._named_nodes(q)):
+            return None
+        refuting = []
+        for place in self.ev.places:
+            for key in self._named_keys(q, i, place.by_key):
+                said = set(self._unpointed(place, key.metric)) if key.score >= 2.0 else set()
+                if len(said) == 1:
+                    refuting.append((place.where, key.metric, said.pop()))
+        if len({(k, v) for _, k, v in refuting}) != 1:
+            return None  # none, or two keys that say different things: nothing decides it
+        where, key, value = refuting[0]
+        return self._out(q, "mismatch", f"{where} says {key}={value:g}", [where])
 
     def _unpointed(self, place: Place, key: str) -> list[float]:
         """The values of a key a sentence that points at no row may state: a table's column only
