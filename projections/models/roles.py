@@ -837,7 +837,8 @@ class Checker:
         q = self.found[i]  # "eight pools the FFTs stream at the full 409.6 GB/s": the verb after the last number
         lo, _ = self._sentence(q)
         last = max((o.end for o in self.found[:i] if lo <= o.start and o.end <= q.start), default=None)
-        return last is not None and bool({w for w, _ in phrase_words(self.text[last : q.start])} & _MEASURED_WORDS)
+        between = {w for w, _ in phrase_words(self.text[last : q.start])} if last is not None else set()
+        return bool(between & (_MEASURED_WORDS - _PEAK))  # "9.7 TFLOPS FP32 peak and 2,039 GB/s": a noun, no verb
 
     def _elsewhere(
         self, q: Quantity, i: int, named: list[Named], *, artifacts: bool = True
