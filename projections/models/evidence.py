@@ -90,6 +90,22 @@ class Fact(NamedTuple):
     where: str
     per: str | None = None  # what the count is per ("8 doubles per vector")
     key: tuple[str, ...] = ()  # a setting's name as canonical words (--batch-size 256: batch, size)
+    form: str | None = None  # the number format beside it ("19.5 TFLOPS FP32": fp32)
+
+
+# a number format written beside a quantity: a peak is per format ("19.5 TFLOPS FP32 and 9.7 TFLOPS FP64")
+_FORM = re.compile(r"\b(fp64|fp32|fp16|fp8|bf16|tf32|int8|int4)\b", re.I)
+
+
+def number_form(text: str, start: int, end: int) -> str | None:
+    """The number format written right after a quantity (within two words) or right before it."""
+    after = _FORM.match(text, end) or re.compile(
+        r"\s+(?:\w+\s+)?(fp64|fp32|fp16|fp8|bf16|tf32|int8|int4)\b", re.I
+    ).match(text, end)
+    if after is not None:
+        return after.group(1).lower()
+    before = re.search(r"\b(fp64|fp32|fp16|fp8|bf16|tf32|int8|int4)\s*$", text[max(0, start - 12) : start], re.I)
+    return before.group(1).lower() if before else None
 
 
 @dataclass
@@ -238,7 +254,8 @@ def facts_in(texts: Mapping[str, object], numbers: Mapping[str, object] | None =
             if q.change or q.name is not None or q.qualifier in ("<", "<=", ">", ">="):
                 continue
             if q.unit is not None or q.noun is not None:
-                out.append(Fact(q.value, q.unit, q.noun, where, q.per))
+                form = number_form(text, q.start, q.end) if q.unit is not None else None
+                out.append(Fact(q.value, q.unit, q.noun, where, q.per, form=form))
         for pattern in (_SETTING, _FLAG):
             for key, raw in pattern.findall(text):
                 words = tuple(w for w, _ in phrase_words(re.sub(r"[_\-]+", " ", key)))  # --label-smoothing: ls

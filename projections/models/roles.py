@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from projections.models import units
-from projections.models.evidence import OWN, Evidence, Verdict, range_problem
+from projections.models.evidence import OWN, Evidence, Verdict, number_form, range_problem
 from projections.models.metric_names import (
     COMPLEMENTS,
     QUANTITY_WORDS,
@@ -1482,6 +1482,9 @@ class Checker:
             if (dim is not None and f.unit is not None and units.dimension(f.unit) == dim)
             or (noun is not None and f.noun is not None and canon(f.noun)[0] == noun and f.per == q.per)
         ]
+        form = number_form(self.text, q.start, q.end) if dim is not None else None
+        if form is not None:  # "9.7 TFLOPS FP32 peak": never the spec's FP64 9.7
+            same_kind = [f for f in same_kind if f.form in (None, form)]
         for f in same_kind:
             value = f.value * units.factor(f.unit, q.unit) if dim is not None and f.unit else f.value
             if self._holds(q, value):
