@@ -888,8 +888,8 @@ class Checker:
                     refuting.append((place.where, key.metric, said.pop()))
         if len({(k, v) for _, k, v in refuting}) != 1:
             return None  # none, or two keys that say different things: nothing decides it
-        where, key, value = refuting[0]
-        return self._out(q, "mismatch", f"{where} says {key}={value:g}", [where])
+        where, name, value = refuting[0]
+        return self._out(q, "mismatch", f"{where} says {name}={value:g}", [where])
 
     def _unpointed(self, place: Place, key: str) -> list[float]:
         """The values of a key a sentence that points at no row may state: a table's column only
@@ -1544,11 +1544,11 @@ class Checker:
             and "_command (" in f.where
         ]
         if not flags:  # "min-SNR weighting (gamma 5)" of --snr-gamma 5: the setting's last word right
-            near, said = self._near_word(q), set(self._phrases[i].sentence)  # before it, its others in the sentence
+            near, sentence = self._near_word(q), set(self._phrases[i].sentence)  # before it, its others in the sentence
             flags = [
                 f
                 for f in self.ev.facts
-                if len(f.key) > 1 and f.key[-1] == near and said.issuperset(f.key) and "_command (" in f.where
+                if len(f.key) > 1 and f.key[-1] == near and sentence.issuperset(f.key) and "_command (" in f.where
             ]
         if not flags:
             return None

@@ -349,7 +349,7 @@ def pointer(
             named = _cells_by_part(text, texts)
         if not named and texts:  # "Communication takes 1.26 s" of a phase cell "comm": a synonym of the cell
             said = _said(text)
-            synonyms = [c for c in texts if len(c) >= 3 and c.isalpha() and set(canon(c)) <= said]
+            synonyms: list[Cell] = [c for c in texts if len(c) >= 3 and c.isalpha() and set(canon(c)) <= said]
             named = synonyms if len(synonyms) == 1 else []
         if not named and (flags or 0.0 in values):
             flag = _flag_said(text, key)  # "without GPU-direct communication": gpu_direct_comm=0
