@@ -313,7 +313,7 @@ class Checker:
         if owner is not None and owner in self.ev.others:  # "trails n1a's 0.9954": a sibling's, out of reach
             lineage = ", ".join(self.ev.ancestors) or "none"
             return self._out(q, "unchecked", f"it is {owner}'s, outside {self.ev.node_id}'s lineage ({lineage})")
-        if owner is not None or self._owned_after(q):  # "the parent's 0.874", "3796.5 for the parent"
+        if owner is not None or self._owned_after(q) is not None:  # "the parent's 0.874", "3796.5 for the parent"
             if not self._phrases[i].own:  # "555.5 core-hours with pools, against 3796.5 for the parent"
                 q = replace(q, unit=self._unit_before(q))
             return self._value(q, i, bare=True)
@@ -339,11 +339,15 @@ class Checker:
             return None
         return before.unit
 
-    def _owned_after(self, q: Quantity) -> bool:
-        """The number is followed by the node it is of (``against 3796.5 for the parent``)."""
-        return any(
-            q.end < pos <= q.end + 24 and node != self.ev.node_id and _FOR_NODE.fullmatch(self.text, q.end, pos)
-            for pos, node in self.mentions
+    def _owned_after(self, q: Quantity) -> str | None:
+        """The node the number is followed by as the one it is of (``against 3796.5 for the parent``)."""
+        return next(
+            (
+                node
+                for pos, node in self.mentions
+                if q.end < pos <= q.end + 24 and node != self.ev.node_id and _FOR_NODE.fullmatch(self.text, q.end, pos)
+            ),
+            None,
         )
 
     # --------------------------------------------------------------------- helpers
@@ -455,6 +459,16 @@ class Checker:
             if lo <= pos < hi and n in self.ev.ancestors and n != self.ev.node_id and not said_equal and not method:
                 out.append(n)
         return out
+
+    def _said_as_own(self, q: Quantity) -> bool:
+        """The node named last before the number in its clause is the claim's own (``n1a
+        sustains 2.52 TFLOPS``): a node named later (``against 4,242 for the parent``) is another
+        number's."""
+        lo, _ = self._sentence(q)
+        ends = [m.end() for m in _CLAUSE_END.finditer(self.text, lo, q.start)]
+        start = ends[-1] if ends else lo  # its clause: a node of an earlier clause is another number's
+        before = [n for pos, n in self.mentions if start <= pos < q.start]
+        return bool(before) and before[-1] == self.ev.node_id
 
     def _reruns(self, node: str) -> bool:
         """The claim's node is a validation that re-runs ``node`` (its parent)."""
@@ -701,6 +715,8 @@ class Checker:
         if q.bound:  # an inequality of the own report's metric, exactly; nothing else decides it
             return self._bound(q, candidates)
         paired = self._paired_node(q) or self._subject_node(q)
+        after = self._owned_after(q) if self.found[i].noun is None and q.name is None and not explicit else None
+        paired = paired or (after if after in self.ev.ancestors else None)  # "against 2.52 for the parent"
         if paired is not None:
             return self._of_node(q, i, paired, named)
         own_holds = next((n for n in candidates if self._held_by(q, n.metric, self.ev.metrics[n.metric], n)), None)
@@ -814,7 +830,8 @@ class Checker:
         if not theirs:
             return self._out(q, "unchecked", f"{node}'s report has no metric it names")
         said = ", ".join(f"{m}={metrics[m]!r}" for m in theirs)
-        return self._out(q, "mismatch", f"respectively, it is {node}'s: {node}'s report says {said}", (where,))
+        lead = "respectively, " if q.respectively else ""
+        return self._out(q, "mismatch", f"{lead}it is {node}'s: {node}'s report says {said}", (where,))
 
     def _primary_share(self, q: Quantity) -> list[Named]:
         """A percentage that names no quantity (``reaches 76.1%``) is the primary metric's,
@@ -848,7 +865,7 @@ class Checker:
         if q.from_range:  # "from A to B": A may be any ancestor's (the one the sentence names), B is the node's own
             nodes = (self._named_nodes(q) or list(self.ev.ancestors)) if q.range_first else []
         else:
-            nodes = self._named_nodes(q)
+            nodes = [] if self._said_as_own(q) else self._named_nodes(q)
         by_name = {n.metric: n for n in named}
         for node in nodes:
             metrics = self.ev.ancestors[node]
