@@ -94,17 +94,17 @@ class Fact(NamedTuple):
 
 
 # a number format written beside a quantity: a peak is per format ("19.5 TFLOPS FP32 and 9.7 TFLOPS FP64")
-_FORM = re.compile(r"\b(fp64|fp32|fp16|fp8|bf16|tf32|int8|int4)\b", re.I)
+_FORMS = r"(fp64|fp32|fp16|fp8|bf16|tf32|int8|int4)"
+_FORM_AFTER = re.compile(r"\s*(?:\w+\s+)?" + _FORMS + r"\b", re.I)
+_FORM_BEFORE = re.compile(r"\b" + _FORMS + r"\s*$", re.I)
 
 
 def number_form(text: str, start: int, end: int) -> str | None:
     """The number format written right after a quantity (within two words) or right before it."""
-    after = _FORM.match(text, end) or re.compile(
-        r"\s+(?:\w+\s+)?(fp64|fp32|fp16|fp8|bf16|tf32|int8|int4)\b", re.I
-    ).match(text, end)
+    after = _FORM_AFTER.match(text, end)
     if after is not None:
         return after.group(1).lower()
-    before = re.search(r"\b(fp64|fp32|fp16|fp8|bf16|tf32|int8|int4)\s*$", text[max(0, start - 12) : start], re.I)
+    before = _FORM_BEFORE.search(text[max(0, start - 12) : start])
     return before.group(1).lower() if before else None
 
 

@@ -464,6 +464,8 @@ class Checker:
         """The node named last before the number in its clause is the claim's own (``n1a
         sustains 2.52 TFLOPS``): a node named later (``against 4,242 for the parent``) is another
         number's."""
+        if not self.mentions:
+            return False
         lo, _ = self._sentence(q)
         ends = [m.end() for m in _CLAUSE_END.finditer(self.text, lo, q.start)]
         start = ends[-1] if ends else lo  # its clause: a node of an earlier clause is another number's

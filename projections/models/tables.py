@@ -413,6 +413,7 @@ def _marks(text: str) -> tuple[bool, tuple[re.Match[str], ...], bool]:
     return _DIGIT.search(text) is not None, tuple(_LAST.finditer(text)), _ANY_EXTREME.search(text) is not None
 
 
+@per_text
 def _said(text: str) -> frozenset[str]:
     """The canonical words of a text, identifiers whole (``MRR@10``, ``n1a-lm``)."""
     return frozenset(w for m in re.finditer(r"[A-Za-z][\w@-]*", text) for w in canon(m.group()))
