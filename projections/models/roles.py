@@ -466,11 +466,16 @@ class Checker:
         number's."""
         if not self.mentions:
             return False
-        lo, _ = self._sentence(q)
-        ends = [m.end() for m in _CLAUSE_END.finditer(self.text, lo, q.start)]
-        start = ends[-1] if ends else lo  # its clause: a node of an earlier clause is another number's
+        start = self._clause_start(q)  # a node of an earlier clause is another number's
         before = [n for pos, n in self.mentions if start <= pos < q.start]
         return bool(before) and before[-1] == self.ev.node_id
+
+    def _clause_start(self, q: Quantity) -> int:
+        """Where the number's clause begins: after the last clause end (a comma, ``and``, …)
+        before it in its sentence."""
+        lo, _ = self._sentence(q)
+        ends = [m.end() for m in _CLAUSE_END.finditer(self.text, lo, q.start)]
+        return ends[-1] if ends else lo
 
     def _reruns(self, node: str) -> bool:
         """The claim's node is a validation that re-runs ``node`` (its parent)."""
@@ -1308,8 +1313,7 @@ class Checker:
         _, c_hi = self._phrases[i].scope
         if any(o.start == c_hi and k > i for k, o in mentions):
             return None
-        ends = [m.end() for m in _CLAUSE_END.finditer(self.text, lo, q.start)]
-        start = ends[-1] if ends else lo
+        start = self._clause_start(q)
         before = {o.value for k, o in mentions if k < i and o.start >= start}
         return before.pop() if len(before) == 1 else None
 

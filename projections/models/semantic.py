@@ -149,6 +149,7 @@ class SemanticIndex:
     def __init__(self, embedder: Embedder, base: Frozen | None = None) -> None:
         self.embedder = embedder
         self.on_damage: OnDamage | None = None
+        self.epoch = 0  # start-overs so far: rows are only appended between two (``ScopeRows.epoch``)
         self.reset(base)
 
     def reset(self, base: Frozen | None = None, check: Callable[[], None] | None = None) -> None:
@@ -157,7 +158,7 @@ class SemanticIndex:
         reads that never search need not load); it raises DamagedCache."""
         self.base = base
         self.pending_check = check
-        self.epoch = getattr(self, "epoch", 0) + 1  # rows are only appended until the next start over
+        self.epoch += 1
         self.blocks: dict[str, Block] = {}  # fresh rows per collection
         self._after_clear: dict[str, int] = {}
         self._after_purge = NEVER
