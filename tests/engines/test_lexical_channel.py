@@ -34,6 +34,17 @@ def test_terms_keep_compound_tokens_whole_beside_their_stemmed_parts() -> None:
     assert "at" not in found and "fail" in found
 
 
+def _wrote(backend: MemoryBackend, op: str, node: str, words: list[str], seqs: list[int]) -> bool:
+    """Play a script's write (an add, its seq kept, or a clear); False for any other step."""
+    if op == "add":
+        seqs.append(int(backend.add_memory(node, " ".join(words), current_node=node)["seq"]))
+    elif op == "clear":
+        backend.clear_node_memory(node, current_node=node)
+    else:
+        return False
+    return True
+
+
 def _catalog(backend: MemoryBackend) -> Catalog:
     with backend.session.reading() as catalog:
         return catalog
@@ -58,11 +69,7 @@ def test_kept_postings_score_as_rebuilt_ones(tmp_path_factory: pytest.TempPathFa
     seqs: list[int] = []
     try:
         for op, node, words in script:
-            if op == "add":
-                seqs.append(int(backend.add_memory(node, " ".join(words), current_node=node)["seq"]))
-            elif op == "clear":
-                backend.clear_node_memory(node, current_node=node)
-            else:
+            if not _wrote(backend, op, node, words, seqs):
                 kept.scores(_catalog(backend), " ".join(words), NODES, None)  # builds and keeps postings
         catalog = _catalog(backend)
         text = " ".join(query)
@@ -160,11 +167,9 @@ def test_the_array_fusion_ranks_as_the_fusion_of_the_two_lists(
     seqs: list[int] = []
     try:
         for op, node, words in script:
-            if op == "add":
-                seqs.append(int(backend.add_memory(node, " ".join(words), current_node=node)["seq"]))
-            elif op == "clear":
-                backend.clear_node_memory(node, current_node=node)
-            elif op == "reopen":
+            if _wrote(backend, op, node, words, seqs):
+                continue
+            if op == "reopen":
                 backend.session.projector.save()
                 backend.close()
                 backend = MemoryBackend(path)  # the saved rows are read from the snapshot from now on
