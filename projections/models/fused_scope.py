@@ -17,7 +17,7 @@ import numpy as np
 
 from projections.models.fusion import POOL, fuse_keys
 from projections.models.lexical import Ranked, ScopeIndex
-from projections.models.semantic import Block, ScopeRows
+from projections.models.semantic import Block, ScopeRows, best_first
 
 
 class Winner(NamedTuple):
@@ -41,7 +41,7 @@ def fuse_scope(query: str, scope: ScopeRows, ranked: Ranked, parent: str | None,
     rows = _visible_rows(scope, index, maps, layout)
     cos = np.concatenate(scope.cos) if scope.cos else np.zeros(0, np.float32)
     pool = max(limit, POOL)
-    best = _semantic_pool(cos, rows, index.seqs, pool)
+    best = best_first(cos, lambda keep: index.seqs[rows[keep]], pool)
     # the engine's score, as ``semantic._top`` gives it (np.clip's values; its call costs 10 µs)
     semantic = np.minimum(np.maximum((cos[best] + 1.0) / 2.0, 0.0), 1.0).astype(np.float64)
     facts = _row_facts(index)
@@ -85,17 +85,6 @@ def _visible_rows(
         return found
     shown = [m if picked is None else m[picked] for m, (_, _, picked) in zip(maps, scope.parts)]
     return np.concatenate(shown) if shown else np.zeros(0, np.int64)
-
-
-def _semantic_pool(cos: np.ndarray, rows: np.ndarray, seqs: np.ndarray, pool: int) -> np.ndarray:
-    """The ``pool`` best of the visible rows by cosine, ties to the older row (lower ``seqs``
-    of their ``rows``)."""
-    total = len(cos)
-    if pool < total:  # every row scoring at least the pool-th best (ties at the cut go by seq below)
-        keep = np.flatnonzero(cos >= np.partition(cos, total - pool)[total - pool])
-    else:
-        keep = np.arange(total)
-    return keep[np.lexsort((seqs[rows[keep]], -cos[keep]))][:pool]
 
 
 def _part_maps(scope: ScopeRows, index: ScopeIndex) -> tuple[list[np.ndarray], tuple[object, ...]] | None:

@@ -335,6 +335,17 @@ def _no_rows(name: str) -> None:
     return None
 
 
+def best_first(cos: np.ndarray, seqs_of: Callable[[np.ndarray], np.ndarray], limit: int) -> np.ndarray:
+    """The positions of the best ``limit`` cosines, best first, ties to the older row (the lower
+    seq ``seqs_of`` gives for positions): the one order every search of the index keeps."""
+    total = len(cos)
+    if limit < total:  # every row scoring at least the limit-th best (ties at the cut go by seq below)
+        keep = np.flatnonzero(cos >= np.partition(cos, total - limit)[total - limit])
+    else:
+        keep = np.arange(total)
+    return keep[np.lexsort((seqs_of(keep), -cos[keep]))][:limit]
+
+
 def _top(parts: list[tuple[str, Rows | Block, np.ndarray | None]], cos: list[np.ndarray], limit: int) -> list[Hit]:
     """The best ``limit`` rows of all parts, ties by seq (older first)."""
     sizes = [len(c) for c in cos]
@@ -342,21 +353,20 @@ def _top(parts: list[tuple[str, Rows | Block, np.ndarray | None]], cos: list[np.
     if not total or limit <= 0:
         return []
     all_cos = np.concatenate(cos) if len(cos) > 1 else cos[0]
-    if limit < total:  # every row scoring at least the limit-th best (ties at the cut go by seq below)
-        keep = np.flatnonzero(all_cos >= np.partition(all_cos, total - limit)[total - limit])
-    else:
-        keep = np.arange(total)
     starts = list(accumulate(sizes, initial=0))
-    found = []
-    for i, score in zip(keep.tolist(), all_cos[keep].tolist()):
+
+    def place(i: int) -> tuple[str, Rows | Block, int]:
         b = bisect_right(starts, i) - 1
         name, rows, picked = parts[b]
-        row = i - starts[b] if picked is None else int(picked[i - starts[b]])
-        found.append((-score, int(rows.seqs[row]), i, name, rows, row))
-    found.sort(key=lambda f: (f[0], f[1]))
-    best = found[:limit]
-    scores = np.clip((all_cos[[f[2] for f in best]] + 1.0) / 2.0, 0.0, 1.0).tolist()
-    return [
-        Hit(rows.id(row), score, name, row if isinstance(rows, Rows) else None)
-        for (_c, _s, _i, name, rows, row), score in zip(best, scores)
-    ]
+        return name, rows, i - starts[b] if picked is None else int(picked[i - starts[b]])
+
+    def seqs_of(keep: np.ndarray) -> np.ndarray:
+        return np.array([int(rows.seqs[row]) for _, rows, row in map(place, keep.tolist())], np.int64)
+
+    best = best_first(all_cos, seqs_of, limit)
+    scores = np.clip((all_cos[best] + 1.0) / 2.0, 0.0, 1.0).tolist()
+    hits = []
+    for i, score in zip(best.tolist(), scores):
+        name, rows, row = place(i)
+        hits.append(Hit(rows.id(row), score, name, row if isinstance(rows, Rows) else None))
+    return hits
