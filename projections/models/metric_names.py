@@ -146,6 +146,11 @@ _NAME_NOISE = frozenset(
         "of",
         "in",
         "at",
+        "to",  # time_to_solution_h: a preposition names no quantity ("to 6.8e-5")
+        "for",
+        "from",
+        "by",
+        "with",
     ]
 )
 # the measure words every field shares: they weigh less than an identifier (gsm8k, snp, top1, p99)
@@ -556,10 +561,24 @@ def _core(mine: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w for w in mine if w not in _QUALIFIERS)
 
 
+# words that make an error a size of a deviation (root-mean-square, relative, absolute, worst, a
+# percentile of it), never a share of cases with a complement
+_DEVIATIONS = frozenset({"rms", "rel", "abs", "max", "p50", "p90", "p95", "p99", "p999"})
+
+
+def is_size_error(mine: Iterable[str]) -> bool:
+    """An error a metric's words keep as a size of a deviation (``force_err_rms``,
+    ``energy_err_rel``), which ``accuracy`` names as it is, never as its complement."""
+    mine = set(mine)
+    return "err" in mine and not mine.isdisjoint(_DEVIATIONS)
+
+
 def _complement(said: AbstractSet[str], mine: AbstractSet[str]) -> float | None:
     """The score of a metric as the complement of what the phrase names, or None: the phrase
     names the other side of a share the metric keeps (``top-1 error`` of ``val_top1_acc``), and
     no measure word the metric lacks (``calibration error`` is another quantity)."""
+    if is_size_error(mine):
+        return None  # an RMS or relative error is a size, not a share: "force accuracy 0.18% RMS" is the error
     named_other = "complement" in said  # "a 0.38% SNP error rate (complement of F1)": the F1's other side
     if named_other:
         said = said | {"err"}
@@ -595,6 +614,12 @@ def _carried(metrics: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
         w for one, other in COMPLEMENTS for side in (one, other) if side & carried for w in (one | other)
     )
     return carried, complements
+
+
+def counted_part(name: str) -> str:
+    """A name's part before its ``per``: what it counts or measures (``particles_per_gpu_M``
+    counts particles, per GPU); the whole name when it has none."""
+    return re.split(r"(?i)(?:^|_)per_", name, maxsplit=1)[0] or name
 
 
 @functools.lru_cache(maxsize=8192)

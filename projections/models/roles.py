@@ -35,8 +35,10 @@ from projections.models.metric_names import (
     abbreviates,
     canon,
     count_scale,
+    counted_part,
     fewest_unsaid,
     is_measure_word,
+    is_size_error,
     kept_as_percent,
     metric_words,
     name_metrics,
@@ -222,6 +224,10 @@ _DEVICES = frozenset({"gpu", "cpu", "core", "node", "device"})  # a time kept pe
 _NAME_PARTS = re.compile(r"[-_.]")
 # a sentence that states a row other than the reported one, not the node's result ("another
 # configuration ran at 9.80"); never "another 2%" (more of it) nor "test-other" (a split's name)
+# words after which a sentence names a comparison's base: the rows it names there are the base's
+_BASE_MARK = re.compile(r"\b(?:than|vs\.?|versus|compared (?:to|with)|relative to)(?![\w-])", re.IGNORECASE)
+_TO_A_VALUE = re.compile(r"\bto\s+$")
+_PER_NEXT = re.compile(r"\s*(?:[\w-]+\s+){0,2}per\s", re.IGNORECASE)  # "64 particles per group"
 _OTHER_ROW = re.compile(r"\b(?:another|an alternative)\s+(?![-+]?[\d.])[a-z]", re.IGNORECASE)
 
 
@@ -308,6 +314,9 @@ class Checker:
         if flag is not None:
             return flag
         if q.name is not None or self._phrases[i].own or q.range_with is not None or q.list_pos is not None:
+            return self._value(q, i, bare=True)
+        if _TO_A_VALUE.search(self.text, max(0, q.start - 4), q.start) and self._phrases[i].leading:
+            # "conserves momentum to 3.2e-9", "rises six-fold over the parent, to 6.8e-5": the clause's quantity
             return self._value(q, i, bare=True)
         owner = self._possessor(q)
         if owner is not None and owner in self.ev.others:  # "trails n1a's 0.9954": a sibling's, out of reach
@@ -698,12 +707,7 @@ class Checker:
             if best and list(overlap.values()).count(best) < len(dim):
                 named = [Named(m, float(best)) for m, n in overlap.items() if n == best]
         asked = set(self._asking_words(i)) & (QUANTITY_WORDS | {"fp", "fn", "tp"})
-        if (
-            named
-            and asked
-            and not explicit
-            and not any(asked & set(metric_words(n.metric)) or n.complement for n in named)
-        ):
+        if named and asked and not explicit and not any(asked & _asked_of(n.metric) or n.complement for n in named):
             named = []  # "SNP false positives": not snp_recall, although both say SNP
         by_words = bool(named)
         if dim is not None and not named and missing is None:
@@ -741,8 +745,10 @@ class Checker:
             return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's key column
         pointed = None if ends else self._pointed(q, i, named)
         if pointed is not None:
-            verdict, report_in_table = pointed
-            if verdict.verdict == "checked" or own_holds is None or report_in_table:
+            verdict, reported = pointed
+            # "would finish the production run in 1 h 38 min": time_to_solution_h holds it, and the
+            # row pointed at (fp16 of precision.csv) keeps only the step time: it cannot refute it
+            if verdict.verdict == "checked" or own_holds is None or own_holds.metric in reported:
                 return verdict
         if own_holds is not None:
             return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
@@ -750,9 +756,13 @@ class Checker:
         # sentence points at a row, names a range or a list: the artifacts back only what it lacks
         artifacts = (not by_words and not dim) or q.range_with is not None or q.from_range or q.list_pos is not None
         artifacts = artifacts or self._other_row(q)  # "another configuration"
+        # "6.71 s of the step goes to the walk": a unit that names the report's times, words that name an
+        # artifact's key (walk_s) the report lacks: that key's, never another column of the unit's
+        keyed_by_words = bool(dim) and not by_words and not artifacts
+        artifacts = artifacts or keyed_by_words
         if q.from_range and not q.range_first and (by_words or dim):
             artifacts = False  # "rises from 1,203 µs to 1.9 ms": the to-end is the node's own, as reported
-        found, looked = self._elsewhere(q, i, named, artifacts=artifacts)
+        found, looked = self._elsewhere(q, i, named, artifacts=artifacts, by_words=keyed_by_words)
         if found is not None:
             return found
         if artifacts and not by_words and not dim and q.unit not in (None, "%", "x", "pp"):
@@ -865,10 +875,11 @@ class Checker:
         return bool(between & (_MEASURED_WORDS - _PEAK))  # "9.7 TFLOPS FP32 peak and 2,039 GB/s": a noun, no verb
 
     def _elsewhere(
-        self, q: Quantity, i: int, named: list[Named], *, artifacts: bool = True
+        self, q: Quantity, i: int, named: list[Named], *, artifacts: bool = True, by_words: bool = False
     ) -> tuple[Verdict | None, list[str]]:
         """``checked`` when a named ancestor's metric (any ancestor's for the first end of ``from
-        A to B``) or, with ``artifacts``, a pinned artifact's number equals the quantity."""
+        A to B``) or, with ``artifacts``, a pinned artifact's number equals the quantity (with
+        ``by_words``, only a key its words name)."""
         if q.from_range:  # "from A to B": A may be any ancestor's (the one the sentence names), B is the node's own
             nodes = (self._named_nodes(q) or list(self.ev.ancestors)) if q.range_first else []
         else:
@@ -885,6 +896,8 @@ class Checker:
             return None, looked  # a cited artifact's rows back an exact number only: "roughly 12" is no row's
         for place in self.ev.places:
             for key in self._named_keys(q, i, place.by_key):
+                if by_words and not key.score:
+                    continue
                 looked.append(f"{place.where} ({key.metric})")
                 values = place.by_key[key.metric]
                 # ends of a range are two rows; "another configuration ran at 9.80" is any row's
@@ -999,19 +1012,19 @@ class Checker:
 
     # ---------------------------------------------------------------- pointed rows
 
-    def _pointed(self, q: Quantity, i: int, named: list[Named]) -> tuple[Verdict, bool] | None:
+    def _pointed(self, q: Quantity, i: int, named: list[Named]) -> tuple[Verdict, frozenset[str]] | None:
         """The number in the rows of a pinned table its clause points at (``at epoch 60``,
         ``with 64 threads``, ``the final epoch``, ``the SNP PASS row``, ``the best run``), the
         key columns it does not name filled from the row the own report's value sits in; and
-        whether the report's value is in that table at all (else the table's rows are not what
-        the report reports, and cannot refute it)."""
+        which of the ``named`` metrics that table reports (one it does not report is not what
+        its rows say, and they cannot refute it)."""
         if q.approximate or not self.ev.sources:
             return None
         lo, hi = self._sentence(q)
         c_lo, c_hi = self._phrases[i].scope
         if any(c_lo <= pos < c_hi and n != self.ev.node_id for pos, n in self.mentions):
             return None  # "prev best 9.87 GFlops/s @ node_A": another node's number, not a row of these files
-        results: list[tuple[Verdict, bool]] = []
+        results: list[tuple[Verdict, frozenset[str]]] = []
         for p, place in enumerate(self.ev.places):
             for t, table in enumerate(place.tables):
                 ptr = self._clause_pointer(p, t, table, i)
@@ -1034,7 +1047,8 @@ class Checker:
                     )
                 crossed = self._crossed_key(q, table, ptr) if ptr else None
                 if crossed is not None:  # "64 GPUs on 32 nodes" where the 64-GPU row has 16 nodes
-                    results.append((self._out(q, "mismatch", f"{place.where} ({crossed})", [place.where]), True))
+                    every_named = frozenset(n.metric for n in named)
+                    results.append((self._out(q, "mismatch", f"{place.where} ({crossed})", [place.where]), every_named))
                     continue
                 if not ptr or self._is_key_cell(q, ptr):
                     continue
@@ -1047,7 +1061,9 @@ class Checker:
                     if len(rows) == len(table.rows) and not ptr.extreme:
                         continue  # points at no row in particular
                     values = [float(r[j]) for r in rows if isinstance(r[j], float)]
-                    in_table = any(self._reported_in(n.metric, column, every) for n in named)
+                    # the report keeps one of its cells, or their mean (4.107 s of three seeds' rows)
+                    held = [*every, sum(every) / len(every)] if len(every) > 1 else every
+                    in_table = frozenset(n.metric for n in named if self._reported_in(n.metric, column, held))
                     if values and any(self._held_by(q, column, v, col, column=every) for v in values):
                         return self._out(q, "checked"), in_table
                     if values:
@@ -1187,7 +1203,7 @@ class Checker:
         named = self._named_keys(q, i, columns, wide=False)
         if not named and q.unit is None and q.noun is None:  # "With 20 steps FID is 11.62": its sentence names it
             named = self._named_keys(q, i, columns, sentence=True)
-        return named
+        return fewest_unsaid(named, said)  # "G interactions/s": interactions_per_s_G, not its per-step column
 
     def _columns_like(self, table: Table, named: list[Named], ptr: Pointer) -> list[Named]:
         """The columns of a table that keep what the named report metrics do (``METRIC.Precision``
@@ -1203,6 +1219,8 @@ class Checker:
                 theirs = set(metric_words(h))
                 if other_member(frozenset(metric_words(n.metric)), tuple(theirs)):
                     continue  # latency_ms_p99 is never kept in a column of the p50
+                if (mine - QUANTITY_WORDS) and (theirs - QUANTITY_WORDS) and not (mine & theirs) - QUANTITY_WORDS:
+                    continue  # force_err_rms never keeps momentum_err_rel: both say what they are, and differ
                 if theirs & mine & QUANTITY_WORDS:  # wer for wer_test_other before n_err, which shares "error"
                     like[h] = sum(weight(w) for w in theirs & mine)
             best = max(like.values(), default=0.0)
@@ -1252,7 +1270,11 @@ class Checker:
 
     def _row_words_read(self, k: int) -> tuple[str, ...]:
         other = self.found[k]
-        words = list(self._phrases[k].own) + ([other.noun] if other.noun else [])
+        phrase = self._phrases[k]
+        words = list(phrase.own) + ([other.noun] if other.noun else [])
+        if other.noun and not _PER_NEXT.match(self.text, other.end):
+            # a count's words end at its noun: "16 nodes each GPU" is nodes=16, never gpus=16
+            words = [*phrase.own[phrase.after :], other.noun]
         if other.list_pos:
             head = next((j for j in range(k - 1, -1, -1) if self.found[j].list_pos == 0), None)
             if head is not None:
@@ -1286,13 +1308,16 @@ class Checker:
     def _clause_pointer(self, p: int, t: int, table: Table, i: int) -> Pointer:
         """The rows of a table the number's sentence, then its clause, point at."""
         q = self.found[i]
-        sentence = self._pointer(p, t, table, self._sentence(q), sentence=True)
-        clause = self._pointer(p, t, table, self._phrases[i].scope, sentence=False)
+        lo, hi = self._sentence(q)
+        base = _BASE_MARK.search(self.text, q.end, hi)
+        cut = base.start() if base is not None else hi  # "0.97 s, 87% more than with GPUDirect": the base's row
+        sentence = self._pointer(p, t, table, (lo, cut), sentence=True)
+        c_lo, c_hi = self._phrases[i].scope
+        clause = self._pointer(p, t, table, (c_lo, min(c_hi, cut)), sentence=False)
         merged = sentence.merged(clause)
         if q.list_pos is not None:
             return merged  # a list's members pair with the keys' list
         named = {k for k, _ in clause.keys}
-        lo, _ = self._sentence(q)
         for key, cells in sentence.keys:
             if len(cells) > 1 and key not in named:  # the sentence names two rows of a key its clause does not
                 row = self._row_before(i, cells, lo)
@@ -2080,6 +2105,7 @@ class Checker:
                 q, "unchecked", f"no metric to compare with {base}{extra} (name one, or set the primary metric)"
             )
         shown = []  # "-28 %" states a 28 % drop (stated, per metric below)
+        ambiguous: list[str] = []
         absolute = q.unit == "%" and q.change_kind == "absolute" and direction in ("up", "down")
         for n in named:
             way = direction
@@ -2108,11 +2134,23 @@ class Checker:
                 timed = (u := units.of_metric(n.metric)) is not None and units.kind(u) == "time"
                 r = theirs / own if q.speed and timed else own / theirs
                 figure = _figure(q, way, r)
+                if q.speed and timed and way == "down" and q.unit == "%":
+                    # "N % slower" of a time: a drop of speed, 100 · (1 − t_base/t_node), or a rise of
+                    # time, 100 · (t_node/t_base − 1); fields write both, so only both together decide
+                    rise = 100 * (own / theirs - 1)
+                    if self._holds(stated, figure) != self._holds(stated, rise):
+                        ambiguous.append(
+                            f"{n.metric} {own:g} vs {base}'s {theirs:g}: {figure:.4g}% as a drop of speed, {rise:.4g}% as a rise of time"
+                        )
+                        continue
             else:
                 continue
             shown.append(f"{n.metric} {own:g} vs {base}'s {theirs:g}: {figure:.4g}{'%' if q.unit == '%' else 'x'}")
             if self._holds(stated, figure):
                 return self._out(q, "checked")
+        if ambiguous:
+            why = "; ".join(ambiguous) + " (write `takes N % longer` or `N % lower throughput`)"
+            return self._out(q, "unchecked", f"one reading of `slower` holds, the other does not: {why}")
         if not shown:
             return self._out(q, "unchecked", f"{base}'s report has none of the compared metrics with a non-zero value")
         return self._out(q, "mismatch", "; ".join(shown), (OWN, f"{base}'s report"))
@@ -2171,10 +2209,18 @@ _PARTICIPLES = frozenset(
 )
 
 
+def _asked_of(metric: str) -> set[str]:
+    """The quantity words that ask for a metric: its own, and ``accuracy`` for an error kept as a
+    size (``force accuracy 0.18% RMS`` asks for force_err_rms)."""
+    words = set(metric_words(metric))
+    return words | {"acc"} if is_size_error(words) else words
+
+
 def _counts_another(metric: str, noun: str) -> bool:
     """Whether a count metric counts a thing of its own other than ``noun`` (``lincs_warnings``
     counts warnings, never residues)."""
-    last = metric_words(metric)[-1:] if metric_words(metric) else ()
+    words = metric_words(counted_part(metric))  # particles_per_gpu_M counts particles, not GPUs
+    last = words[-1:]
     if metric.lower().rstrip("_").endswith(("ed", "ing")) or (last and last[0] in _PARTICIPLES):
         return False  # n_converged, n_failing, images_seen_M: what happened to the things, not another thing
     return bool(last) and last[0] != noun and count_noun(last[0] + "s") is not None and last[0] not in _COMMON_COUNTS

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.models import units
-from projections.models.metric_names import QUANTITY_WORDS, canon, count_scale, metric_words
+from projections.models.metric_names import QUANTITY_WORDS, canon, count_scale, counted_part, metric_words
 from projections.models.text_caches import per_text
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
@@ -309,9 +309,11 @@ def _between_text_keys(table: Table, column: str) -> bool:
 
 
 def _key_words_of(column: str) -> set[str]:
-    """The key words a column's name holds; a letter (``M``, ``n``) only when it is the whole
-    name: ``z500_rmse_m`` is a measure kept in metres, ``M`` a GEMM dimension."""
-    words = set(metric_words(column)) | set(canon(column))
+    """The key words a column's name holds before any ``per`` (``particles_per_gpu_M`` counts
+    particles, it is no GPU key); a letter (``M``, ``n``) only when it is the whole name:
+    ``z500_rmse_m`` is a measure kept in metres, ``M`` a GEMM dimension."""
+    head = counted_part(column)
+    words = set(metric_words(head)) | set(canon(head))
     alone = len(words) == 1
     return {w for w in words & _KEY_WORDS if len(w) > 1 or alone}
 
