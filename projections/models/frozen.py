@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol, TypeVar
 
@@ -103,26 +103,27 @@ def dequantise(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
 
 class VectorCache:
     """Dequantised rows of the collections searched last, bounded in bytes (least recently
-    used first out): a node's searches, and its siblings', share their ancestors' rows."""
+    used first out): a node's searches, and its siblings', share their ancestors' rows. Kept by
+    a collection's name, or by a scope's (collection, rows) pairs for its rows joined."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
-        self._rows: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._rows: OrderedDict[Hashable, np.ndarray] = OrderedDict()
 
-    def find(self, name: str) -> np.ndarray | None:
+    def find(self, name: Hashable) -> np.ndarray | None:
         """The collection's float32 rows if kept (then used last), else None."""
         found = self._rows.get(name)
         if found is not None:
             self._rows.move_to_end(name)
         return found
 
-    def get(self, name: str, make: Callable[[], np.ndarray]) -> np.ndarray:
+    def get(self, name: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
         """The collection's float32 rows, from the cache or made now (and kept when they fit)."""
         found = self.find(name)
         return found if found is not None else self.keep(name, make())
 
-    def keep(self, name: str, rows: np.ndarray) -> np.ndarray:
+    def keep(self, name: Hashable, rows: np.ndarray) -> np.ndarray:
         """Keep a collection's rows when they fit (the least recently used go first); return them."""
         if rows.nbytes <= self.limit:
             while self.size + rows.nbytes > self.limit:

@@ -5,7 +5,8 @@ only the ancestors' rows: its cost follows the scope, not the checkpoint. The ro
 snapshot holds are 12-bit codes with a float32 scale per row, read in place from it
 (``frozen``); a search multiplies the query by them dequantised to float32, which a small
 cache keeps for the collections searched last (a node's searches and its siblings' share
-their ancestors), and pages of nodes out of scope are never read. Rows folded since the
+their ancestors; a scope of several stored collections as one joined matrix, one product a
+search), and pages of nodes out of scope are never read. Rows folded since the
 snapshot are kept in memory as the same codes and scales: every vector is quantised once,
 when it is embedded, so a row scores the same from the snapshot, the cache or memory, folded
 incrementally or replayed. Like the catalog, rows are never
@@ -19,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import Literal, NamedTuple, Protocol, assert_never
+from typing import Literal, NamedTuple, Protocol, assert_never, cast
 
 import numpy as np
 
@@ -294,9 +295,26 @@ class SemanticIndex:
                 if as_of is not None or block.hidden:
                     shown = visible_rows(block.seqs[:n], block.cleared[:n], as_of)
                 parts.append((name, block, shown))
-        cos = [dots(r.vectors() if isinstance(r, Block) else r.vectors, query) for _, r, _ in parts]
+        cos = _part_dots(parts, query)
         cos = [scores if picked is None else scores[picked] for scores, (_, _, picked) in zip(cos, parts)]
         return ScopeRows(parts, cos, self.epoch)
+
+
+def _part_dots(parts: list[tuple[str, Rows | Block, np.ndarray | None]], query: np.ndarray) -> list[np.ndarray]:
+    """Every row's cosine, part by part. A scope of several stored collections is scored as one
+    matrix, their rows joined once and kept in the vector cache (a row's dot product is the
+    same in any matrix: ``dots``); fresh rows are scored per part."""
+    stored = [r for _, r, _ in parts]
+    if len(stored) < 2 or not all(isinstance(r, Rows) for r in stored):
+        return [dots(r.vectors() if isinstance(r, Block) else r.vectors, query) for r in stored]
+    rows = cast("list[Rows]", stored)
+    key = ("scope", *((r.name, r.n) for r in rows))
+    joined = rows[0].cache.find(key)
+    if joined is None:
+        joined = rows[0].cache.keep(key, np.concatenate([dequantise(join(r.high, r.low), r.scales) for r in rows]))
+    every = dots(joined, query)
+    ends = list(accumulate(r.n for r in rows))
+    return [every[end - r.n : end] for r, end in zip(rows, ends)]
 
 
 class ScopeRows(NamedTuple):

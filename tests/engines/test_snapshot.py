@@ -343,3 +343,23 @@ def test_a_cached_backend_left_open_saves_its_snapshot_at_exit(ckpt: Path) -> No
     assert saved.preamble.cursor == cursor + 3
     loaded, texts = served(ckpt)
     assert loaded and texts["root"][-3:] == [f"written at the end {i}" for i in range(3)]
+
+
+def test_a_scope_of_stored_collections_scores_each_row_as_its_collection_alone(ckpt: Path) -> None:
+    """The stored rows of several collections are scored as one joined matrix (kept in the
+    vector cache); each row's cosine is bit for bit the one its collection alone gives, the
+    tombstoned rows of node_A included, and the second search reads the kept matrix."""
+    from projections.models.semantic import dots
+
+    make_checkpoint(ckpt)
+    with Ledger.open(ckpt) as ledger:
+        p = Projector(ledger, get_embedder())
+        assert p.loaded_from_snapshot
+        query = get_embedder().embed(["temporal blocking tile 40"])[0]
+        for _ in range(2):
+            scope = p.index.scope_rows(query, ["root", "node_A"])
+            stored = [(name, rows) for name, rows, _ in scope.parts if not hasattr(rows, "codes")]
+            assert [name for name, _ in stored] == ["root", "node_A"]
+            for (name, rows, picked), cos in zip(scope.parts, scope.cos):
+                alone = dots(rows.vectors, query)
+                assert np.array_equal(cos, alone if picked is None else alone[picked]), name
