@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from projections.models import units
 from projections.models.evidence import OWN, Evidence, Verdict, number_form, range_problem
@@ -240,6 +241,15 @@ class _Phrase:
     sentence: list[str]
     scope: tuple[int, int]  # its clause: where a row it points at is named
     after: int = 0  # how many of ``own`` follow it (the rest lead to it)
+
+
+class _Pointed(NamedTuple):
+    """What the rows a sentence points at say of a value: the verdict, which named metrics the
+    table keeps, and whether those rows are none of the ones the report's values are of."""
+
+    verdict: Verdict
+    reported: frozenset[str]
+    elsewhere: bool
 
 
 class Checker:
@@ -745,11 +755,14 @@ class Checker:
             return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's key column
         pointed = None if ends else self._pointed(q, i, named)
         if pointed is not None:
-            verdict, reported = pointed
+            verdict, reported, elsewhere = pointed
             # "would finish the production run in 1 h 38 min": time_to_solution_h holds it, and the
             # row pointed at (fp16 of precision.csv) keeps only the step time: it cannot refute it
             if verdict.verdict == "checked" or own_holds is None or own_holds.metric in reported:
                 return verdict
+            if elsewhere:  # "at 16 nodes … 1.633 h" of a 32-node report: that row's, which no cell says
+                why = f"{verdict.why}; the report's {own_holds.metric} is not of the row the sentence points at"
+                return self._out(q, "unchecked", why, verdict.looked)
         if own_holds is not None:
             return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
         # a value whose words or unit name a metric of the own report is that metric's, unless the
@@ -1012,19 +1025,20 @@ class Checker:
 
     # ---------------------------------------------------------------- pointed rows
 
-    def _pointed(self, q: Quantity, i: int, named: list[Named]) -> tuple[Verdict, frozenset[str]] | None:
+    def _pointed(self, q: Quantity, i: int, named: list[Named]) -> _Pointed | None:
         """The number in the rows of a pinned table its clause points at (``at epoch 60``,
         ``with 64 threads``, ``the final epoch``, ``the SNP PASS row``, ``the best run``), the
         key columns it does not name filled from the row the own report's value sits in; and
         which of the ``named`` metrics that table reports (one it does not report is not what
-        its rows say, and they cannot refute it)."""
+        its rows say, and they cannot refute it), and whether the rows pointed at are the ones
+        the report's values are of (else the report's values are another row's)."""
         if q.approximate or not self.ev.sources:
             return None
         lo, hi = self._sentence(q)
         c_lo, c_hi = self._phrases[i].scope
         if any(c_lo <= pos < c_hi and n != self.ev.node_id for pos, n in self.mentions):
             return None  # "prev best 9.87 GFlops/s @ node_A": another node's number, not a row of these files
-        results: list[tuple[Verdict, frozenset[str]]] = []
+        results: list[_Pointed] = []
         for p, place in enumerate(self.ev.places):
             for t, table in enumerate(place.tables):
                 ptr = self._clause_pointer(p, t, table, i)
@@ -1048,7 +1062,8 @@ class Checker:
                 crossed = self._crossed_key(q, table, ptr) if ptr else None
                 if crossed is not None:  # "64 GPUs on 32 nodes" where the 64-GPU row has 16 nodes
                     every_named = frozenset(n.metric for n in named)
-                    results.append((self._out(q, "mismatch", f"{place.where} ({crossed})", [place.where]), every_named))
+                    crossed_out = self._out(q, "mismatch", f"{place.where} ({crossed})", [place.where])
+                    results.append(_Pointed(crossed_out, every_named, False))
                     continue
                 if not ptr or self._is_key_cell(q, ptr):
                     continue
@@ -1065,13 +1080,15 @@ class Checker:
                     held = [*every, sum(every) / len(every)] if len(every) > 1 else every
                     in_table = frozenset(n.metric for n in named if self._reported_in(n.metric, column, held))
                     if values and any(self._held_by(q, column, v, col, column=every) for v in values):
-                        return self._out(q, "checked"), in_table
+                        return _Pointed(self._out(q, "checked"), in_table, False)
                     if values:
                         shown = ", ".join(f"{k}={'/'.join(map(_cell, c))}" for k, c in anchor.keys)
                         shown = shown or ("the last row" if anchor.last else f"the {anchor.extreme} row")
                         said = ", ".join(f"{v:g}" for v in values[:3])
                         why = f"{place.where} ({shown}) says {column}={said}"
-                        results.append((self._out(q, "mismatch", why, [place.where]), in_table))
+                        mine = self._report_rows(table)  # [] when no row holds all its values (a mean, a max)
+                        elsewhere = bool(mine) and not any(r in mine for r in rows)
+                        results.append(_Pointed(self._out(q, "mismatch", why, [place.where]), in_table, elsewhere))
         return results[0] if results else None
 
     def _crossed_key(self, q: Quantity, table: Table, ptr: Pointer) -> str | None:
