@@ -227,6 +227,7 @@ _NAME_PARTS = re.compile(r"[-_.]")
 # configuration ran at 9.80"); never "another 2%" (more of it) nor "test-other" (a split's name)
 # words after which a sentence names a comparison's base: the rows it names there are the base's
 _BASE_MARK = re.compile(r"\b(?:than|vs\.?|versus|compared (?:to|with)|relative to)(?![\w-])", re.IGNORECASE)
+_COUNT_ENDS = re.compile(r"\s+(?!per\b|of\b|each\b|in\b|on\b)[A-Za-z]", re.IGNORECASE)  # a word, not "per"
 _TO_A_VALUE = re.compile(r"\bto\s+$")
 _PER_NEXT = re.compile(r"\s*(?:[\w-]+\s+){0,2}per\s", re.IGNORECASE)  # "64 particles per group"
 _OTHER_ROW = re.compile(r"\b(?:another|an alternative)\s+(?![-+]?[\d.])[a-z]", re.IGNORECASE)
@@ -1143,7 +1144,13 @@ class Checker:
         factor = (
             units.factor(mine, theirs) if mine and theirs and units.dimension(mine) == units.dimension(theirs) else 1.0
         )
-        return value, tolerance(repr(value)), factor, count_scale(column) if factor == 1.0 else 1.0
+        # a column in millions against a report in units (reads_M against reads); none when both keep millions
+        return (
+            value,
+            tolerance(repr(value)),
+            factor,
+            count_scale(column) / count_scale(metric) if factor == 1.0 else 1.0,
+        )
 
     def _pointer(self, p: int, t: int, table: Table, scope: tuple[int, int], *, sentence: bool) -> Pointer:
         key = (p, t, scope[0], scope[1], sentence)
@@ -1228,6 +1235,9 @@ class Checker:
         keyed = {k for k, _ in ptr.keys}
         out: list[Named] = []
         for n in named:
+            if n.metric in table.header and n.metric not in keyed and not is_key_column(table, n.metric):
+                out.append(Named(n.metric, 0.0, n.complement))  # test_acc's own column, never val_acc beside it
+                continue
             mine = set(metric_words(n.metric)) - {"val", "train", "test", "mean", "final", "peak"}
             like: dict[str, float] = {}
             for h in table.header:
@@ -1696,12 +1706,19 @@ class Checker:
         if not own and q.per is None:  # "612 LINCS warnings": named by its words; "12 residues" of no metric
             named, _ = self._naming(i, countable, wide=False)
             own = [n.metric for n in named if not noun or not _counts_another(n.metric, noun)]
-        for metric in own:
-            if self._held_by(replace(q, unit=None), metric, self.ev.metrics[metric]):
-                return self._out(q, "checked")
+        held = next((m for m in own if self._held_by(replace(q, unit=None), m, self.ev.metrics[m])), None)
         pointed = self._pointed(replace(q, unit=None), i, [Named(m, 0.0) for m in own])
         if pointed is not None:
-            return pointed[0]
+            verdict, reported, elsewhere = pointed
+            # "At fanout 15 the sampler draws 989.9M edges" where the fanout-15 row says 2,885.2M: that
+            # row refutes the report's own count (of another row), as it refutes a value
+            if verdict.verdict == "checked" or held is None or held in reported:
+                return verdict
+            if elsewhere:
+                why = f"{verdict.why}; the report's {held} is not of the row the sentence points at"
+                return self._out(q, "unchecked", why, verdict.looked)
+        if held is not None:
+            return self._out(q, "checked")
         span = _FOR_A_SPAN.search(self.text, 0, q.start) is not None  # "for ten epochs": no row of a log's
         found, _ = self._elsewhere(
             replace(q, unit=None), i, [Named(m, 0.0) for m in own], artifacts=not own and not q.per and not span
@@ -2372,6 +2389,8 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         if "(" in span and ")" not in span and nxt is not None:
             span = span[: span.index("(")]  # "2.39 (eval loss 0.817)": the parenthesis is the next number's
         words = [w for w, _ in phrase_words(span)][:6]
+        if q.noun is not None and _COUNT_ENDS.match(span):
+            words = []  # "At 128 clusters lDDT-Cα is 85.7%": a count's phrase ends at its noun
         trailing_end.append(q.end + (len(span) if words else 0))
         trailing.append(words)
     result = []
