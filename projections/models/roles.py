@@ -228,6 +228,7 @@ _NAME_PARTS = re.compile(r"[-_.]")
 # words after which a sentence names a comparison's base: the rows it names there are the base's
 _BASE_MARK = re.compile(r"\b(?:than|vs\.?|versus|compared (?:to|with)|relative to)(?![\w-])", re.IGNORECASE)
 _COUNT_ENDS = re.compile(r"\s+(?!per\b|of\b|each\b|in\b|on\b)[A-Za-z]", re.IGNORECASE)  # a word, not "per"
+_SPREAD_TAIL = re.compile(r"[_\s]+(?:std|stdev|sd|sem|se|err|ci\d+|iqr)$", re.IGNORECASE)  # test_acc_std: test_acc
 _TO_A_VALUE = re.compile(r"\bto\s+$")
 _PER_NEXT = re.compile(r"\s*(?:[\w-]+\s+){0,2}per\s", re.IGNORECASE)  # "64 particles per group"
 _OTHER_ROW = re.compile(r"\b(?:another|an alternative)\s+(?![-+]?[\d.])[a-z]", re.IGNORECASE)
@@ -406,6 +407,9 @@ class Checker:
         """The metric's value as the quantity's number may state it: in its unit, as a percent
         of a fraction, as a complement, at the magnitude its name keeps."""
         percent = kept_as_percent(metric, value, column)  # a node's value says how it is kept; a column's, all of it
+        base = _SPREAD_TAIL.sub("", metric) if not percent and units.is_spread(metric) else None
+        if base and base != metric and base in self.ev.metrics:  # test_acc_std 0.10 beside test_acc 64.51: points
+            percent = kept_as_percent(base, self.ev.metrics[base], self._others(base))
         if named is not None and named.complement:
             value = (100.0 - value) if percent else (1.0 - value)
         if q.unit == "%":
@@ -1818,6 +1822,15 @@ class Checker:
             cands = [m for m, w in bases.items() if w & set(words) - {"val", "train", "test", "mean"}]
             if not cands and len(spreads) == 1 and not set(words) & _named_measures(self._run_metric_names()):
                 cands = spreads
+            if prev is not None and len(cands) > 1:  # "64.51 ± 0.10% test accuracy": test_acc's, never val_acc's
+                before = self.found[prev]
+                bases_of = {m: _SPREAD_TAIL.sub("", m) for m in cands}
+                of_value = [
+                    m
+                    for m, b in bases_of.items()
+                    if b in self.ev.metrics and self._held_by(before, b, self.ev.metrics[b])
+                ]
+                cands = of_value or cands
         for metric in cands:
             if self._held_by(replace(q, unit="%" if q.unit == "pp" else q.unit), metric, self.ev.metrics[metric]):
                 return self._out(q, "checked")
