@@ -229,6 +229,7 @@ _NAME_PARTS = re.compile(r"[-_.]")
 _BASE_MARK = re.compile(r"\b(?:than|vs\.?|versus|compared (?:to|with)|relative to)(?![\w-])", re.IGNORECASE)
 _COUNT_ENDS = re.compile(r"\s+(?!per\b|of\b|each\b|in\b|on\b)[A-Za-z]", re.IGNORECASE)  # a word, not "per"
 _SPREAD_TAIL = re.compile(r"[_\s]+(?:std|stdev|sd|sem|se|err|ci\d+|iqr)$", re.IGNORECASE)  # test_acc_std: test_acc
+_OF_EACH = re.compile(r"\s+of\s+(?:each|every|one|a|an|the\s+(?:whole|total))\s+[A-Za-z]", re.IGNORECASE)
 _TO_A_VALUE = re.compile(r"\bto\s+$")
 _PER_NEXT = re.compile(r"\s*(?:[\w-]+\s+){0,2}per\s", re.IGNORECASE)  # "64 particles per group"
 _OTHER_ROW = re.compile(r"\b(?:another|an alternative)\s+(?![-+]?[\d.])[a-z]", re.IGNORECASE)
@@ -733,6 +734,8 @@ class Checker:
         if not named and missing is None and q.unit == "%" and not explicit and self._is_unnamed_share(q, i):
             return self._out(q, "unchecked", "a share of something no metric measures")
         if not named and missing is None and not bare and q.unit == "%" and not explicit and not q.bound:
+            if _OF_EACH.match(self.text, q.end):  # "Sampling accounts for 73% of each epoch": a share of an epoch
+                return self._out(q, "unchecked", "a share of each thing, which no metric keeps")
             named = self._primary_share(q)  # "reaches 76.1%"; never "up to 15% of the utterance"
         # of metrics named alike, the one the sentence names best: "55.6% box AP" is bbox_mAP's, never AP50's
         candidates = (
