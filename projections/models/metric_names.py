@@ -502,7 +502,11 @@ def _name_metrics(said: frozenset[str], metrics: tuple[str, ...], complements: b
 # words of which a name holds one at most: a sentence saying one never names a metric with another
 _SIZES = frozenset({"small", "medium", "large"})  # a detector's object size classes (AP_S, AP_M, AP_L),
 _SIZED = frozenset({"ap", "ar"})  # of its average precision and recall only ("a large batch" sizes nothing)
-_EXCLUSIVE = (frozenset({"p50", "p90", "p95", "p99", "p999"}), frozenset({"top1", "top5", "top10"}))
+_EXCLUSIVE = (
+    frozenset({"p50", "p90", "p95", "p99", "p999"}),
+    frozenset({"top1", "top5", "top10"}),
+    frozenset({"gpu", "cpu", "host"}),  # "2 TB of host memory" is never peak_gpu_mem_GB
+)
 _MEMBERS = frozenset().union(*_EXCLUSIVE, _SIZES)
 
 
