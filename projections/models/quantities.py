@@ -706,6 +706,7 @@ _OVER_A_COUNT = re.compile(
 )
 
 
+_OVER_THINGS = re.compile(_OVER_A_COUNT.pattern + r"\s+([A-Za-z]+s)\b", re.I)  # "over three seeds", not "over the 5 ms"
 _NOUN_NEXT = re.compile(r"\S+\s+[A-Za-z][\w-]*")  # "32 nodes": the noun right after the number
 _MORE_THAN = re.compile(r"\s+(more|fewer|less)\s+than\b", re.I)
 
@@ -882,9 +883,13 @@ def _direction(text: str, q: Quantity) -> tuple[str | None, bool]:
     ``by`` (``cut by``, ``improves throughput by``) or a noun before ``of`` (``a drop of``)."""
     after = text[q.end : q.end + 60].lower()
     after_words = _WORD.findall(_AFTER_CUT.split(after, maxsplit=1)[0])[:6]
+    across = _OVER_THINGS.match(text, q.end)
+    if across and units.parse(across.group(1)) is None:
+        after_words = []  # "gives 64.51% over three seeds": across them, no change over a base
     before = text[max(0, q.start - 40) : q.start].lower()
     before_words = _WORD.findall(_BEFORE_CUT.split(before)[-1])[-6:]
     speed = any(w in _SPEED for w in after_words[:2] + before_words[-2:])  # this clause's words, not the last one's
+    speed = speed or (q.unit == "x" and "speed" in after_words[:4])  # "0.77x the parent's speed"
     if q.signed:
         return ("down" if q.value < 0 else "up"), speed
     while before_words and (before_words[-1] in _APPROX or before_words[-1] in ("a", "an", "only", "just")):
