@@ -21,6 +21,19 @@ _LOWER_BYTES = re.compile(r"^([kmgt])b(/s)?$")
 # English words pint also knows as units: never read as one after a number
 _NOT_UNITS = frozenset(
     [
+        # old surveying and trade lengths that are also nouns a run counts ("12,382 PDB chains", "4 links")
+        "chain",
+        "chains",
+        "link",
+        "links",
+        "rod",
+        "rods",
+        "pole",
+        "poles",
+        "hand",
+        "hands",
+        "league",
+        "leagues",
         "a",
         "an",
         "and",
@@ -239,6 +252,8 @@ def of_metric(name: str) -> str | None:
             continue  # a denominator alone is not the metric's unit (samples_per_s is not seconds)
         if start and len(tail) == 1 and len(tail[0]) == 1 and parts[start - 1].lower() in _SCORE_WORDS:
             continue  # bbox_mAP_s, AP_m: a score of small or medium objects, never seconds or metres
+        if tail == ["A"] and start:  # median_rmsd_A: ångström, as kspacing_inv_A is per ångström
+            return parse("Å")
         if len(tail) == 2 and tail[0].lower() == "inv":  # kspacing_inv_A: per ångström (never per ampere)
             inverse = parse("Å⁻¹" if tail[1] == "A" else f"{tail[1]}⁻¹")
             if inverse is not None:
