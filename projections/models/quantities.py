@@ -102,7 +102,7 @@ _BY_VERBS_UP = {
     "lifting",
     "growing",
 }
-_BY_VERBS_DOWN = {"cut", "cuts", "reduced", "reduces", "reduce", "drop", "drops", "dropped", "fell", "fall", "falls", "decreased", "decreases", "decrease", "down", "lowers", "lowered", "lower", "shrinks", "shrink", "cutting", "reducing", "lowering", "dropping", "decreasing", "shrinking"}  # fmt: skip
+_BY_VERBS_DOWN = {"worsens", "worsened", "worsen", "degrades", "degraded", "cut", "cuts", "reduced", "reduces", "reduce", "drop", "drops", "dropped", "fell", "fall", "falls", "decreased", "decreases", "decrease", "down", "lowers", "lowered", "lower", "shrinks", "shrink", "cutting", "reducing", "lowering", "dropping", "decreasing", "shrinking"}  # fmt: skip
 _NOUNS = {
     "thread", "core", "cpu", "gpu", "socket", "node", "rank", "process", "worker", "repetition", "rep", "run",
     "trial", "seed", "sweep", "iteration", "step", "epoch", "sample", "layer", "point", "element", "batch", "task",
@@ -656,7 +656,10 @@ def _link(text: str, found: list[Quantity]) -> list[Quantity]:
             stated = text[: q.start].rstrip().endswith(("=", ":")) or bool(before and before[0] in _VALUE_VERBS)
             if (q.signed and not stated) or worded:
                 way = ("down" if q.value < 0 else "up") if q.signed else ("down" if after[0] in _DOWN else "up")
-                out[i] = replace(q, difference=True, direction=way, speed=bool(after) and after[0] in _SPEED)
+                judged = not q.signed and _judged(text, q)  # "0.29 Å better than the baseline" of an RMSD: a fall
+                out[i] = replace(
+                    q, difference=True, direction=way, speed=bool(after) and after[0] in _SPEED, judged=judged
+                )
             elif _changed_by(text, q):  # "AMP lowers median latency by 10.6 ms"
                 changed, fast = _direction(text, q)
                 if changed in ("up", "down"):
@@ -737,7 +740,7 @@ def _elliptic(text: str, out: list[Quantity], i: int) -> bool:
 
 
 # a change said by a verb before the number ("drops by 0.0011", "gaining 0.0072")
-_JUDGING = frozenset({"better", "worse", "improves", "improved", "improve", "improvement", "improving", "regression"})
+_JUDGING = frozenset({"better", "worse", "improves", "improved", "improve", "improvement", "improving", "regression", "worsens", "worsened", "worsen", "degrades", "degraded"})  # fmt: skip
 _UNIT_LETTERS = frozenset({"m", "k", "s"})  # a unit written as one letter, which no metric's unit reads ("0.5 m worse")
 
 

@@ -170,6 +170,7 @@ _LOWER_BETTER = frozenset(
         "energy",
         "power",
         "rmse",
+        "rmsd",  # a structure's root-mean-square deviation from its reference
         "fid",  # Fréchet inception distance
         "kid",
         "nll",
