@@ -231,6 +231,7 @@ _COUNT_ENDS = re.compile(r"\s+(?!per\b|of\b|each\b|in\b|on\b)[A-Za-z]", re.IGNOR
 _SPREAD_TAIL = re.compile(r"[_\s]+(?:std|stdev|sd|sem|se|err|ci\d+|iqr)$", re.IGNORECASE)  # test_acc_std: test_acc
 _OF_EACH = re.compile(r"\s+of\s+(?:each|every|one|a|an|the\s+(?:whole|total))\s+[A-Za-z]", re.IGNORECASE)
 _TO_A_VALUE = re.compile(r"\bto\s+$")
+_A_RATE_NEXT = re.compile(r"\s*[A-Za-z]+/[A-Za-z]")  # "31.2 targets/h": things per hour, never a goal
 _PER_NEXT = re.compile(r"\s*(?:[\w-]+\s+){0,2}per\s", re.IGNORECASE)  # "64 particles per group"
 _OTHER_ROW = re.compile(r"\b(?:another|an alternative)\s+(?![-+]?[\d.])[a-z]", re.IGNORECASE)
 
@@ -687,7 +688,12 @@ class Checker:
         explicit = self._explicit(q)
         phrase = self._phrases[i]
         # "the 5 ms budget", "the 1e-5 per day tolerance": a goal, not a result (its noun, not a later clause's)
-        if not explicit and set(phrase.own[: min(phrase.after, 3)]) & _TARGETS:
+        head = phrase.own[: min(phrase.after, 3)]
+        # "the 1e-5 per day tolerance" is a goal; "96.4 s per target", "31.2 targets/h" count protein targets
+        goals = [w for k, w in enumerate(head) if w in _TARGETS and (k == 0 or head[k - 1] != "per")]
+        if goals and _A_RATE_NEXT.match(self.text, q.end):
+            goals = []
+        if not explicit and goals:
             goal = self._fact(q, i)  # a budget the run's words state; another number of its unit is no refutation
             return (
                 goal
