@@ -216,7 +216,9 @@ _REMAINDER = frozenset({"leav", "leave", "remaining", "remainder", "rest"})
 
 _CLAUSE_MARKS = re.compile(r"[,;()\[\]|]")
 _WORD_AND_OR = re.compile(r"\s+[A-Za-z][\w-]*\s+(?:and|or)\s+")  # "1,621 SNP and 4,034 indel …"
-_CLAUSE_END = re.compile(r"[,;]|\s(?:and|while|whereas|but|before|after|versus|vs)\b")
+_CLAUSE_END = re.compile(
+    r"(?<!\d),|,(?!\d{3}\b)|;|\s(?:and|while|whereas|but|before|after|versus|vs)\b"
+)  # never 6,000's comma
 _CAPITALISED = re.compile(r"[A-Z][a-z]{2,}")
 _UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
 _OVER_A_SPAN = re.compile(r"\b(?:over|across)\s+(?:a\s+total\s+of\s+|all\s+|the\s+)?$", re.I)
@@ -230,6 +232,7 @@ _BASE_MARK = re.compile(r"\b(?:than|vs\.?|versus|compared (?:to|with)|relative t
 _COUNT_ENDS = re.compile(r"\s+(?!per\b|of\b|each\b|in\b|on\b)[A-Za-z]", re.IGNORECASE)  # a word, not "per"
 _SPREAD_TAIL = re.compile(r"[_\s]+(?:std|stdev|sd|sem|se|err|ci\d+|iqr)$", re.IGNORECASE)  # test_acc_std: test_acc
 _OF_EACH = re.compile(r"\s+of\s+(?:each|every|one|a|an|the\s+(?:whole|total))\s+[A-Za-z]", re.IGNORECASE)
+_KEYED_BEFORE = re.compile(r"\b(?:at|with|after|for)\s+(?:the\s+)?[A-Za-z][\w-]*\s+$", re.IGNORECASE)
 _TO_A_VALUE = re.compile(r"\bto\s+$")
 _A_RATE_NEXT = re.compile(r"\s*[A-Za-z]+/[A-Za-z]")  # "31.2 targets/h": things per hour, never a goal
 _PER_NEXT = re.compile(r"\s*(?:[\w-]+\s+){0,2}per\s", re.IGNORECASE)  # "64 particles per group"
@@ -2440,6 +2443,8 @@ def _phrases(text: str, found: list[Quantity]) -> list[_Phrase]:
         words = [w for w, _ in phrase_words(span)][:6]
         if q.noun is not None and _COUNT_ENDS.match(span):
             words = []  # "At 128 clusters lDDT-Cα is 85.7%": a count's phrase ends at its noun
+        elif q.unit is None and q.noun is None and _KEYED_BEFORE.search(text, max(0, q.start - 40), q.start):
+            words = []  # "At recycle 1 mean pLDDT is 81.6": the 1 names a row; the words after are the 81.6's
         trailing_end.append(q.end + (len(span) if words else 0))
         trailing.append(words)
     result = []
