@@ -345,14 +345,19 @@ _GREEK = {
     "Σ": "sigma", "τ": "tau", "υ": "upsilon", "φ": "phi", "ϕ": "phi", "Φ": "phi", "χ": "chi", "ψ": "psi",
     "Ψ": "psi", "ω": "omega", "Ω": "omega",
 }  # fmt: skip
+_GREEK_TAIL = re.compile("(?<=[A-Za-z])([" + "".join(_GREEK) + "])(?![^\\W\\d_])")
 _GREEK_WORD = re.compile("(?<![^\\W\\d_])([" + "".join(_GREEK) + "])(?![^\\W\\d_])")
 
 
 def spell_greek(text: str) -> str:
     """A Greek letter written alone as the name a run's code gives it (``θ = 0.5`` is ``theta =
-    0.5``, as a sweep's column ``theta`` or a flag ``--theta`` writes it); never one inside a word
-    or a unit (``ΔE``, ``µs``)."""
-    return _GREEK_WORD.sub(lambda m: _GREEK[m.group(1)], text) if not text.isascii() else text
+    0.5``, as a sweep's column ``theta`` or a flag ``--theta`` writes it), and one that ends a
+    Latin name as code writes it, by its first letter (``lDDT-Cα`` is ``lDDT-Ca``, as
+    ``mean_lddt_ca`` does); never one that opens a word or a unit (``ΔE``, ``µs``)."""
+    if text.isascii():
+        return text
+    text = _GREEK_TAIL.sub(lambda m: _GREEK[m.group(1)][0], text)
+    return _GREEK_WORD.sub(lambda m: _GREEK[m.group(1)], text)
 
 
 def phrase_words(text: str) -> list[tuple[str, int]]:

@@ -34,6 +34,7 @@ _NOT_UNITS = frozenset(
         "hands",
         "league",
         "leagues",
+        "ca",  # circa, or an alpha carbon (lddt_ca): never pint's centiare
         "a",
         "an",
         "and",
