@@ -230,7 +230,6 @@ _NAME_PARTS = re.compile(r"[-_.]")
 # words after which a sentence names a comparison's base: the rows it names there are the base's
 _BASE_MARK = re.compile(r"\b(?:than|vs\.?|versus|compared (?:to|with)|relative to)(?![\w-])", re.IGNORECASE)
 _COUNT_ENDS = re.compile(r"\s+(?!per\b|of\b|each\b|in\b|on\b)[A-Za-z]", re.IGNORECASE)  # a word, not "per"
-_SPREAD_TAIL = re.compile(r"[_\s]+(?:std|stdev|sd|sem|se|err|ci\d+|iqr)$", re.IGNORECASE)  # test_acc_std: test_acc
 _OF_EACH = re.compile(r"\s+of\s+(?:each|every|one|a|an|the\s+(?:whole|total))\s+[A-Za-z]", re.IGNORECASE)
 _KEYED_BEFORE = re.compile(r"\b(?:at|with|after|for)\s+(?:the\s+)?[A-Za-z][\w-]*\s+$", re.IGNORECASE)
 _TO_A_VALUE = re.compile(r"\bto\s+$")
@@ -412,7 +411,7 @@ class Checker:
         """The metric's value as the quantity's number may state it: in its unit, as a percent
         of a fraction, as a complement, at the magnitude its name keeps."""
         percent = kept_as_percent(metric, value, column)  # a node's value says how it is kept; a column's, all of it
-        base = _SPREAD_TAIL.sub("", metric) if not percent and units.is_spread(metric) else None
+        base = units.spread_base(metric) if not percent and units.is_spread(metric) else None
         if base and base != metric and base in self.ev.metrics:  # test_acc_std 0.10 beside test_acc 64.51: points
             percent = kept_as_percent(base, self.ev.metrics[base], self._others(base))
         if named is not None and named.complement:
@@ -772,14 +771,9 @@ class Checker:
             return self._out(q, "checked")  # "a 60 Ry cutoff": a row of the pinned table's key column
         pointed = None if ends else self._pointed(q, i, named)
         if pointed is not None:
-            verdict, reported, elsewhere = pointed
-            # "would finish the production run in 1 h 38 min": time_to_solution_h holds it, and the
-            # row pointed at (fp16 of precision.csv) keeps only the step time: it cannot refute it
-            if verdict.verdict == "checked" or own_holds is None or own_holds.metric in reported:
-                return verdict
-            if elsewhere:  # "at 16 nodes … 1.633 h" of a 32-node report: that row's, which no cell says
-                why = f"{verdict.why}; the report's {own_holds.metric} is not of the row the sentence points at"
-                return self._out(q, "unchecked", why, verdict.looked)
+            decided = self._pointed_decides(q, pointed, own_holds.metric if own_holds is not None else None)
+            if decided is not None:
+                return decided
         if own_holds is not None:
             return self._range_problem(q, own_holds.metric) or self._out(q, "checked")
         # a value whose words or unit name a metric of the own report is that metric's, unless the
@@ -1134,6 +1128,20 @@ class Checker:
                         elsewhere = bool(mine) and not any(r in mine for r in rows)
                         results.append(_Pointed(self._out(q, "mismatch", why, [place.where]), in_table, elsewhere))
         return results[0] if results else None
+
+    def _pointed_decides(self, q: Quantity, pointed: _Pointed, held: str | None) -> Verdict | None:
+        """What the rows a sentence points at decide of a value the own report's ``held`` metric
+        holds (None: no metric holds it): their verdict, unless their table does not keep that
+        metric (``would finish the production run in 1 h 38 min`` beside a sweep of step times:
+        then nothing, and the report decides) or they are known to be another row than the
+        report's (``At 16 nodes … 0.743 h`` of a 32-node report: unchecked)."""
+        verdict, reported, elsewhere = pointed
+        if verdict.verdict == "checked" or held is None or held in reported:
+            return verdict
+        if elsewhere:
+            why = f"{verdict.why}; the report's {held} is not of the row the sentence points at"
+            return self._out(q, "unchecked", why, verdict.looked)
+        return None
 
     def _crossed_key(self, q: Quantity, table: Table, ptr: Pointer) -> str | None:
         """A count that is a key cell of a column named for its noun, in no row the numbers the
@@ -1752,14 +1760,11 @@ class Checker:
         held = next((m for m in own if self._held_by(replace(q, unit=None), m, self.ev.metrics[m])), None)
         pointed = self._pointed(replace(q, unit=None), i, [Named(m, 0.0) for m in own])
         if pointed is not None:
-            verdict, reported, elsewhere = pointed
             # "At fanout 15 the sampler draws 989.9M edges" where the fanout-15 row says 2,885.2M: that
             # row refutes the report's own count (of another row), as it refutes a value
-            if verdict.verdict == "checked" or held is None or held in reported:
-                return verdict
-            if elsewhere:
-                why = f"{verdict.why}; the report's {held} is not of the row the sentence points at"
-                return self._out(q, "unchecked", why, verdict.looked)
+            decided = self._pointed_decides(q, pointed, held)
+            if decided is not None:
+                return decided
         if held is not None:
             return self._out(q, "checked")
         span = _FOR_A_SPAN.search(self.text, 0, q.start) is not None  # "for ten epochs": no row of a log's
@@ -1836,7 +1841,7 @@ class Checker:
                 cands = spreads
             if prev is not None and len(cands) > 1:  # "64.51 ± 0.10% test accuracy": test_acc's, never val_acc's
                 before = self.found[prev]
-                bases_of = {m: _SPREAD_TAIL.sub("", m) for m in cands}
+                bases_of = {m: units.spread_base(m) for m in cands}
                 of_value = [
                     m
                     for m, b in bases_of.items()

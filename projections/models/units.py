@@ -292,6 +292,15 @@ def _join_per(parts: list[str]) -> str:
 
 
 @functools.lru_cache(maxsize=8192)
+def spread_base(name: str) -> str:
+    """The metric a spread's name spreads (``test_acc_std`` → ``test_acc``); the name itself when
+    it ends in no spread word."""
+    parts = re.split(r"([_\s]+)", name)
+    if len(parts) >= 3 and (parts[-1].lower() in _SPREAD_WORDS or _CI_LEVEL.fullmatch(parts[-1].lower())):
+        return "".join(parts[:-2])
+    return name
+
+
 def is_spread(name: str) -> bool:
     """A metric that measures a spread (``GFlops_per_s_std``), not a value."""
     parts = [p.lower() for p in re.split(r"[_\s]+", name) if p]
