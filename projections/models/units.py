@@ -301,8 +301,10 @@ def spread_base(name: str) -> str:
     return name
 
 
+@functools.lru_cache(maxsize=8192)
 def is_spread(name: str) -> bool:
-    """A metric that measures a spread (``GFlops_per_s_std``), not a value."""
+    """A metric that measures a spread (``GFlops_per_s_std``), not a value. Cached: the checker asks
+    it of every metric name for every number it reads."""
     parts = [p.lower() for p in re.split(r"[_\s]+", name) if p]
     # "err" is a spread only as a suffix (GFlops_per_s_err), never rel_err_Cd_vs_ref, a relative error,
     # nor n_err, a count of errors; a confidence interval at its level (iqm_hns_ci95) is one too
