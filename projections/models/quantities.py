@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from projections.models import units, written_numbers
@@ -277,6 +277,18 @@ class Quantity:
         return self.unit in ("%", "x", "pp")
 
 
+_DEFAULTS = {f.name: f.default for f in fields(Quantity) if f.default is not MISSING}
+
+
+def _new(written: str, text: str, start: int, end: int, value: float, tol: float, **rest: Any) -> Quantity:
+    """``Quantity(...)`` without a frozen dataclass's field-by-field ``__init__`` (every number
+    of every claim is made here); ``rest`` are the other fields, the defaults for the others."""
+    new = object.__new__(Quantity)
+    new.__dict__.update(_DEFAULTS, written=written, text=text, start=start, end=end, value=value, tolerance=tol)
+    new.__dict__.update(rest)
+    return new
+
+
 def replace(q: Quantity, **changes: Any) -> Quantity:
     """``dataclasses.replace`` for a quantity, without its walk over the fields on every call (a
     claim's check makes thousands); the fields are all plain values, none computed."""
@@ -305,14 +317,14 @@ def read(text: str, metric_names: frozenset[str] = frozenset()) -> list[Quantity
             spans.append((m.start(), m.end()))
     for d in spelled:
         written = text[d.start : d.end]
-        q = Quantity(written, written, d.start, d.end, d.value, d.tolerance, unit="second")
+        q = _new(written, written, d.start, d.end, d.value, d.tolerance, unit="second")
         found.append(_before(text, q, metric_names))
     for w in written_numbers.words(text):
         if any(a <= w.start < b for a, b in taken) or any(q.start <= w.start < q.end for q in found):
             continue
         written = text[w.start : w.end]
         # a count in words is exact; a ratio word (twice, half, two-fold) rounds to within 10 %
-        q = Quantity(written, written, w.start, w.end, w.value, 0.1 * w.value if w.unit == "x" else 0.5, unit=w.unit)
+        q = _new(written, written, w.start, w.end, w.value, 0.1 * w.value if w.unit == "x" else 0.5, unit=w.unit)
         if w.unit is None:
             q = _after(text, q, metric_names) or q
         found.append(_before(text, q, metric_names))
@@ -344,7 +356,7 @@ def _quantity(text: str, m: re.Match[str], names: frozenset[str], spans: list[tu
         digits = raw.lstrip("+-−")
         return _before(
             text,
-            Quantity(digits, raw, start, end, float(digits.replace(",", "")), tolerance(digits), noun=noun),
+            _new(digits, raw, start, end, float(digits.replace(",", "")), tolerance(digits), noun=noun),
             names,
         )
     digits = raw.lstrip("+-−")
@@ -352,7 +364,7 @@ def _quantity(text: str, m: re.Match[str], names: frozenset[str], spans: list[tu
     if raw[0] in "-−":
         value = -value
     tol = tolerance(digits)
-    q = Quantity(digits, raw, start, end, value, tol, signed=signed)
+    q = _new(digits, raw, start, end, value, tol, signed=signed)
     read_after = _after(text, q, names)
     return _before(text, read_after, names) if read_after is not None else None
 
