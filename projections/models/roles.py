@@ -382,8 +382,10 @@ class Checker:
 
     def _explicit(self, q: Quantity) -> bool:
         """``name=value``: a metric's name written as code, never a node's id."""
-        nodes = set(self.ev.ancestors) | set(self.ev.others) | {self.ev.node_id}
-        return q.explicit_name and q.name is not None and q.name not in nodes
+        if not q.explicit_name or q.name is None:
+            return False
+        nodes = self.ev.memo(("nodes",), lambda: set(self.ev.ancestors) | set(self.ev.others) | {self.ev.node_id})
+        return q.name not in nodes
 
     def _holds(self, q: Quantity, target: float, *, exact: bool = False) -> bool:
         """Does ``target`` (in the quantity's own unit) make the quantity true?"""
@@ -456,11 +458,16 @@ class Checker:
             return False  # "322 of them deletions": no error rate, kept as a fraction or a percent
         if q.unit != "%":
             return True
+        return bool(self.ev.memo(("may_be_share", metric, value), lambda: self._may_be_share(metric, value)))
+
+    def _may_be_share(self, metric: str, value: float) -> bool:
+        """Whether a metric holding ``value`` may be what a percentage states (see :meth:`_could_be`);
+        once per metric and value of an evidence."""
         if units.of_metric(metric) is not None:
             return False  # a percentage is never a quantity with a unit (max_abs_err_kcal_per_mol)
         words = set(metric_words(metric))
         share = bool(words & SHARE_WORDS) or kept_as_percent(metric, value, self._others(metric))
-        return share or (0.0 <= value <= 1.0 and units.of_metric(metric) is None and not words & _COUNT_WORDS)
+        return share or (0.0 <= value <= 1.0 and not words & _COUNT_WORDS)
 
     def _other_row(self, q: Quantity) -> bool:
         lo, hi = self._sentence(q)
