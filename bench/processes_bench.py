@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="how long each configuration writes")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
-    parser.add_argument("--json", action="store_true", help="also print the raw figures as JSON")
+    parser.add_argument("--raw", action="store_true", help="also print the raw figures as JSON")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="ari-ledger-procs-", dir=args.dir))
     raw: dict[str, object] = {}
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             Figure(f"search_memory p50 while {p} process(es) write", value, "ms", idle_p50, "reported", True)
         )
     raw.update(rates=rates, idle_p50=idle_p50, searched=searched)
-    if args.json:
+    if args.raw:
         print(json.dumps(raw))
     return report(figures)
 

@@ -1,7 +1,7 @@
 """Retrieval quality on the blind corpora (issue 38): the project's ``search_memory`` beside BM25
 and an RRF fusion of BM25 with the embedding alone, on the same scoped candidates.
 
-    python -m bench.retrieval_bench [--corpora fixtures/corpora/retrieval] [--json out.json]
+    python -m bench.retrieval_bench [--corpora fixtures/corpora/retrieval] [--scores out.json]
 
 Each corpus (``fixtures/corpora/retrieval/<domain>/corpus.json``, authored blind from
 ``BRIEF.md`` and frozen with its hash before any ranker ran) is written into a fresh checkpoint
@@ -186,7 +186,7 @@ def table(rows: list[dict[str, Any]], by: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpora", type=Path, default=CORPORA)
-    parser.add_argument("--json", type=Path, default=None, help="write every query's scores here")
+    parser.add_argument("--scores", type=Path, default=None, help="write every query's scores here (JSON)")
     args = parser.parse_args(argv)
     paths = sorted(args.corpora.glob("*/corpus.json"))
     if not paths:
@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows, "domain"))
     print()
     print(table(rows, "type"))
-    if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    if args.scores is not None:
+        args.scores.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
     return report(targets(rows))
 
 

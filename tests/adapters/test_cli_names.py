@@ -231,9 +231,8 @@ def test_report_export_import_and_ari_skill_say_what_they_wrote(capsys, demo: Pa
 
 
 def test_bench_json_lists_each_figure_and_sends_progress_to_stderr(capsys, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(
-        str(ROOT)
-    )  # the benchmarks are scripts of the checkout, as `ari-ledger bench` runs them
+    monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks are scripts of the checkout: `python -m bench`
+    from bench.__main__ import main as bench_main
     from bench.common import Figure, report
 
     fake = types.ModuleType("bench.redact_bench")
@@ -246,13 +245,26 @@ def test_bench_json_lists_each_figure_and_sends_progress_to_stderr(capsys, monke
 
     fake.main = fake_main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "bench.redact_bench", fake)
-    code, out, err = run(capsys, "bench", "redact", "--runs", "1", "--json")  # --json after the benchmark too
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # the dispatcher names the benchmark in argv[0]
+    code = bench_main(["redact", "--runs", "1", "--json"])  # --json after the benchmark too
+    out, err = capsys.readouterr()
     assert code == 1  # a figure missed its target
     data = json.loads(out)
     assert data["ok"] is False and list(data["benchmarks"]) == ["redact"]
     figures = data["benchmarks"]["redact"]["figures"]
     assert [f["name"] for f in figures] == ["redact 1,000 events", "rss"] and figures[1]["ok"] is False
     assert "measuring with ['--runs', '1']" in err and "FAIL  rss" in err and "== redact" in err
+
+
+def test_bench_runs_the_clones_benchmarks_in_a_child_process(capfd) -> None:
+    """`ari-ledger bench` imports nothing of bench/: it runs `python -m bench` of the clone, whose
+    benchmark gets the arguments after its name and whose status is the command's."""
+    code = main(["bench", "redact", "--help"])
+    out, _ = capfd.readouterr()
+    assert code == 0 and "== redact" in out and "usage: ari-ledger bench redact [-h] [--events EVENTS]" in out
+    code = main(["bench", "redact", "--events", "many"])
+    _, err = capfd.readouterr()
+    assert code == 2 and "argument --events: invalid int value: 'many'" in err
 
 
 # --- readable output ------------------------------------------------------------------------

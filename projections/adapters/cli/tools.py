@@ -151,30 +151,17 @@ def _print_detection(out: Path, planted: list[Any]) -> None:
     framework.console.print(grid)
 
 
+# the benchmarks `ari-ledger bench` offers; they are scripts of a clone (bench/), run by `python -m bench`
+BENCHMARKS = ("ledger", "projections", "letta", "hooks", "processes", "redact", "prove", "client", "retrieval")
+
+
 def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json",
         action="store_true",
         help="print every figure as JSON on stdout (the benchmarks' progress goes to stderr); also after WHICH",
     )
-    p.add_argument(
-        "which",
-        choices=[
-            "ledger",
-            "projections",
-            "letta",
-            "hooks",
-            "processes",
-            "redact",
-            "prove",
-            "client",
-            "retrieval",
-            "all",
-        ],
-        nargs="?",
-        default="all",
-        help="which benchmark",
-    )
+    p.add_argument("which", choices=[*BENCHMARKS, "all"], nargs="?", default="all", help="which benchmark")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
 
 
@@ -185,60 +172,29 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     exit_codes={EXIT_OK: "every figure meets its target", EXIT_CHECK_FAILED: "a figure missed its target"},
 )
 def cmd_bench(args: argparse.Namespace) -> int:
-    import contextlib
-    import dataclasses
-    import importlib
+    """``python -m bench`` of the clone, in a child process: the package never imports the
+    benchmarks, which are scripts of a checkout."""
+    import subprocess
     import sys
 
-    modules = {
-        "ledger": "bench.ledger_bench",
-        "projections": "bench.projection_bench",
-        "letta": "bench.letta_bench",
-        "hooks": "bench.hook_bench",
-        "processes": "bench.processes_bench",
-        "redact": "bench.redact_bench",
-        "prove": "bench.prove_bench",
-        "client": "bench.client_bench",
-        "retrieval": "bench.retrieval_bench",
-    }
-    _find_bench()
-    chosen = list(modules) if args.which == "all" else [args.which]
-    rest = [a for a in args.rest if a != "--json"]  # `bench redact --json`: the benchmarks take no --json
-    as_json = args.json or len(rest) < len(args.rest)
-    worst = 0
-    done: dict[str, Any] = {}
-    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
-        for name in chosen:
-            print(f"== {name}", flush=True)
-            try:
-                module = importlib.import_module(modules[name])
-                figures = importlib.import_module("bench.common").RESULTS  # every figure report() printed
-            except ModuleNotFoundError:
-                raise InvalidInput(
-                    "bench", "the benchmarks are scripts in a checkout (bench/), not installed: run from a clone"
-                ) from None
-            before = len(figures)
-            code = module.main(rest)
-            worst = max(worst, code)
-            done[name] = {"exit": code, "figures": [dataclasses.asdict(f) for f in figures[before:]]}
-    if as_json:
-        emit({"ok": worst == 0, "benchmarks": done})
-    return worst
+    root = _find_bench()
+    if root is None:
+        raise InvalidInput(
+            "bench", "the benchmarks are scripts in a checkout (bench/), not installed: run from a clone"
+        )
+    argv = [args.which, *args.rest, *(["--json"] if args.json else [])]
+    # the clone first on the path (never another folder named bench in the current directory)
+    boot = "import sys; sys.path.insert(0, sys.argv.pop(1)); from bench.__main__ import main; sys.exit(main(prog='ari-ledger bench'))"
+    return subprocess.call([sys.executable, "-c", boot, str(root), *argv])
 
 
-def _find_bench() -> None:
-    """Put the checkout holding ``bench/`` on the import path: the benchmarks are scripts of a
-    clone, not installed, and a console script's path has neither the clone nor the current
-    directory. The clone is the one this package is installed from (``pip install -e``) or,
-    failing that, the current directory."""
-    import sys
-    from pathlib import Path
-
+def _find_bench() -> Path | None:
+    """The checkout holding ``bench/``: the one this package is installed from (``pip install
+    -e``) or, failing that, the current directory; None when neither holds it."""
     for root in (Path(__file__).resolve().parents[3], Path.cwd()):
-        if (root / "bench" / "common.py").is_file():
-            if str(root) not in sys.path:
-                sys.path.insert(0, str(root))
-            return
+        if (root / "bench" / "__main__.py").is_file():
+            return root
+    return None
 
 
 def _embed_args(p: argparse.ArgumentParser) -> None:
