@@ -142,8 +142,9 @@ def recording_cpu(ckpt: Path, leaf: list[str], n: int) -> float:
 
 
 def replay_agrees(ckpt: Path) -> bool:
+    from projections.access.reader import check_chain, read_records
     from projections.api.backend import MemoryBackend
-    from projections.tools.reads import check_chain, read_records, replay_all
+    from projections.tools.reads import replay_all
 
     chain, lines = check_chain(ckpt)
     records = read_records(lines)[-50:]

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import msgspec
 
+from .checkpoint_format import HEAD_SUFFIX as HEAD_SUFFIX
 from .log import fsync_dir
 from .output import replace_file
 from .safe_io import UnsafeFile, open_file, read_file
 
-HEAD_SUFFIX = ".head"
 SLOT = 256  # bytes per slot; two slots
 
 

@@ -44,6 +44,9 @@ from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
+from .checkpoint_format import BACKUP_NAME as BACKUP_NAME
+from .checkpoint_format import V05_REACT_NAME as REACT_NAME
+from .checkpoint_format import V05_STORE_NAME as STORE_NAME
 from .errors import InvalidInput
 from .events import CHECKPOINT_NODE, MAX_JSON_DEPTH, EventType, check_node_id, validate_body
 from .progress import Progress
@@ -277,9 +280,6 @@ _PLANNERS: dict[AriKind, Callable[[Mapping[str, Any], str, str], Planned]] = {
 
 # ---------------------------------------------------------------------------- ARI's files
 
-BACKUP_NAME = "memory_backup.jsonl.gz"  # v0.6+: ari memory backup, and every run's exit
-STORE_NAME = "memory_store.jsonl"  # v0.5: the memory skill's node-scope entries
-REACT_NAME = "memory.json"  # v0.5: FileMemoryClient's ReAct trace
 SOURCES = ("bulk_import", BACKUP_NAME, STORE_NAME, REACT_NAME)  # the origin.source an import may have written
 _MIGRATED = re.compile(r"\.migrated-(\d+)$")  # what ARI renames a v0.5 file to once imported
 

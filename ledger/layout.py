@@ -32,18 +32,28 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from .checkpoint_format import (
+    ACCESS_LOG_NAME,
+    ACCESS_ROTATED,
+    ACCESS_SUMMARY_NAME,
+    BACKUP_NAME,
+    LOG_NAME,
+    V05_REACT_NAME,
+    V05_STORE_NAME,
+)
+
+# the names are the checkpoint format's (ledger.checkpoint_format), kept here for their readers
+from .checkpoint_format import OLD_SNAPSHOT_NAME as OLD_SNAPSHOT_NAME
+from .checkpoint_format import REDACT_INTENT_SUFFIX as REDACT_INTENT_SUFFIX
+from .checkpoint_format import REDACT_TMP_SUFFIX as REDACT_TMP_SUFFIX
+from .checkpoint_format import REPAIR_INTENT_SUFFIX as REPAIR_INTENT_SUFFIX
+from .checkpoint_format import SNAPSHOT_NAME as SNAPSHOT_NAME
+from .checkpoint_format import STORE_DIR as STORE_DIR
+from .checkpoint_format import VERIFIED_CONTEXT_NAME as VERIFIED_CONTEXT_NAME
 from .errors import InvalidInput
-from .log import LOG_NAME, fsync_dir
+from .log import fsync_dir
 
 log = logging.getLogger("ledger")
-
-STORE_DIR = "memory_ledger"
-REDACT_TMP_SUFFIX = ".redact-tmp"  # a redaction's new log before it is renamed over the old (ledger.redact)
-REPAIR_INTENT_SUFFIX = ".repair"  # memory_ledger.jsonl.gz.repair: a repair under way (ledger.repair)
-REDACT_INTENT_SUFFIX = ".redact"  # memory_ledger.jsonl.gz.redact: a redaction's derived files not all scrubbed yet
-VERIFIED_CONTEXT_NAME = "verified_context.json"  # ARI's paper context, at the checkpoint's top (ARI reads it there)
-SNAPSHOT_NAME = "memory_projection.snapshot"  # the local projection's snapshot, beside the log
-OLD_SNAPSHOT_NAME = "memory_projection.snapshot.zst"  # its layout-1 name (it was never zstd in format 6)
 
 # What earlier versions wrote at the checkpoint's top level: the log and every file named
 # after it (.head, .idx, .rollbacks, .torn-*, .rolled-back-*), the snapshot and its leftovers.
@@ -51,10 +61,16 @@ _LEGACY = re.compile(rf"^(?:{re.escape(LOG_NAME)}|{re.escape(OLD_SNAPSHOT_NAME)}
 
 # Files that are memory, never a node's evidence: this project's, and ARI's own memory files
 # (the backup, the access log and its rotations, the v0.5 store and trace, the paper context).
+_ROTATED_HEAD, _ROTATED_TAIL = ACCESS_ROTATED.split("{stamp}")
 _MEMORY_FILE = re.compile(
-    r"^(?:memory_ledger\.jsonl\.gz|memory_projection\.snapshot|memory_backup\.jsonl\.gz"
-    r"|memory_store\.jsonl|memory\.json|verified_context\.json)(?:\..+)?$"
-    r"|^memory_access(?:\.[^/]+)?\.jsonl$|^memory_access\.summary\.json$"
+    "^(?:"
+    + "|".join(
+        re.escape(name)
+        for name in (LOG_NAME, SNAPSHOT_NAME, BACKUP_NAME, V05_STORE_NAME, V05_REACT_NAME, VERIFIED_CONTEXT_NAME)
+    )
+    + r")(?:\..+)?$"
+    + rf"|^{re.escape(ACCESS_LOG_NAME)}$|^{re.escape(_ROTATED_HEAD)}[^/]+{re.escape(_ROTATED_TAIL)}$"
+    + rf"|^{re.escape(ACCESS_SUMMARY_NAME)}$"
 )
 
 
@@ -173,7 +189,7 @@ def memory_file_problem(path: str | Path) -> str | None:
     for folder in (real, *real.parents):
         if folder.name == STORE_DIR and (_holds_log(folder.parent) or _holds_ledger_files(folder)):
             return f"{given} is inside {folder}, the memory of checkpoint {folder.parent}: name a file outside it"
-    ours = _MEMORY_FILE.match(real.name) and not real.name.startswith("memory_backup")  # export-ari writes that
+    ours = _MEMORY_FILE.match(real.name) and not real.name.startswith(BACKUP_NAME)  # export-ari writes that
     if ours and (_holds_log(real.parent) or _holds_ledger_files(real.parent)):
         return f"{given} is {real.name} of checkpoint {real.parent}, a file of its memory: name a file outside it"
     return None

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .checkpoint_format import INDEX_SUFFIX
+from .checkpoint_format import LOG_NAME as LOG_NAME
 from .errors import InvalidInput, LockUnavailable, LogCorrupted
 from .safe_io import (
     GZIP_MAGIC,
@@ -41,7 +43,6 @@ from .safe_io import (
     write_all,
 )
 
-LOG_NAME = "memory_ledger.jsonl.gz"
 READ_CHUNK = 1 << 20
 # A group commit compresses its member at level 1: 2-7 us per event, to 0.13-0.34 of the raw
 # bytes (level 6 took 2-3x as long for a member 3-13% smaller). A one-event member is stored,
@@ -224,7 +225,7 @@ class LogFile:
 
     def __init__(self, path: Path, *, create: bool = False, writable: bool = True) -> None:
         self.path = path
-        self.idx_path = path.with_name(path.name + ".idx")
+        self.idx_path = path.with_name(path.name + INDEX_SUFFIX)
         self.writable = writable
         flags = (os.O_RDWR | os.O_APPEND if writable else os.O_RDONLY) | (os.O_CREAT if create else 0)
         existed = os.path.lexists(path)

@@ -23,6 +23,7 @@ from typing import BinaryIO, Protocol
 
 from .anchor import HeadFile
 from .chain import ChainError, check_link, decode_line, decode_lines
+from .checkpoint_format import TORN_MARK
 from .errors import ACT_ON_ROLLBACK, LogCorrupted, RollbackDetected
 from .events import Event, EventsRedacted, upcast, upcast_all
 from .log import (
@@ -326,7 +327,7 @@ def _seq_at(ledger: OpenLog, offset: int) -> int:
 
 def _recover(ledger: OpenLog, bad: BadMember) -> None:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    saved = ledger.path.with_name(f"{ledger.path.name}.torn-{stamp}")
+    saved = ledger.path.with_name(f"{ledger.path.name}{TORN_MARK}{stamp}")
     size = ledger.file.cut(bad.offset, saved)
     ledger.state.index = [rec for rec in ledger.state.index if rec[0] < bad.offset]
     persist_index(ledger)

@@ -69,6 +69,14 @@ import msgspec
 
 from . import layout
 from .chain import body_digest, canonical, decode_line, stub_line, unhashed_bytes
+from .checkpoint_format import (
+    HEAD_SUFFIX,
+    INDEX_SUFFIX,
+    OLD_INDEX_TMP_SUFFIX,
+    REDACT_INTENT_SUFFIX,
+    REPAIR_INTENT_SUFFIX,
+    ROLLBACKS_SUFFIX,
+)
 from .errors import InvalidInput, LedgerError
 from .events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast
 from .ledger import Ledger, LogReplacement
@@ -86,10 +94,9 @@ MIN_TEXT = 8  # a removed free text shorter than this (or of one word) is not se
 FREE_TEXT = {"memory_added": ("text",), "react_step": ("content",), "core_seeded": ("persona", "human")}
 RECORD_TEXT = frozenset({"text", "content", "text_preview", "persona", "human"})  # a record's text (rule 2)
 NEVER = frozenset({"n", "prev", "hash", "event_hash", "anchor"})  # chain and anchor fields (rule 4)
-INTENT_SUFFIX = (
-    layout.REDACT_INTENT_SUFFIX
-)  # memory_ledger.jsonl.gz.redact: a redaction whose derived files are not all scrubbed yet
-_KEEP = (".head", ".idx", ".idx.tmp", ".rollbacks", ".repair", INTENT_SUFFIX)  # beside the log: never deleted here
+INTENT_SUFFIX = REDACT_INTENT_SUFFIX  # memory_ledger.jsonl.gz.redact: derived files not all scrubbed yet
+# beside the log: never deleted here
+_KEEP = (HEAD_SUFFIX, INDEX_SUFFIX, OLD_INDEX_TMP_SUFFIX, ROLLBACKS_SUFFIX, REPAIR_INTENT_SUFFIX, INTENT_SUFFIX)
 
 
 @dataclass(frozen=True)

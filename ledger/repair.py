@@ -32,6 +32,7 @@ import msgspec
 from . import layout
 from .anchor import AnchorUnreadable, HeadFile
 from .chain import ChainError, decode_line
+from .checkpoint_format import DAMAGED_MARK, REPAIR_INTENT_SUFFIX, ROLLED_BACK_MARK
 from .errors import InvalidInput, LedgerError, LedgerNotFound
 from .events import Event, upcast
 from .ledger import Ledger
@@ -42,7 +43,7 @@ from .safe_io import GZIP_MAGIC, SET_ASIDE_MODE, SIDE_FILE_LIMIT, max_member_byt
 log = logging.getLogger("ledger")
 
 _CHUNK = 1 << 16
-INTENT_SUFFIX = layout.REPAIR_INTENT_SUFFIX  # memory_ledger.jsonl.gz.repair: a repair under way (see :func:`repair`)
+INTENT_SUFFIX = REPAIR_INTENT_SUFFIX  # memory_ledger.jsonl.gz.repair: a repair under way (see :func:`repair`)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def repair(checkpoint_dir: str | Path, *, before_done: Callable[[], object] | No
                 tail = f.read()
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
             intent = _Intent(
-                f"{path.name}.damaged-{stamp}",
+                f"{path.name}{DAMAGED_MARK}{stamp}",
                 found.offset,
                 len(tail),
                 hashlib.sha256(tail).hexdigest(),
@@ -255,7 +256,7 @@ def _reanchor(path: Path, intent: _Intent) -> None:
     if not intent.kept or intent.ckpt is None:
         if head.path.exists():
             stamp = intent.aside.rsplit("-", 1)[-1]
-            target = head.path.with_name(f"{head.path.name}.rolled-back-{stamp}")
+            target = head.path.with_name(f"{head.path.name}{ROLLED_BACK_MARK}{stamp}")
             head.path.rename(target)
             restrict(target)
             fsync_dir(path.parent)

@@ -13,14 +13,14 @@ from pathlib import Path
 
 from . import layout
 from .anchor import Anchor, HeadFile
+from .checkpoint_format import ROLLBACKS_SUFFIX as ROLLBACKS_SUFFIX
+from .checkpoint_format import ROLLED_BACK_MARK
 from .errors import LedgerNotFound, act_on_missing_log
 from .events import utc_now
 from .ledger import Ledger
 from .log import LOG_NAME, LogFile, fsync_dir
 from .safe_io import open_file, restrict
 from .state import Head
-
-ROLLBACKS_SUFFIX = ".rollbacks"  # what people accepted with `verify --accept-rollback`, one JSON line each
 
 
 def accept_rollback(checkpoint_dir: str | Path, anchored_files: Iterable[tuple[Path, Anchor]] = ()) -> list[str]:
@@ -77,7 +77,7 @@ def _set_aside(path: Path) -> Path:
     """Rename ``path`` to ``<name>.rolled-back-<stamp>``, readable by its owner only (it may hold
     the texts of the events that are gone)."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    target = path.with_name(f"{path.name}.rolled-back-{stamp}")
+    target = path.with_name(f"{path.name}{ROLLED_BACK_MARK}{stamp}")
     os.replace(path, target)
     restrict(target)
     fsync_dir(path.parent)  # durable before anything that relies on it (a repair's intent removed after)

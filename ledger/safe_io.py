@@ -35,6 +35,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from .checkpoint_format import TEMP_MARK
 from .errors import InvalidInput, LedgerError
 
 log = logging.getLogger("ledger")
@@ -242,7 +243,7 @@ def create_temp(beside: str | os.PathLike[str], *, mode: int = 0o600, hidden: bo
     writing and its path. Nobody can have prepared it, link or file."""
     target = Path(beside)
     for _ in range(100):
-        name = f"{'.' if hidden else ''}{target.name}.tmp-{secrets.token_hex(8)}"
+        name = f"{'.' if hidden else ''}{target.name}{TEMP_MARK}{secrets.token_hex(8)}"
         path = target.with_name(name)
         try:
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, mode), path

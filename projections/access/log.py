@@ -27,6 +27,8 @@ import msgspec
 
 from ledger import config, layout
 from ledger.anchor import HeadFile
+from ledger.checkpoint_format import ACCESS_LOG_NAME as ACCESS_LOG_NAME
+from ledger.checkpoint_format import ACCESS_STEM
 from ledger.events import utc_now
 from ledger.output import replace_file
 from ledger.safe_io import open_file
@@ -36,7 +38,6 @@ from projections.access.writer import HEAD_ID, LineWriter
 
 log = logging.getLogger(__name__)
 
-ACCESS_LOG_NAME = "memory_access.jsonl"
 KEEP_PROBLEMS = 10
 CHAIN_KEYS = ("n", "prev", "hash")  # added by the chain, never a caller's
 _CHAIN_SET = frozenset(CHAIN_KEYS)
@@ -229,7 +230,7 @@ class AccessLog(AccessLines):
         self.flush()
         rewritten = []
         running: str | None = None  # the hash the next file's first line must name
-        for path in sorted(self.path.parent.glob("memory_access*.json*")):
+        for path in sorted(self.path.parent.glob(f"{ACCESS_STEM}*.json*")):
             try:
                 fd = open_file(path, os.O_RDONLY)
             except FileNotFoundError:

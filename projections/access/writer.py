@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.anchor import AnchorUnreadable, HeadFile
+from ledger.checkpoint_format import ACCESS_ROTATED
 from ledger.log import fsync_dir
 from ledger.safe_io import open_file
 from projections import settings
@@ -39,7 +40,7 @@ from projections.access.chain import GENESIS, chain_onto, last_line, link
 
 log = logging.getLogger(__name__)
 
-ROTATED_GLOB = "memory_access.*.jsonl"  # what ``ari memory compact-access`` collects
+ROTATED_GLOB = ACCESS_ROTATED.format(stamp="*")  # what ``ari memory compact-access`` collects
 HEAD_ID = "memory_access"  # the head file's record names the access log, not a ledger
 _SETTLE_ATTEMPTS = 1000  # reopen-after-rotation rounds before a batch is given up
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC  # read: the last line, to chain onto
@@ -330,11 +331,11 @@ class LineWriter:
     def _rotate(self) -> None:
         """Rename the current file (the caller holds its lock) to a free rotated name."""
         stamp = int(time.time())
-        target = self.path.with_name(f"memory_access.{stamp}.jsonl")
+        target = self.path.with_name(ACCESS_ROTATED.format(stamp=stamp))
         n = 0
         while target.exists():
             n += 1
-            target = self.path.with_name(f"memory_access.{stamp}_{n:03d}.jsonl")
+            target = self.path.with_name(ACCESS_ROTATED.format(stamp=f"{stamp}_{n:03d}"))
         os.rename(self.path, target)
         log.info("access log rotated to %s", target.name)
 

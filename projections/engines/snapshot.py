@@ -59,7 +59,7 @@ import msgspec
 import numpy as np
 import zstandard
 
-from ledger.layout import SNAPSHOT_NAME
+from ledger.checkpoint_format import SNAPSHOT_NAME, SNAPSHOT_TEMP_SUFFIX
 from ledger.processes import pid_alive
 from ledger.safe_io import UnsafeFile, kept_mode, open_file
 from projections.models.catalog import Catalog, CatalogTables
@@ -597,7 +597,7 @@ def write_snapshot(path: Path, preamble: SnapshotPreamble, catalog: Catalog, ind
     fail their check."""
     remove_stale_temps(path)
     mode = kept_mode(path)  # the new file keeps the old one's permission bits
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(8)}{SNAPSHOT_TEMP_SUFFIX}")
     fd = os.open(
         tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644 if mode is None else 0o600
     )
@@ -817,8 +817,8 @@ def remove_stale_temps(path: Path) -> list[Path]:
     """Remove temporary files of ``path`` left by a writer that died (its pid is gone, or
     the file is older than an hour); return them."""
     removed = []
-    for tmp in path.parent.glob(f"{path.name}.*.tmp"):
-        pid = tmp.name[len(path.name) + 1 : -len(".tmp")].split(".")[0]  # <name>.<pid>[.<random>].tmp
+    for tmp in path.parent.glob(f"{path.name}.*{SNAPSHOT_TEMP_SUFFIX}"):
+        pid = tmp.name[len(path.name) + 1 : -len(SNAPSHOT_TEMP_SUFFIX)].split(".")[0]  # <name>.<pid>[.<random>].tmp
         try:
             alive = pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid))
             if not alive or time.time() - tmp.stat().st_mtime > STALE_TEMP_SECONDS:

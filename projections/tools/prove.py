@@ -60,6 +60,7 @@ from ledger.anchor import Anchor
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
+from projections.access.reader import check_chain, read_records
 from projections.api.backend import MemoryBackend
 from projections.api.grounding import CitedFiles, Grounding, experiments_roots
 from projections.api.unfinished import refuse_unfinished
@@ -70,7 +71,7 @@ from projections.models.repro import repro_status
 from projections.models.verdicts import NOTHING_NUMERIC
 from projections.tools.checkpoint import Verification, verify_open
 from projections.tools.lineage import lineage_data
-from projections.tools.reads import Replayed, VerifiedKey, check_chain, read_records, replay_all, verified_key
+from projections.tools.reads import Replayed, VerifiedKey, replay_all, verified_key
 
 SAVED_KEYS = frozenset({"event_hash"})  # added by VerifiedContext.save; traced against the log instead
 TRACED_KEYS = frozenset({"text", "metric_ptr", "repro_status"})  # the tracing compares these

@@ -2,9 +2,9 @@
 
 Every read through ARI's calls leaves a line in ``memory_access.jsonl`` with the log position
 it read at (``at``), the ids it returned in order (``ids``) and what else a replay needs
-(``args``), chained like the log (``projections.access.chain``). :func:`check_chain`
-walks the access log and its rotations and finds an edited, inserted, removed or reordered
-line, and a cut tail against the head file ``memory_ledger/memory_access.jsonl.head``.
+(``args``), chained like the log (``projections.access.chain``). The log's reader, beside its
+writer in ``projections.access.reader``, checks the chain (an edited, inserted, removed or
+reordered line; a tail cut against the head file) and turns the read lines into records.
 :class:`Replayer` runs each recorded read again as of its position and compares: the engines
 are deterministic, so the same line is expected.
 
@@ -18,7 +18,7 @@ A recorded line that lacks one of them differs (every line that carries ``at`` w
 with all of them).
 
 Not compared, and why: ``ts`` and ``pid`` (when and in which process it ran: a replay runs
-now, elsewhere); ``n``, ``prev`` and ``hash`` (the chain, checked by :func:`check_chain`);
+now, elsewhere); ``n``, ``prev`` and ``hash`` (the chain, checked by ``projections.access.reader.check_chain``);
 ``node_id`` and ``op`` (who called, from the caller's environment; the chain holds them);
 ``as_of``, ``at``, ``engine``, ``args`` and ``tool`` (the replay's inputs: it runs with them,
 so a rewritten one shows as different results, or as not replayable for another engine).
@@ -28,24 +28,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from ledger import layout
-from ledger.anchor import AnchorUnreadable, HeadFile
-from ledger.safe_io import read_file
-from projections.access.chain import GENESIS, link
-from projections.access.log import ACCESS_LOG_NAME, ReadCapture
-from projections.access.writer import HEAD_ID, ROTATED_GLOB
+from projections.access.log import ReadCapture
+from projections.access.reader import REPLAYED_FIELDS, ReadRecord
 
 if TYPE_CHECKING:  # (the backend, its engines and numpy load with a replay, not with the command line)
     from projections.api.backend import MemoryBackend
 
-SUMMARY_NAME = "memory_access.summary.json"  # what `ari memory compact-access` leaves of rotated files
 REPLAYABLE = (
     "search_memory",
     "search_research_memory",
@@ -54,184 +46,13 @@ REPLAYABLE = (
     "get_node_memory",
     "react_search",
 )
-REPLAYED_FIELDS = ("ids", "results", "limit", "collection", "query", "ancestor_ids")  # see the module docstring
 SCORE_TOLERANCE = 1e-6
-
-
-@dataclass
-class ReadRecord:
-    """One recorded read."""
-
-    where: str  # file:line
-    n: int | None
-    node_id: str
-    tool: str
-    query: str
-    scope: list[str] | None
-    limit: int
-    at: int | None
-    ids: list[str]
-    args: dict[str, Any]
-    engine: str | None
-    recorded: dict[str, Any] = field(default_factory=dict)  # the line's REPLAYED_FIELDS, as recorded
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class ChainCheck:
-    """The access log's chain, as a person would check it."""
-
-    files: list[str] = field(default_factory=list)
-    lines: int = 0
-    chained: int = 0
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    head: int | None = None  # the chain's newest line as the head file records it
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
 
 
 # reads whose ranking weighs each entry by its scope's other entries (the lexical channel's
 # document frequencies): an entry of the scope redacted since changes the order of the rest
 SCOPE_RANKED = frozenset({"search_memory"})
 SCOPE_REDACTED = "an entry of its scope was redacted since (its ranking weighs the scope's own entries)"
-
-
-def access_files(checkpoint_dir: Path) -> list[Path]:
-    """The rotated files, oldest first, then the current one."""
-    rotated = sorted(Path(checkpoint_dir).glob(ROTATED_GLOB))
-    current = Path(checkpoint_dir) / ACCESS_LOG_NAME
-    return rotated + ([current] if current.exists() else [])
-
-
-def _lines(checkpoint_dir: Path, check: ChainCheck) -> Iterator[tuple[str, bytes]]:
-    """Every whole line of the access log's files, in order. A last line without its newline is
-    one a crash tore while it was written (a flush returns only after the whole line is): never
-    acknowledged, no head names it, the next writer cuts it; it is noted, not read, as the
-    ledger's own torn tail is recovered, not reported as damage."""
-    files = access_files(checkpoint_dir)
-    for k, path in enumerate(files):
-        data = read_file(path, None)  # a regular file: a FIFO never blocks
-        lines = data.split(b"\n")
-        torn = lines.pop()  # b"" after a final newline
-        for i, line in enumerate(lines, 1):
-            yield f"{path.name}:{i}", line
-        if torn:
-            where = f"{path.name}:{len(lines) + 1}"
-            if k == len(files) - 1:
-                check.notes.append(
-                    f"{where}: a line a crash tore while it was written ({len(torn)} bytes, never acknowledged); "
-                    "the next writer cuts it"
-                )
-            else:
-                yield where, torn
-
-
-def check_chain(checkpoint_dir: str | Path) -> tuple[ChainCheck, list[dict[str, Any]]]:
-    """Check every line's link and the head file; returns the check and the decoded lines."""
-    ckpt = Path(checkpoint_dir)
-    check = ChainCheck(files=[p.name for p in access_files(ckpt)])
-    decoded: list[dict[str, Any]] = []
-    running: str | None = None  # the hash the next line must name
-    last_n: int | None = None
-    hashes: dict[int, str] = {}
-    for where, raw in _lines(ckpt, check):
-        check.lines += 1
-        try:
-            value = msgspec.json.decode(raw)
-        except msgspec.DecodeError:
-            check.problems.append(f"{where}: not a JSON line")
-            value = None
-        found = link(raw)
-        if found.n is None:
-            if not found.intact or last_n is not None:
-                check.problems.append(f"{where}: an unchained line after the chain began (inserted or edited)")
-        else:
-            check.chained += 1
-            if not found.intact:
-                check.problems.append(f"{where}: its bytes do not match its hash (the line was edited)")
-            if last_n is None and found.n != 1:
-                _chain_starts_late(check, ckpt, where, found.n)
-            elif last_n is not None and found.n != last_n + 1:
-                check.problems.append(f"{where}: line {found.n} follows line {last_n} (lines removed or reordered)")
-            elif found.prev != (running or GENESIS):
-                check.problems.append(f"{where}: does not commit to the line before it (a line was removed or edited)")
-            last_n = found.n
-            hashes[found.n] = found.hash
-        running = found.hash
-        if isinstance(value, dict):
-            decoded.append({**value, "_where": where})
-    _check_head(check, ckpt, last_n, hashes)
-    return check, decoded
-
-
-def _chain_starts_late(check: ChainCheck, ckpt: Path, where: str, n: int) -> None:
-    if (ckpt / SUMMARY_NAME).exists():
-        check.notes.append(f"{where}: the chain starts at line {n}; lines 1-{n - 1} were compacted into {SUMMARY_NAME}")
-    else:
-        check.problems.append(f"{where}: the chain starts at line {n}: lines 1-{n - 1} were removed")
-
-
-def _check_head(check: ChainCheck, ckpt: Path, last_n: int | None, hashes: dict[int, str]) -> None:
-    head_file = HeadFile(layout.store_dir(ckpt) / ACCESS_LOG_NAME)
-    try:
-        anchor = head_file.read()
-    except AnchorUnreadable as exc:
-        check.problems.append(str(exc))
-        return
-    if anchor is None or anchor.ckpt != HEAD_ID or anchor.seq is None:
-        if check.chained:
-            check.notes.append(f"no {head_file.source}: a cut tail cannot be told from a short log")
-        return
-    check.head = anchor.seq
-    if last_n is None or last_n < anchor.seq:
-        check.problems.append(
-            f"the access log ends at line {last_n or 0}, but {head_file.source} records line {anchor.seq}: lines were cut"
-        )
-    elif anchor.seq in hashes and hashes[anchor.seq] != anchor.hash:
-        check.problems.append(
-            f"line {anchor.seq} is not the line {head_file.source} records: the access log was rewritten"
-        )
-
-
-def read_records(lines: list[dict[str, Any]], node: str | None = None) -> list[ReadRecord]:
-    """The read lines (of one node: its own reads, and those scoped to it as the last node)."""
-    out = []
-    for line in lines:
-        if line.get("op") != "read":
-            continue
-        scope = line.get("ancestor_ids")
-        who = str(line.get("node_id") or "")
-        if node is not None and who != node and not (not who and isinstance(scope, list) and scope[-1:] == [node]):
-            continue
-        ids = line.get("ids")
-        if not isinstance(ids, list):
-            ids = [r.get("entry_id") for r in line.get("results") or [] if isinstance(r, dict)]
-        args = line.get("args")
-        out.append(
-            ReadRecord(
-                line["_where"],
-                line.get("n"),
-                who,
-                str(line.get("tool") or ""),
-                str(line.get("query") or ""),
-                scope if isinstance(scope, list) else None,
-                int(line.get("limit") or 0),
-                line.get("at") if isinstance(line.get("at"), int) else None,
-                [str(i) for i in ids],
-                args if isinstance(args, dict) else {},
-                line.get("engine") if isinstance(line.get("engine"), str) else None,
-                {k: line[k] for k in REPLAYED_FIELDS if k in line},
-            )
-        )
-    return out
 
 
 @dataclass

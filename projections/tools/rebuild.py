@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
+from ledger.checkpoint_format import REPAIRED_MARK, ROLLED_BACK_MARK
 from ledger.progress import Interrupted
 from ledger.report_file import read_report_file
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
@@ -29,7 +30,7 @@ from projections.api.working import is_result_summary
 from projections.engines.protocol import Progress
 from projections.models.catalog import Catalog
 
-SET_ASIDE = (".rolled-back-", ".repaired-")
+SET_ASIDE = (ROLLED_BACK_MARK, REPAIRED_MARK)
 _METRIC = re.compile(r"([A-Za-z_][\w.\-/]*)\s*[=:]\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)")
 
 

@@ -40,8 +40,8 @@ from hypothesis import strategies as st
 
 import projections.access.writer as access_writer
 from projections.access.log import ACCESS_LOG_NAME, AccessLog
+from projections.access.reader import check_chain
 from projections.access.writer import ROTATED_GLOB, flush_all
-from projections.tools.reads import check_chain
 from support.env import subprocess_env
 
 ARI_WRITE_KEYS = ["ts", "node_id", "op", "collection", "entry_id", "text_preview", "metadata"]

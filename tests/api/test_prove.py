@@ -12,11 +12,12 @@ import pytest
 
 from ledger.layout import store_dir
 from projections.access.chain import rechain
+from projections.access.reader import check_chain, read_records
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
 from projections.adapters.planted import FAULTS, detection, plant_faults, plant_reports
 from projections.api.backend import MemoryBackend
 from projections.tools.prove import prove
-from projections.tools.reads import check_chain, read_records, replay_all
+from projections.tools.reads import replay_all
 from support.env import ari_ledger
 
 

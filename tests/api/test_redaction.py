@@ -17,11 +17,11 @@ from ledger.layout import SNAPSHOT_NAME, store_dir
 from ledger.log import LOG_NAME, compress_member
 from ledger.redact import Selector, intent_path, pending, redact
 from projections.access.chain import GENESIS
+from projections.access.reader import check_chain
 from projections.api.backend import MemoryBackend
 from projections.tools.ari_export import write_ari_backup
 from projections.tools.lineage import lineage_data
 from projections.tools.prove import prove
-from projections.tools.reads import check_chain
 from projections.tools.redaction import MARK, redact_checkpoint
 from support.env import ari_ledger
 from support.leaks import every_file_bytes

@@ -703,7 +703,7 @@ def ledger_problems(ckpt: Path, acked: list[str]) -> list[str]:
 def access_problems(ckpt: Path, acked_lines: int) -> list[str]:
     """The access log of a crash state, then after the next writer's line."""
     from projections.access.log import ACCESS_LOG_NAME, AccessLog
-    from projections.tools.reads import check_chain
+    from projections.access.reader import check_chain
 
     check, _lines = check_chain(ckpt)
     current = ckpt / ACCESS_LOG_NAME

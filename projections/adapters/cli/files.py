@@ -11,12 +11,12 @@ from ledger.ari_import import (
     ARI_KINDS,
     BACKUP_NAME,
     FORMATS,
-    REACT_NAME,
-    STORE_NAME,
     AriFile,
     ari_files_in,
     read_ari_file,
 )
+from ledger.checkpoint_format import V05_REACT_NAME as REACT_NAME
+from ledger.checkpoint_format import V05_STORE_NAME as STORE_NAME
 from ledger.layout import SNAPSHOT_NAME
 from ledger.progress import Interrupted
 from projections.adapters.cli.framework import (

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger import InvalidInput
+from projections.access.reader import REPLAYED_FIELDS  # named in reads' --help
 from projections.adapters.cli import framework
 from projections.adapters.cli.checkpoint import hash_arg
 from projections.adapters.cli.framework import (
@@ -28,7 +29,6 @@ from projections.adapters.cli.framework import (
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import only_reading
-from projections.tools.reads import REPLAYED_FIELDS  # named in reads' --help
 
 if TYPE_CHECKING:
     from projections.tools.prove import Proof
@@ -69,7 +69,8 @@ def _reads_args(p: argparse.ArgumentParser) -> None:
     exit_codes=READS_EXIT_CODES,
 )
 def cmd_reads(args: argparse.Namespace) -> int:
-    from projections.tools.reads import check_chain, read_records, replay_all
+    from projections.access.reader import check_chain, read_records
+    from projections.tools.reads import replay_all
 
     backend = open_backend(args.checkpoint)  # a checkpoint, or exit 2 saying so
     try:
