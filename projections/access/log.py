@@ -20,6 +20,7 @@ import os
 import stat
 import time
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,20 @@ _CHAIN_SET = frozenset(CHAIN_KEYS)
 # so they are escaped to keep one event on one line as ARI reads it.
 _LINE_BREAKS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
 _encoder = msgspec.json.Encoder(enc_hook=str)
+
+
+class ReadTool(StrEnum):
+    """The reads a replay runs again (``projections.tools.reads``), each by the tool name its line
+    is recorded with: a closed table, as ``PerEventType`` is for events. The services record these
+    reads with it and the replayer dispatches on it; a read not named here
+    (``bulk_get_node_memory``) is recorded, never replayed."""
+
+    SEARCH_MEMORY = "search_memory"
+    SEARCH_RESEARCH_MEMORY = "search_research_memory"
+    BUILD_WORKING_CONTEXT = "build_working_context"
+    GET_VERIFIED_CONTEXT = "get_verified_context"
+    GET_NODE_MEMORY = "get_node_memory"
+    REACT_SEARCH = "react_search"
 
 
 READ_FIELDS = ("collection", "query", "ancestor_ids", "limit", "results", "ids")  # what read_fields gives

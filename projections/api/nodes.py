@@ -12,6 +12,7 @@ from typing import Any
 
 from ledger import CopyOnWriteViolation, InvalidInput, config
 from ledger.events import CHECKPOINT_NODE, check_text
+from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import AddResult, ByNode, ClearResult, NodeMemory, PurgeResult, SearchResult, StartResult
@@ -92,7 +93,7 @@ class Nodes:
             hits = self._ranked(catalog, query, scope, limit, as_of) if limit else []
             results = [{**entry_view(catalog.entries[entry_id]), "score": score} for entry_id, score in hits]
             stamp = self.session.read_stamp(as_of)
-        self.session.access.node_search(query, scope, limit, results, tool="search_memory", as_of=as_of, **stamp)
+        self.session.access.node_search(query, scope, limit, results, tool=ReadTool.SEARCH_MEMORY, as_of=as_of, **stamp)
         return {"results": results}  # type: ignore[typeddict-item]
 
     def _ranked(
@@ -130,7 +131,7 @@ class Nodes:
             [node_id],
             len(entries),
             [{"src_node_id": node_id, "entry_id": e["entry_id"], "type": e["metadata"].get("type")} for e in entries],
-            tool="get_node_memory",
+            tool=ReadTool.GET_NODE_MEMORY,
             as_of=as_of,
             **stamp,
         )

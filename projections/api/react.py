@@ -9,6 +9,7 @@ from ledger import InvalidInput, config
 from ledger.ari_import import step_node
 from ledger.events import TRUNCATED, ReactStep, check_text
 from projections import settings
+from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.session import Session
 from projections.api.shapes import ReactAdded, StepView
@@ -54,7 +55,7 @@ class ReactTrace:
             None,
             limit,
             [{"entry_id": r["id"], "src_node_id": "", "score": r["score"]} for r in results],
-            tool="react_search",
+            tool=ReadTool.REACT_SEARCH,
             as_of=as_of,
             **stamp,
         )

@@ -22,6 +22,7 @@ from ledger.report_file import read_report_file
 from ledger.typed import typed_metadata
 from ledger.vocabulary import KINDS, REPRO_STATUSES
 from projections import settings
+from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.context import ExperimentContext
 from projections.api.nodes import Nodes
@@ -245,7 +246,7 @@ class Research:
             stamp = self.session.read_stamp(as_of)
         args = {"kinds": None if wanted is None else sorted(wanted), "require_artifacts": require_artifacts}
         self.session.access.node_search(
-            query, scope, limit, results, tool="search_research_memory", as_of=as_of, **stamp, args=args
+            query, scope, limit, results, tool=ReadTool.SEARCH_RESEARCH_MEMORY, as_of=as_of, **stamp, args=args
         )
         return {"results": results}  # type: ignore[typeddict-item]
 

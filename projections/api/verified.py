@@ -45,6 +45,7 @@ from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections import settings
+from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.shapes import Claim, ClaimExclusion, Evidence, ValuesView, VerifiedContextView
 from projections.models.verdicts import NOTHING_NUMERIC
@@ -499,7 +500,7 @@ class VerifiedContext:
             scope,
             len(ctx["claims"]),
             [{"entry_id": c["entry_id"], "src_node_id": c["node_id"]} for c in ctx["claims"]],
-            tool="get_verified_context",
+            tool=ReadTool.GET_VERIFIED_CONTEXT,
             as_of=as_of,
             **stamp,
             args={"purpose": purpose, "limit": limit},

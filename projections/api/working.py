@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.context import ExperimentContext
 from projections.api.session import Session
@@ -100,7 +101,7 @@ class WorkingContextBuilder:
             ancestors,
             len(summaries) + len(supplement),
             [{"entry_id": s["entry_id"], "src_node_id": s["node_id"]} for s in summaries + supplement],
-            tool="build_working_context",
+            tool=ReadTool.BUILD_WORKING_CONTEXT,
             node=node_id,
             as_of=as_of,
             **stamp,

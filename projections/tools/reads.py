@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from projections.access.log import ReadCapture
+from projections.access.log import ReadCapture, ReadTool
 from projections.access.reader import REPLAYED_FIELDS, ReadRecord
 
 if TYPE_CHECKING:  # (the backend, its engines and numpy load with a replay, not with the command line)
@@ -51,7 +51,7 @@ SCORE_TOLERANCE = 1e-6
 
 # reads whose ranking weighs each entry by its scope's other entries (the lexical channel's
 # document frequencies): an entry of the scope redacted since changes the order of the rest
-SCOPE_RANKED = frozenset({"search_memory"})
+SCOPE_RANKED = frozenset({ReadTool.SEARCH_MEMORY})
 SCOPE_REDACTED = "an entry of its scope was redacted since (its ranking weighs the scope's own entries)"
 
 
@@ -96,19 +96,20 @@ class Replayer:
         self.backend = backend
         self._built = built or {}
         self._captured: ReadCapture | None = None
-        self._calls: dict[str, Callable[[ReadRecord], list[str]]] = {
-            "search_memory": self._search,
-            "search_research_memory": self._research,
-            "build_working_context": self._working,
-            "get_verified_context": self._verified,
-            "get_node_memory": self._node_memory,
-            "react_search": self._react,
+        self._calls: dict[ReadTool, Callable[[ReadRecord], list[str]]] = {
+            ReadTool.SEARCH_MEMORY: self._search,
+            ReadTool.SEARCH_RESEARCH_MEMORY: self._research,
+            ReadTool.BUILD_WORKING_CONTEXT: self._working,
+            ReadTool.GET_VERIFIED_CONTEXT: self._verified,
+            ReadTool.GET_NODE_MEMORY: self._node_memory,
+            ReadTool.REACT_SEARCH: self._react,
         }
 
     def replay(self, record: ReadRecord) -> Replayed:
-        call = self._calls.get(record.tool)
-        if call is None:
+        tool = next((t for t in ReadTool if t.value == record.tool), None)
+        if tool is None:
             return Replayed(record, "not_replayable", why=f"{record.tool or 'this read'} is not a read ARI replays")
+        call = self._calls[tool]
         if record.at is None:
             return Replayed(record, "not_replayable", why="recorded before reads carried their log position")
         engine = self.backend.engine_name
@@ -118,7 +119,7 @@ class Replayer:
         gone = [i for i in record.ids if i in redacted]
         if gone:
             return Replayed(record, "not_replayable", why=f"{len(gone)} of its results were redacted since")
-        if record.tool in SCOPE_RANKED and any(
+        if tool in SCOPE_RANKED and any(
             r.node_id in (record.scope or ()) and r.seq <= record.at and r.type == "memory_added"
             for r in redacted.values()
         ):

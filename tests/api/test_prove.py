@@ -12,6 +12,7 @@ import pytest
 
 from ledger.layout import store_dir
 from projections.access.chain import rechain
+from projections.access.log import ReadTool
 from projections.access.reader import check_chain, read_records
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
 from projections.adapters.planted import FAULTS, detection, plant_faults, plant_reports
@@ -267,3 +268,34 @@ def test_a_context_without_an_anchor_as_aris_pipeline_writes_it_is_traced_not_fa
     proof = prove(copy)
     assert proof.ok and [c.verdict for c in proof.claims] == ["holds"] * 3
     assert any("carries no anchor (ARI's pipeline writes none)" in u for u in proof.unchecked)
+
+
+def test_every_read_of_the_replay_table_is_recorded_with_it_and_replays_the_same(demo: Path, tmp_path: Path) -> None:
+    """The replayable reads are one closed table (``ReadTool``): each service records its read
+    under the table's name, the replayer has a replay for each, and a read outside the table
+    (``bulk_get_node_memory``) is recorded and said not to be replayable."""
+    copy = copy_of(demo, tmp_path) / "checkpoint"
+    scope = ["root", "node_A", "node_A2"]
+    backend = MemoryBackend(copy)
+    try:
+        backend.search_memory("cache blocking", scope, 3)
+        backend.search_research_memory("cache blocking", scope)
+        backend.build_working_context("node_A2", scope[:-1], "tiling")
+        backend.get_verified_context(scope)
+        backend.get_node_memory("node_A")
+        backend.react_search("stencil", 3)
+        backend.bulk_get_node_memory(["root", "node_A"])
+    finally:
+        backend.close()
+    check, decoded = check_chain(copy)
+    assert check.ok, check.problems
+    records = read_records(decoded)
+    assert {ReadTool(t) for t in {r.tool for r in records} & {t.value for t in ReadTool}} == set(ReadTool)
+    backend = MemoryBackend(copy, readonly=True)
+    try:
+        replayed = replay_all(backend, records)
+    finally:
+        backend.close()
+    verdicts = {(r.record.tool, r.verdict) for r in replayed}
+    assert {tool for tool, verdict in verdicts if verdict == "same"} == {t.value for t in ReadTool}
+    assert ("bulk_get_node_memory", "not_replayable") in verdicts
