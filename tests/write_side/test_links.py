@@ -284,7 +284,7 @@ def test_files_set_aside_are_private(ckpt: Path) -> None:
 
 
 def test_a_full_disk_is_still_a_problem_of_the_access_log_not_an_exception(tmp_path: Path) -> None:
-    """What ``tests/api/test_access_log.py::test_a_full_disk_is_a_problem_not_an_exception`` shows
+    """What ``tests/access/test_access_log.py::test_a_full_disk_is_a_problem_not_an_exception`` shows
     through a link to ``/dev/full`` (a link the access log now refuses), on a file system that
     is really full."""
     from projections.access.log import KEEP_PROBLEMS, AccessLog
