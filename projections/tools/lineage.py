@@ -33,7 +33,7 @@ from projections.api.views import research_view
 
 
 class TracedClaim(Protocol):
-    """What a proof says of one claim (``projections.tools.prove.ClaimProof``)."""
+    """What a proof says of one claim (``projections.tools.claim_trace.ClaimProof``)."""
 
     entry_id: str
     verdict: str
