@@ -25,7 +25,6 @@ from ledger.safe_io import read_file
 from projections.access.chain import GENESIS, link
 from projections.access.writer import HEAD_ID, ROTATED_GLOB
 
-SUMMARY_NAME = ACCESS_SUMMARY_NAME  # what `ari memory compact-access` leaves of rotated files
 # what a replay compares of a read's line (projections.tools.reads says why these and no others)
 REPLAYED_FIELDS = ("ids", "results", "limit", "collection", "query", "ancestor_ids")
 
@@ -139,8 +138,10 @@ def check_chain(checkpoint_dir: str | Path) -> tuple[ChainCheck, list[dict[str, 
 
 
 def _chain_starts_late(check: ChainCheck, ckpt: Path, where: str, n: int) -> None:
-    if (ckpt / SUMMARY_NAME).exists():
-        check.notes.append(f"{where}: the chain starts at line {n}; lines 1-{n - 1} were compacted into {SUMMARY_NAME}")
+    if (ckpt / ACCESS_SUMMARY_NAME).exists():
+        check.notes.append(
+            f"{where}: the chain starts at line {n}; lines 1-{n - 1} were compacted into {ACCESS_SUMMARY_NAME}"
+        )
     else:
         check.problems.append(f"{where}: the chain starts at line {n}: lines 1-{n - 1} were removed")
 

@@ -106,8 +106,9 @@ class Replayer:
         }
 
     def replay(self, record: ReadRecord) -> Replayed:
-        tool = next((t for t in ReadTool if t.value == record.tool), None)
-        if tool is None:
+        try:
+            tool = ReadTool(record.tool)
+        except ValueError:
             return Replayed(record, "not_replayable", why=f"{record.tool or 'this read'} is not a read ARI replays")
         call = self._calls[tool]
         if record.at is None:

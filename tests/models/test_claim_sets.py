@@ -27,12 +27,10 @@ import pytest
 
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
 from projections.api.backend import MemoryBackend
+from support.confusion import COLUMNS, TRUTHS, VERDICTS, table, verdict_of
 
 SETS = Path(__file__).resolve().parents[2] / "fixtures" / "claims"
 NAMES = ("claims", "heldout", "heldout2", "heldout3")
-TRUTHS = ("correct", "wrong", "no_evidence")
-VERDICTS = ("checked", "mismatch", "unchecked")
-COLUMNS = (*VERDICTS, "missing")  # missing: the tool listed no number written so
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -96,19 +94,6 @@ def match(claim: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any] | 
             found = next((t for t in tool if _norm(str(t.get("written", ""))) == _norm(number["written"])), None)
         pairs.append((number, found))
     return pairs
-
-
-def verdict_of(found: dict[str, Any] | None) -> str:
-    return "missing" if found is None else str(found.get("verdict"))
-
-
-def table(rows: tuple[str, ...], counts: Counter[tuple[str, str]], title: str) -> str:
-    width = max(len(r) for r in (*rows, title)) + 2
-    lines = [title.ljust(width) + "".join(c.rjust(11) for c in COLUMNS) + "      total"]
-    for row in rows:
-        cells = [counts[(row, c)] for c in COLUMNS]
-        lines.append(row.ljust(width) + "".join(str(n).rjust(11) for n in cells) + str(sum(cells)).rjust(11))
-    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("name", NAMES)

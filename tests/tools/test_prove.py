@@ -23,17 +23,6 @@ from support.env import ari_ledger
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The realistic run replayed as ARI's hooks would, experiments beside the checkpoint."""
-    out = tmp_path_factory.mktemp("demo")
-    experiments = copy_run(FIXTURE_RUN, out)
-    backend = MemoryBackend(out / "checkpoint")
-    replay_run(backend, FIXTURE_RUN, experiments)
-    backend.close()
-    return out
-
-
-@pytest.fixture(scope="module")
 def planted(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("planted")
     experiments = copy_run(FIXTURE_RUN, out)

@@ -15,21 +15,9 @@ import pytest
 
 from ledger.layout import store_dir
 from projections.access.chain import rechain
-from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
 from projections.api.backend import MemoryBackend
 from projections.tools.prove import Proof, prove
 from support.env import ari_ledger
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The realistic run replayed as ARI's hooks would, experiments beside the checkpoint."""
-    out = tmp_path_factory.mktemp("demo")
-    experiments = copy_run(FIXTURE_RUN, out)
-    backend = MemoryBackend(out / "checkpoint")
-    replay_run(backend, FIXTURE_RUN, experiments)
-    backend.close()
-    return out
 
 
 @pytest.fixture

@@ -179,15 +179,6 @@ def access_lines(ckpt: Path) -> list[dict]:
     return out
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``ari-ledger demo DIR``: 9 nodes, 3 claims that prove, 20 recorded reads."""
-    out = tmp_path_factory.mktemp("demo") / "run"
-    made = ari_ledger("demo", out)
-    assert made.returncode == 0, made.stdout + made.stderr
-    return out
-
-
 def demo_copy(demo_run: Path, tmp_path: Path) -> Path:
     shutil.copytree(demo_run, tmp_path / "demo", symlinks=True)
     return tmp_path / "demo" / "checkpoint"

@@ -31,7 +31,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -41,7 +40,6 @@ from ledger.typed import TYPED_KEYS
 from projections.api.backend import MemoryBackend
 from projections.tools.prove import prove
 from projections.tools.redaction import redact_checkpoint
-from support.env import ari_ledger
 from support.leaks import every_file_bytes
 
 EXAMPLES = 25
@@ -70,14 +68,6 @@ NEVER = {"anchor", "event_hash"}  # and the access log's n/prev/hash, left out b
 TOKEN = re.compile(r"tok-\d+-[0-9a-f]{6}")
 LABEL_FIELDS = ("op", "tool", "collection", "node_id", "engine", "ancestor_ids", "kind", "evidence", "entry_id")
 OPS = ["note", "note", "step", "result", "search", "quote", "quote", "context", "react_search"]
-
-
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("demo") / "run"
-    made = ari_ledger("demo", out)
-    assert made.returncode == 0, made.stdout + made.stderr
-    return out
 
 
 class Builder:

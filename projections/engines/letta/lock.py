@@ -20,11 +20,10 @@ import time
 from pathlib import Path
 
 from ledger import layout
-from ledger.checkpoint_format import LETTA_LOCK_NAME
+from ledger.checkpoint_format import LETTA_LOCK_NAME as LOCK_NAME
 
 log = logging.getLogger("projections.engines.letta")
 
-LOCK_NAME = LETTA_LOCK_NAME
 POLL_S = 0.05  # how often a waiting acquire tries again
 NO_FLOCK = (errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK)
 
