@@ -52,7 +52,7 @@ OURS = (
     _PEAK
     + """
 import json, sys, time
-from projections.api.backend import clear_backend_cache, get_backend
+from projections.api import clear_backend_cache, get_backend
 work = json.load(open(sys.argv[1]))
 backend = get_backend(sys.argv[2])
 for node, text in work["writes"]:

@@ -32,7 +32,7 @@ from .projection_bench import write_checkpoint
 
 HOOK = """
 import json, sys
-from projections.api.backend import clear_backend_cache, get_backend
+from projections.api import clear_backend_cache, get_backend
 get_backend(sys.argv[1]).add_memory("root", "hook entry " + sys.argv[2], current_node="root")
 clear_backend_cache()  # what atexit does at exit
 with open("/proc/self/io") as f:
@@ -42,14 +42,14 @@ print(json.dumps({"wchar": int(io["wchar"])}))
 
 FIRST_OPEN = """
 import sys
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 b = MemoryBackend(sys.argv[1])
 b.health()  # folds the whole log
 b.close()  # and saves it
 """
 
 FLOOR = """
-import projections.api.backend
+import projections.api
 """
 
 

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["LETTA_API_KEY"] = server.api_key
     os.environ["ARI_MEMORY_EMBED_URL"] = server.embedding_url
     os.environ["ARI_MEMORY_SEARCH_ENGINE"] = "letta"
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     work = Path(tempfile.mkdtemp(prefix="ari-letta-bench-"))
     backends: list[MemoryBackend] = []

@@ -31,7 +31,7 @@ WRITERS = (1, 2, 4)
 
 def _writer(ckpt: str, who: int, start: float, seconds: float, out: multiprocessing.Queue) -> None:
     os.environ["ARI_CHECKPOINT_DIR"] = ckpt
-    from projections.api.backend import get_backend
+    from projections.api import get_backend
 
     backend = get_backend(ckpt)
     node = f"writer_{who}"
@@ -45,7 +45,7 @@ def _writer(ckpt: str, who: int, start: float, seconds: float, out: multiprocess
 
 
 def _searcher(ckpt: str, start: float, seconds: float, out: multiprocessing.Queue) -> None:
-    from projections.api.backend import get_backend
+    from projections.api import get_backend
 
     backend = get_backend(ckpt)
     backend.search_memory("warm up", ["root"], 5)
@@ -63,7 +63,7 @@ def _searcher(ckpt: str, start: float, seconds: float, out: multiprocessing.Queu
 def run(work: Path, writers: int, seconds: float, *, search: bool) -> tuple[int, float | None]:
     """Total acknowledged appends of ``writers`` processes in ``seconds``, and the search p50 (ms)."""
     ckpt = work / f"p{writers}{'s' if search else ''}"
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     seed = MemoryBackend(ckpt)
     for i in range(200):

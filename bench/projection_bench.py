@@ -129,7 +129,7 @@ def write_checkpoint(ckpt: Path, nodes: int, per_node: int, seed: int) -> None:
 EMPTY = """
 import json, sys
 from bench.common import own_peak_rss_mb
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.models.embedder import get_embedder
 b = MemoryBackend(sys.argv[1])
 b.health(), b.get_node_memory("root"), b.get_experiment_context(), b.list_all_nodes()
@@ -208,7 +208,7 @@ from bench.common import own_peak_rss_mb
 from projections.models.embedder import get_embedder
 get_embedder().embed(["warm up"])  # model load is not part of reopening a checkpoint
 t = time.perf_counter()
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 b = MemoryBackend(sys.argv[1])
 b.health()
 reopen = time.perf_counter() - t

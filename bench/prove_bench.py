@@ -53,7 +53,7 @@ PROVE_NODES = 40
 def planted_fixture(out: Path, pad_mb: int) -> Path:
     from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
     from projections.adapters.planted import plant_faults, plant_reports
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     experiments = copy_run(FIXTURE_RUN, out)
     plant_reports(experiments)
@@ -74,9 +74,9 @@ def audit_seconds(ckpt: Path, experiments: Path, *, values: bool) -> tuple[float
     cited artifact, what ``audit_memory`` did before values), then, with ``values``, the
     value checks too."""
     from ledger.typed import evidence_refs
-    from projections.api.audit import is_claim
-    from projections.api.backend import MemoryBackend
-    from projections.api.grounding import Grounding, run_and_node
+    from projections.api import MemoryBackend
+    from projections.evidence.claims import is_claim
+    from projections.evidence.grounding import Grounding, run_and_node
 
     backend = MemoryBackend(ckpt, readonly=True)
     with backend.session.reading() as catalog:
@@ -104,7 +104,7 @@ def searches(ckpt: Path, leaf: list[str], n: int) -> tuple[float, float]:
     """p50 wall seconds of a search with the access log off and on, the two alternating call
     by call in one process (the variable is read at every call), so the machine's drift and
     the writer thread's batches fall on both alike."""
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     backend = MemoryBackend(ckpt)
     backend.search_memory("warm up", leaf, 5)
@@ -123,7 +123,7 @@ def searches(ckpt: Path, leaf: list[str], n: int) -> tuple[float, float]:
 def recording_cpu(ckpt: Path, leaf: list[str], n: int) -> float:
     """CPU seconds per recorded read, the caller's and the writer thread's together: the line
     of one real search recorded ``n`` times, the queue drained before the clock stops."""
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     os.environ["ARI_MEMORY_ACCESS_LOG"] = "1"
     backend = MemoryBackend(ckpt)
@@ -143,7 +143,7 @@ def recording_cpu(ckpt: Path, leaf: list[str], n: int) -> float:
 
 def replay_agrees(ckpt: Path) -> bool:
     from projections.access.reader import check_chain, read_records
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.tools.reads import replay_all
 
     chain, lines = check_chain(ckpt)
@@ -159,7 +159,7 @@ def prove_fixture(work: Path, entries: int, claims: int) -> Path:
     dirs beside it (``work/experiments``) and its verified context anchored inside it."""
     import hashlib
 
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     run_id = "run_bench"
     ckpt = work / "checkpoint"
@@ -313,8 +313,8 @@ def claim_checks(args: argparse.Namespace) -> Figure:
     import hashlib
     from types import SimpleNamespace
 
-    from projections.api.grounding import Grounding
-    from projections.models.values import check_claim
+    from projections.evidence.grammar.values import check_claim
+    from projections.evidence.grounding import Grounding
 
     root = Path(__file__).resolve().parents[1] / "fixtures" / "corpora" / "grounding"
     work: list[tuple[str, object]] = []
@@ -349,7 +349,7 @@ def claim_checks(args: argparse.Namespace) -> Figure:
             work.append((claim["text"], cache[key]))
     for text, evidence in work:  # warm: pint's registry, each node's artifacts read once
         check_claim(text, evidence)  # type: ignore[arg-type]
-    from projections.models import text_caches
+    from projections.evidence.grammar import text_caches
 
     rounds, cpus = [], []
     for _ in range(args.claim_rounds):

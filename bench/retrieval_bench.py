@@ -127,7 +127,7 @@ class References:
 
 def run_domain(corpus: dict[str, Any], work: Path) -> list[dict[str, Any]]:
     """Every query of one corpus, with each system's ranking and scores."""
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     entries = corpus["entries"]
     backend = MemoryBackend(work / "checkpoint")

@@ -2,7 +2,7 @@
 
 The write side lives here (events, log, chain, guard, provenance); the read side lives in
 ``projections``. ``from ledger import Ledger`` is the log. The memory API's front door is
-``projections.api.backend.get_backend``; ``ledger.get_backend`` is a deprecated second door.
+``projections.api.get_backend``; ``ledger.get_backend`` is a deprecated second door.
 """
 
 from .errors import (

@@ -18,6 +18,7 @@ through a link (:mod:`ledger.safe_io`): a link in its place is refused.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import threading
@@ -29,9 +30,10 @@ from pathlib import Path
 import msgspec
 
 from .checkpoint_format import HEAD_SUFFIX as HEAD_SUFFIX
+from .checkpoint_format import VERIFIED_CONTEXT_NAME
 from .log import fsync_dir
 from .output import replace_file
-from .safe_io import UnsafeFile, open_file, read_file
+from .safe_io import SIDE_FILE_LIMIT, UnsafeFile, open_file, read_file
 
 SLOT = 256  # bytes per slot; two slots
 
@@ -208,3 +210,34 @@ def anchor_problem(anchor: Anchor, ckpt: str | None, last_seq: int, hash_at: Cal
             f"{anchor.seq} has hash {(found or '?')[:12]}…: the log was rewritten"
         )
     return None
+
+
+# ---------------------------------------------------------------------------- a side file's anchor
+
+
+def verified_context_anchor(checkpoint_dir: Path) -> tuple[Anchor | None, str | None]:
+    """The anchor the checkpoint's ``verified_context.json`` records (see :func:`context_anchor`)."""
+    return context_anchor(checkpoint_dir / VERIFIED_CONTEXT_NAME)
+
+
+def context_anchor(path: Path) -> tuple[Anchor | None, str | None]:
+    """The anchor a verified context file records (``{"anchor": {"seq", "hash"}}``, written by
+    ``projections.api.verified.VerifiedContext.save``), or why it cannot be read; (None, None) when the file or its
+    anchor is absent. Read only when it is a regular file of at most 64 MiB
+    (:func:`ledger.safe_io.read_file`): a link, a FIFO or a device in its place is a problem named in
+    one line, never followed and never waited on."""
+    try:
+        data = json.loads(read_file(path, SIDE_FILE_LIMIT).decode("utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except UnsafeFile as exc:
+        return None, f"{path.name} is unreadable: {exc}"
+    except (OSError, ValueError) as exc:
+        return None, f"{path.name} is unreadable ({exc})"
+    anchor = data.get("anchor") if isinstance(data, dict) else None
+    if anchor is None:
+        return None, None
+    seq, hash_ = (anchor.get("seq"), anchor.get("hash")) if isinstance(anchor, dict) else (None, None)
+    if isinstance(seq, bool) or not isinstance(seq, int) or not isinstance(hash_, str):
+        return None, f'{path.name}: anchor must be {{"seq": int, "hash": str}}, got {anchor!r}'
+    return Anchor(path.name, hash_, seq), None

@@ -1,6 +1,6 @@
 """A retired front door: ``from ledger import get_backend`` (deprecated).
 
-The front door is :func:`projections.api.backend.get_backend` (typed; ARI's ari-core reaches it
+The front door is :func:`projections.api.get_backend` (typed; ARI's ari-core reaches it
 through the skill directory's ``ari_skill_memory.backends``). This one still answers, with a
 ``DeprecationWarning``, for code written against it. The backend lives on the read side, which
 the write side must never import, so this only names an extension point — the entry-point group
@@ -36,20 +36,20 @@ def _registered(name: str) -> Callable[..., Any]:
 
 
 def get_backend(checkpoint_dir: str | Path | None = None, *, reset: bool = False) -> Any:
-    """Deprecated: ``projections.api.backend.get_backend`` (the same backend, typed)."""
+    """Deprecated: ``projections.api.get_backend`` (the same backend, typed)."""
     _retired("get_backend")
     return _registered("get_backend")(checkpoint_dir, reset=reset)
 
 
 def clear_backend_cache() -> None:
-    """Deprecated: ``projections.api.backend.clear_backend_cache``."""
+    """Deprecated: ``projections.api.clear_backend_cache``."""
     _retired("clear_backend_cache")
     _registered("clear_backend_cache")()
 
 
 def _retired(name: str) -> None:
     warnings.warn(
-        f"ledger.{name} is deprecated; use projections.api.backend.{name} (the same call, typed)",
+        f"ledger.{name} is deprecated; use projections.api.{name} (the same call, typed)",
         DeprecationWarning,
         stacklevel=3,
     )

@@ -2,18 +2,22 @@
 
 The layers point one way (``CONTRIBUTING.md``; checked by import-linter):
 
-- ``models``  — pure folds of the log: catalog, semantic index, reproducibility status;
+- ``models``  — pure folds of the log and what they are read as: catalog, semantic and lexical
+  indexes, ARI's return shapes and the verdicts' words;
 - ``engines`` — projections kept at a cursor (``local``: catalog + index + snapshot;
   ``letta``: one Letta agent) and the search engines over them;
 - ``access``  — beside the engines: the access log (``memory_access.jsonl``), its writer
-  thread and its chain;
-- ``api``     — ARI's ``MemoryBackend`` (the facade): a session per checkpoint and small services;
+  thread, its reader and its chain;
+- ``evidence``— beside them too: the rules of evidence (the value grammar, grounding, what makes
+  a claim usable);
+- ``api``     — ARI's ``MemoryBackend`` (the facade) behind one door, ``projections.api``: a
+  session per checkpoint and small services;
 - ``tools``   — for reviewers and operators, on the facade's public surface: status, verify,
   repair, prove, reads, lineage, redaction, rebuild, ARI's backup;
 - ``adapters``— the CLI, the MCP server, the embeddings endpoint, the HTML report, the demo;
 - ``letta_server`` — a local Letta server for tests, benchmarks and people (a tool beside the layers).
 
-The front door is ``projections.api.backend.get_backend``; ``from projections import
+The front door is ``projections.api.get_backend``; ``from projections import
 get_backend`` is a deprecated second door, loaded on first use (importing a model does not load
 the API).
 """
@@ -27,12 +31,10 @@ _RETIRED = ("MemoryBackend", "clear_backend_cache", "get_backend")
 
 
 def __getattr__(name: str) -> Any:
-    """Deprecated: the names of ``projections.api.backend``, imported from there."""
+    """Deprecated: the names of ``projections.api``, imported from there."""
     if name in _RETIRED:
-        warnings.warn(
-            f"projections.{name} is deprecated; use projections.api.backend.{name}", DeprecationWarning, stacklevel=2
-        )
-        from projections.api import backend
+        warnings.warn(f"projections.{name} is deprecated; use projections.api.{name}", DeprecationWarning, stacklevel=2)
+        from projections import api
 
-        return getattr(backend, name)
+        return getattr(api, name)
     raise AttributeError(f"module 'projections' has no attribute {name!r}")

@@ -24,8 +24,7 @@ from typing import Any
 from ledger.errors import InvalidInput
 from ledger.node_report import NodeReport, load_node_report
 from ledger.provenance import sha256_file
-from projections.api.backend import MemoryBackend
-from projections.api.shapes import AuditResult
+from projections.api import AuditResult, MemoryBackend
 
 # shipped as package data (pyproject.toml maps fixtures/ to this package), so it is a real
 # directory in a checkout, an editable install and a wheel alike

@@ -38,8 +38,8 @@ from ledger import InvalidInput, LedgerError, config, layout
 from ledger.errors import refusal
 from ledger.events import check_node_id
 from projections import settings
-from projections.api.backend import MemoryBackend, get_backend
-from projections.api.grounding import experiments_roots, work_dir_roots
+from projections.api import MemoryBackend, get_backend
+from projections.evidence.grounding import experiments_roots, work_dir_roots
 
 INSTRUCTIONS = "Ancestor-scoped, artifact-grounded memory of an ARI checkpoint."
 
@@ -147,9 +147,9 @@ def _outside_lineage(field: str, ids: Iterable[str]) -> dict[str, Any] | None:
 
 def _outside_roots(field: str, path: str, *, work_dir: bool = False) -> dict[str, Any] | None:
     """The refusal of a path (symlinks followed) that is not one of the checkpoint's experiments
-    roots or inside one (:func:`~projections.api.grounding.experiments_roots`); None when it is.
+    roots or inside one (:func:`~projections.evidence.grounding.experiments_roots`); None when it is.
     A node's ``work_dir`` may also be where ARI's other layouts put it
-    (:func:`~projections.api.grounding.work_dir_roots`), or the checkpoint itself (ARI's own
+    (:func:`~projections.evidence.grounding.work_dir_roots`), or the checkpoint itself (ARI's own
     memory-skill test passes it), never a folder of the checkpoint's memory."""
     checkpoint = _backend().checkpoint_dir
     roots = work_dir_roots(checkpoint) if work_dir else experiments_roots(checkpoint)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from projections.adapters.demo import FIXTURE_RUN, Replay
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 
 FAULTS = ("fabricated_number", "metric_ptr_disagrees", "out_of_range", "artifact_edited")
 PRIMARY = "GFlops_per_s"

@@ -17,7 +17,7 @@ from html import escape
 from itertools import pairwise
 from typing import Any, get_args
 
-from projections.api.shapes import AuditStatus
+from projections.api import AuditStatus
 
 NODE_W = 224
 NODE_H = 112

@@ -14,41 +14,13 @@ from typing import Any, get_args
 
 from ledger import InvalidInput
 from ledger.typed import evidence_refs
-from projections.api.grounding import Grounding, check_run_id, run_and_node
 from projections.api.session import Session
-from projections.api.shapes import AuditResult, AuditRow, AuditStatus, ValueRow, ValuesVerdict
-from projections.api.verified import CLAIM_KINDS
-from projections.api.working import is_result_summary
-from projections.models.catalog import Catalog, Entry
+from projections.evidence.claims import is_claim
+from projections.evidence.grounding import Grounding, check_run_id, run_and_node
+from projections.models.shapes import AuditResult, AuditRow, AuditStatus, ValueRow, ValuesVerdict
 
 STATUSES: tuple[str, ...] = get_args(AuditStatus)
 VALUE_VERDICTS: tuple[str, ...] = get_args(ValuesVerdict)
-
-
-def check_run(catalog: Catalog, experiments_root: str | Path, run_id: str, field: str = "run_id") -> str:
-    """``run_id`` when it names a run: a directory under the experiments root that entries of
-    the log (``catalog``, folded to its end) point into. Else InvalidInput naming the run id and
-    where it was looked for (an audit of a run nobody recorded would find nothing, and say all
-    is well)."""
-    check_run_id(run_id)  # a path is malformed, whoever passed it
-    work = Path(experiments_root) / run_id
-    named = any(
-        (pair := run_and_node(e.metadata.get("node_report_ref"))) is not None and pair[0] == run_id
-        for e in catalog.entries.values()
-    )
-    if not work.is_dir() and not named:
-        raise InvalidInput(field, f"no run {run_id!r}: no directory {work}, and no entry of the log names it")
-    if not work.is_dir():
-        raise InvalidInput(field, f"run {run_id!r} has no directory {work} (entries of the log name it: wrong root?)")
-    if not named:
-        raise InvalidInput(field, f"no entry of the log names run {run_id!r} (its directory {work} exists)")
-    return run_id
-
-
-def is_claim(entry: Entry) -> bool:
-    """What states a result: typed results and claims, anything with a metric_ptr, and the
-    ``RESULT SUMMARY`` note ARI's loop writes per node."""
-    return entry.label in CLAIM_KINDS or bool(entry.metadata.get("metric_ptr")) or is_result_summary(entry)
 
 
 class Audit:

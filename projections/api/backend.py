@@ -24,20 +24,27 @@ from pathlib import Path
 from typing import Any, cast
 
 from ledger import ConfigurationError, Ledger, layout
-from ledger.anchor import HeadFile, anchor_problem
+from ledger.anchor import HeadFile, anchor_problem, verified_context_anchor
 from ledger.errors import RollbackDetected, act_on_missing_log
 from ledger.layout import SNAPSHOT_NAME
 from projections import settings
 from projections.access.log import ReadCapture
 from projections.api.audit import Audit
 from projections.api.context import ExperimentContext
-from projections.api.grounding import CitedFiles
 from projections.api.imports import Imports
 from projections.api.nodes import DEFAULT_LIMIT, Nodes
 from projections.api.react import ReactTrace
 from projections.api.research import Pointers, Research
 from projections.api.session import Session, close_open_sessions
-from projections.api.shapes import (
+from projections.api.unfinished import finish_unfinished, refuse_unfinished
+from projections.api.verified import VerifiedContext
+from projections.api.working import WorkingContextBuilder
+from projections.engines.local import snapshot_anchor
+from projections.engines.protocol import Progress
+from projections.engines.snapshot import SnapshotError, read_preamble
+from projections.evidence.grounding import CitedFiles
+from projections.models.catalog import Catalog
+from projections.models.shapes import (
     AddResult,
     AuditResult,
     ByNode,
@@ -57,13 +64,6 @@ from projections.api.shapes import (
     VerifiedContextView,
     WorkingContext,
 )
-from projections.api.unfinished import finish_unfinished, refuse_unfinished
-from projections.api.verified import VerifiedContext, verified_context_anchor
-from projections.api.working import WorkingContextBuilder
-from projections.engines.local import snapshot_anchor
-from projections.engines.protocol import Progress
-from projections.engines.snapshot import SnapshotError, read_preamble
-from projections.models.catalog import Catalog
 
 log = logging.getLogger("projections")
 
@@ -102,7 +102,7 @@ class MemoryBackend:
         verify it: ``Ledger.open_readonly``), so the command opens it once; it is refused as an
         open refuses it (damage, a rollback) and closed with the backend. ``cited_files``: what
         reading the cited files finds, shared by every read of this backend and with the tool
-        (:class:`~projections.api.grounding.CitedFiles`), so each file is hashed once."""
+        (:class:`~projections.evidence.grounding.CitedFiles`), so each file is hashed once."""
         self.finished: list[str] = []  # what a crash had left unfinished, finished by this open
         if ledger is None:  # what a crash interrupted, finished (or, read-only, refused) before anything is read
             if readonly:

@@ -9,7 +9,7 @@ from ledger import config
 from ledger.events import CHECKPOINT_NODE
 from projections.api import checks
 from projections.api.session import Session
-from projections.api.shapes import SeedResult
+from projections.models.shapes import SeedResult
 
 
 class ExperimentContext:

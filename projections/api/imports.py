@@ -16,9 +16,9 @@ from typing import Any
 from ledger.ari_import import Planned, ari_files_in, entry_key, plan_entries, redaction_digests, seed_key, step_key
 from ledger.events import EventsRedacted
 from projections.api.session import Session
-from projections.api.shapes import ImportResult
 from projections.engines.protocol import Progress
 from projections.models.catalog import Catalog, event_time
+from projections.models.shapes import ImportResult
 
 IMPORT_BATCH = 1000
 

@@ -15,12 +15,12 @@ from ledger.events import CHECKPOINT_NODE, check_text
 from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.session import Session
-from projections.api.shapes import AddResult, ByNode, ClearResult, NodeMemory, PurgeResult, SearchResult, StartResult
-from projections.api.views import entry_view
 from projections.engines.embedded import EmbeddedEngine
 from projections.models.catalog import Catalog
 from projections.models.fused_scope import fuse_scope
 from projections.models.fusion import POOL, fuse
+from projections.models.shapes import AddResult, ByNode, ClearResult, NodeMemory, PurgeResult, SearchResult, StartResult
+from projections.models.views import entry_view
 
 DEFAULT_LIMIT = 5
 

@@ -12,8 +12,8 @@ from projections import settings
 from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.session import Session
-from projections.api.shapes import ReactAdded, StepView
-from projections.api.views import step_view
+from projections.models.shapes import ReactAdded, StepView
+from projections.models.views import step_view
 
 
 class ReactTrace:

@@ -27,10 +27,10 @@ from projections.api import checks
 from projections.api.context import ExperimentContext
 from projections.api.nodes import Nodes
 from projections.api.session import Session
-from projections.api.shapes import AddResult, ConsolidationResult, ResearchEntryView, ResearchResult, Written
-from projections.api.views import research_view
+from projections.evidence.repro import repro_status
 from projections.models.catalog import Catalog, Entry
-from projections.models.repro import repro_status
+from projections.models.shapes import AddResult, ConsolidationResult, ResearchEntryView, ResearchResult, Written
+from projections.models.views import research_view
 
 
 def _metric_ptr(ptr: object) -> object:

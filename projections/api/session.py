@@ -25,11 +25,11 @@ from ledger.events import Event, EventType
 from ledger.ledger import Batch
 from projections import settings
 from projections.access.log import AccessLines, AccessLog, ReadCapture
-from projections.api.grounding import CitedFiles
 from projections.engines.embedded import EmbeddedEngine
 from projections.engines.local import Projector
 from projections.engines.protocol import Progress, Projection, SearchEngine, SharedProjection
 from projections.engines.runner import ProjectionRunner
+from projections.evidence.grounding import CitedFiles
 from projections.models.catalog import Catalog
 from projections.models.lexical import LexicalIndex
 
@@ -61,7 +61,7 @@ class Session:
         that verified it first: one open per command), refused as an open refuses it
         (``Ledger.check_usable``) and closed with the session. ``cited_files``: what reading
         the cited files found, shared by every read of this session (see
-        :class:`~projections.api.grounding.CitedFiles`)."""
+        :class:`~projections.evidence.grounding.CitedFiles`)."""
         from projections.models.embedder import get_embedder
 
         self.checkpoint_dir = Path(checkpoint_dir)

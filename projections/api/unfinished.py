@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger, layout
-from ledger.anchor import Anchor
+from ledger.anchor import Anchor, verified_context_anchor
 from ledger.ari_import import BACKUP_NAME
 from ledger.errors import LedgerReadOnly, UnfinishedOperation
 from ledger.layout import SNAPSHOT_NAME, VERIFIED_CONTEXT_NAME, log_path, store_dir
@@ -40,7 +40,6 @@ from ledger.repair import RepairReport, repair
 from ledger.rollback import accept_rollback as accept_log_rollback
 from ledger.safe_io import TooLarge, inflate, max_inflated_bytes, read_file
 from projections.access.log import AccessLog
-from projections.api.verified import verified_context_anchor
 from projections.engines.local import rollback_problem, snapshot_anchor
 from projections.engines.snapshot import SnapshotError, read_preamble
 

@@ -14,8 +14,8 @@ from projections.access.log import ReadTool
 from projections.api import checks
 from projections.api.context import ExperimentContext
 from projections.api.session import Session
-from projections.api.shapes import WorkingContext
-from projections.models.catalog import Entry
+from projections.evidence.claims import is_result_summary
+from projections.models.shapes import WorkingContext
 
 SUMMARY_CAP = 2000
 SUPPLEMENT = 3
@@ -28,12 +28,6 @@ CORE_FIELDS = (
     ("hardware_spec", "hardware"),
     ("selected_idea",),
 )
-
-
-def is_result_summary(entry: Entry) -> bool:
-    """ARI writes a node's result summary as free text tagged in metadata, or prefixed."""
-    meta = entry.metadata
-    return "result_summary" in (meta.get("kind"), meta.get("type")) or entry.text.startswith("RESULT SUMMARY")
 
 
 def _core_fields(core: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 from ledger import InvalidInput
 from ledger.ari_import import ARI_KINDS, BACKUP_NAME, plan_entries, read_ari_file
 from ledger.output import write_output
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 
 
 def backup_lines(backend: MemoryBackend) -> Iterator[dict[str, Any]]:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger import Ledger, VerifyReport, layout
-from ledger.anchor import Anchor, AnchorUnreadable
+from ledger.anchor import Anchor, AnchorUnreadable, context_anchor, verified_context_anchor
+from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
 from ledger.events import CHECKPOINT_NODE, is_stub_body
 from ledger.layout import SNAPSHOT_NAME
 from ledger.redact import INTENT_SUFFIX as REDACT_INTENT
@@ -24,9 +25,8 @@ from ledger.repair import INTENT_SUFFIX as REPAIR_INTENT
 from ledger.repair import RepairReport
 from ledger.verify import verify as verify_log
 from projections import settings
-from projections.api.unfinished import accept_rollback as accept_rollback  # `verify --accept-rollback`
-from projections.api.unfinished import finish_redaction, finish_repair, refuse_unfinished
-from projections.api.verified import VERIFIED_CONTEXT_NAME, context_anchor, verified_context_anchor
+from projections.api import accept_rollback as accept_rollback  # `verify --accept-rollback`
+from projections.api import finish_redaction, finish_repair, refuse_unfinished
 from projections.engines.local import (
     CLOSE_SAVE_SHARE,
     SNAPSHOT_EVERY,

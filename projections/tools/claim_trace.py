@@ -11,11 +11,11 @@ from typing import Any
 
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
-from projections.api.backend import MemoryBackend
-from projections.api.grounding import CitedFiles, Grounding
-from projections.api.verified import evidence_level
+from projections.api import MemoryBackend
+from projections.evidence.grounding import CitedFiles, Grounding
+from projections.evidence.repro import repro_status
+from projections.evidence.usable import evidence_level
 from projections.models.catalog import Entry
-from projections.models.repro import repro_status
 from projections.models.verdicts import NOTHING_NUMERIC
 
 WORK_DIR_ABSENT = "its node's work dir is not present: artifacts and values not checked"

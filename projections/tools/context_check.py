@@ -13,9 +13,9 @@ from typing import Any
 
 from ledger import InvalidInput
 from ledger.anchor import Anchor
-from projections.api.backend import MemoryBackend
-from projections.api.grounding import CitedFiles
-from projections.api.verified import not_usable
+from projections.api import MemoryBackend
+from projections.evidence.grounding import CitedFiles
+from projections.evidence.usable import not_usable
 from projections.tools.claim_trace import ClaimProof, trace_claims
 from projections.tools.reads import VerifiedKey, verified_key
 

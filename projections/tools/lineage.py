@@ -16,20 +16,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger import InvalidInput
+from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
 from ledger.consolidation import headline_metric
 from ledger.report_file import read_report_file
 from ledger.safe_io import read_json
 from ledger.typed import evidence_refs
-from projections.api.backend import MemoryBackend
-from projections.api.grounding import CitedFiles, Grounding
-from projections.api.verified import (
-    VERIFIED_CONTEXT_NAME,
-    node_verdict,
-    repro_events,
-    self_judged_failure,
-    verified_context,
-)
-from projections.api.views import research_view
+from projections.api import MemoryBackend
+from projections.evidence.grounding import CitedFiles, Grounding
+from projections.evidence.usable import node_verdict, repro_events, self_judged_failure, verified_context
+from projections.models.views import research_view
 
 
 class TracedClaim(Protocol):

@@ -42,7 +42,7 @@ a ``--context`` file that does not exist is an error (``InvalidInput``).
 
 Cost: the log is opened once per command (verified, then read through a read-only backend on
 the same open log: :class:`Reviewer`), each cited file is hashed once (one
-:class:`~projections.api.grounding.CitedFiles` for the context built again, the claims traced,
+:class:`~projections.evidence.grounding.CitedFiles` for the context built again, the claims traced,
 the reads replayed and the lineage report), and each claim's event is found by seq in one pass
 over the log (``MemoryBackend.event_hashes``), not one decode of its gzip member per claim.
 """
@@ -57,13 +57,13 @@ from typing import Any
 
 from ledger import InvalidInput, Ledger
 from ledger.anchor import Anchor
+from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections.access.reader import check_chain, read_records
-from projections.api.backend import MemoryBackend
-from projections.api.grounding import CitedFiles, experiments_roots
-from projections.api.unfinished import refuse_unfinished
-from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME
+from projections.api import MemoryBackend, refuse_unfinished
 from projections.engines.protocol import Progress
+from projections.evidence.grounding import CitedFiles, experiments_roots
+from projections.models.verdicts import EVIDENCE
 from projections.tools.checkpoint import Verification, verify_open
 from projections.tools.claim_trace import ClaimProof
 from projections.tools.context_check import ContextCheck, check_context

@@ -36,7 +36,7 @@ from projections.access.log import ReadCapture, ReadTool
 from projections.access.reader import REPLAYED_FIELDS, ReadRecord
 
 if TYPE_CHECKING:  # (the backend, its engines and numpy load with a replay, not with the command line)
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
 REPLAYABLE = (
     "search_memory",

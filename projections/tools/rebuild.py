@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
-from ledger.checkpoint_format import REPAIRED_MARK, ROLLED_BACK_MARK
+from ledger.checkpoint_format import REPAIRED_MARK, ROLLED_BACK_MARK, VERIFIED_CONTEXT_NAME
 from ledger.progress import Interrupted
 from ledger.report_file import read_report_file
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections import settings
-from projections.api.backend import MemoryBackend
-from projections.api.grounding import experiments_roots
-from projections.api.verified import VERIFIED_CONTEXT_NAME, node_verdict
-from projections.api.working import is_result_summary
+from projections.api import MemoryBackend
 from projections.engines.protocol import Progress
+from projections.evidence.claims import is_result_summary
+from projections.evidence.grounding import experiments_roots
+from projections.evidence.usable import node_verdict
 from projections.models.catalog import Catalog
 
 SET_ASIDE = (ROLLED_BACK_MARK, REPAIRED_MARK)

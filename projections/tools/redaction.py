@@ -50,8 +50,7 @@ from ledger import Ledger
 from ledger.redact import MARK, Pending, RedactionReport, Scrub, Selector, finish, pending, redact
 from projections import settings
 from projections.access.reader import check_chain, read_records
-from projections.api.backend import MemoryBackend
-from projections.api.unfinished import scrub_derived
+from projections.api import MemoryBackend, scrub_derived
 from projections.engines.protocol import Progress
 from projections.tools.prove import prove
 from projections.tools.reads import SCOPE_REDACTED, replay_all

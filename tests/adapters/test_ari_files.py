@@ -18,7 +18,7 @@ import pytest
 from ledger.ari_import import BACKUP_NAME, read_ari_file
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import FIXTURES, subprocess_env
 
 FILES = FIXTURES / "ari_files"

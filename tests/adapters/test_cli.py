@@ -14,7 +14,7 @@ import pytest
 
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import subprocess_env
 
 

@@ -27,7 +27,7 @@ from ledger.layout import OLD_SNAPSHOT_NAME, SNAPSHOT_NAME, STORE_DIR, store_dir
 from ledger.log import LOG_NAME
 from projections.adapters.cli import build_parser, main
 from projections.adapters.cli.framework import COMMANDS
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import subprocess_env
 
 REFUSED = "error: checkpoint: CKPT/memory_ledger is the ledger's own folder inside checkpoint CKPT; pass CKPT"

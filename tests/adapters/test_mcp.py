@@ -26,7 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from projections.adapters.demo import copy_run
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import FIXTURES, ROOT, subprocess_env
 
 RUN = FIXTURES / "ari_run"

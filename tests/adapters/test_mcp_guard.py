@@ -19,8 +19,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from projections.adapters.demo import copy_run
-from projections.api.backend import MemoryBackend
-from projections.api.grounding import experiments_roots
+from projections.api import MemoryBackend
+from projections.evidence.grounding import experiments_roots
 from support.env import FIXTURES, subprocess_env
 
 RUN_ID = "run_20261128_stencil"

@@ -19,7 +19,7 @@ import pytest
 from ledger import ConfigurationError, InvalidInput
 from ledger.events import TRUNCATED
 from projections.access.log import ACCESS_LOG_NAME
-from projections.api.backend import clear_backend_cache, get_backend
+from projections.api import clear_backend_cache, get_backend
 
 SHA = "c" * 64
 COW = "node_id does not match current node (CoW violation)"

@@ -18,7 +18,7 @@ from ledger import InvalidInput, LedgerError
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from ledger.node_report import MAX_REPORT_BYTES
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import subprocess_env
 
 HUGE = "y" * (1024 * 1024 + 1)

@@ -12,8 +12,9 @@ import pytest
 
 from ledger.provenance import sha256_file
 from projections.adapters.demo import copy_run, replay_run
-from projections.api.backend import MemoryBackend
-from projections.api.verified import EVIDENCE, render_grounded_block
+from projections.api import MemoryBackend
+from projections.evidence.grounded_block import render_grounded_block
+from projections.models.verdicts import EVIDENCE
 from projections.tools.lineage import lineage_data, render_tree
 from support.env import FIXTURES
 
@@ -190,7 +191,7 @@ def test_the_newest_verdict_counts_a_resumed_node_that_succeeded_is_not_failed(c
     ],
 )
 def test_one_function_says_whether_a_report_judged_its_node_failed(report: dict, why: str | None) -> None:
-    from projections.api.verified import self_judged_failure  # what verified and lineage both ask
+    from projections.evidence.usable import self_judged_failure  # what verified and lineage both ask
 
     said = self_judged_failure(report, [])
     assert (said is None) if why is None else (said is not None and why in said)

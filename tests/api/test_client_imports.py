@@ -23,7 +23,7 @@ def loaded_after(script: str, ckpt: Path) -> dict[str, bool]:
     """Which of HEAVY a fresh interpreter holds after running ``script`` (``backend`` is open on ``ckpt``)."""
     return loaded_in_fresh(
         """
-        from projections.api.backend import clear_backend_cache, get_backend
+        from projections.api import clear_backend_cache, get_backend
         backend = get_backend(sys.argv[1])
         """,
         script,

@@ -20,7 +20,7 @@ import pytest
 from ledger import InvalidInput
 from ledger.consolidation import headline_metric, plan
 from ledger.node_report import MAX_REPORT_BYTES, report_findings
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 
 
 def sha(data: bytes) -> str:

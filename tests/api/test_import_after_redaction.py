@@ -13,7 +13,7 @@ import pytest
 
 from ledger import Ledger
 from ledger.ari_import import BACKUP_NAME
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import ari_ledger
 from support.leaks import every_file_bytes
 

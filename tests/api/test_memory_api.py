@@ -13,7 +13,7 @@ from ledger import ConfigurationError, InvalidInput
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from projections.access.log import ACCESS_LOG_NAME
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import FIXTURES, subprocess_env
 
 
@@ -181,7 +181,7 @@ def test_restore_rebuilds_the_projection_it_is_asked_for(tmp_path: Path) -> None
 
 WRITER = r"""
 import sys
-from projections.api.backend import get_backend
+from projections.api import get_backend
 b = get_backend(sys.argv[1])
 print(b.add_memory("root", sys.argv[2])["id"])
 """
@@ -221,12 +221,12 @@ def test_access_log_records_reads_and_writes(backend, monkeypatch: pytest.Monkey
 def test_the_retired_front_doors_warn_and_answer_with_the_same_backend(tmp_path: Path) -> None:
     import ledger
     import projections
-    from projections.api.backend import get_backend
+    from projections.api import get_backend
 
     typed = get_backend(tmp_path / "ckpt")
-    with pytest.warns(DeprecationWarning, match=r"use projections\.api\.backend\.get_backend"):
+    with pytest.warns(DeprecationWarning, match=r"use projections\.api\.get_backend"):
         assert ledger.get_backend(tmp_path / "ckpt") is typed
-    with pytest.warns(DeprecationWarning, match=r"use projections\.api\.backend\.get_backend"):
+    with pytest.warns(DeprecationWarning, match=r"use projections\.api\.get_backend"):
         assert projections.get_backend(tmp_path / "ckpt") is typed
     with pytest.warns(DeprecationWarning):
         ledger.clear_backend_cache()

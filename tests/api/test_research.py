@@ -15,12 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import InvalidInput
+from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from ledger.vocabulary import REPRO_STATUSES
 from projections.adapters.demo import copy_run, replay_run
-from projections.api.backend import MemoryBackend
-from projections.api.verified import VERIFIED_CONTEXT_NAME, render_grounded_block
+from projections.api import MemoryBackend
+from projections.evidence.grounded_block import render_grounded_block
 from support.env import FIXTURES
 
 RUN = FIXTURES / "ari_run"

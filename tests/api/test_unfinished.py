@@ -24,7 +24,7 @@ from ledger.layout import SNAPSHOT_NAME, VERIFIED_CONTEXT_NAME, store_dir
 from ledger.log import LOG_NAME, scan_members
 from ledger.redact import Selector, redact
 from ledger.repair import repair
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import ari_ledger, subprocess_env
 from support.leaks import every_file_bytes
 
@@ -33,7 +33,7 @@ SECRET = "ghp_UNFINISHED0123456789abcdef"
 ARI_OPENS = textwrap.dedent(
     """
     import sys
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     memory = MemoryBackend(sys.argv[1])
     print("finished:", *memory.finished, sep="\\n")

@@ -149,7 +149,7 @@ def test_the_model_is_loaded_by_the_first_embedding_not_before(tmp_path: Path) -
     script = textwrap.dedent(
         """
         import sys
-        from projections.api.backend import MemoryBackend
+        from projections.api import MemoryBackend
         from projections.tools.checkpoint import status
         from projections.models.embedder import get_embedder
 
@@ -173,7 +173,7 @@ def test_the_model_is_loaded_by_the_first_embedding_not_before(tmp_path: Path) -
     reopen = textwrap.dedent(
         """
         import sys
-        from projections.api.backend import MemoryBackend
+        from projections.api import MemoryBackend
         from projections.tools.checkpoint import status
         from projections.models.embedder import get_embedder
 

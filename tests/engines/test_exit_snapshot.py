@@ -25,7 +25,7 @@ from tests.support.env import subprocess_env
 WRITER = textwrap.dedent(
     """
     import sys
-    from projections.api.backend import MemoryBackend, get_backend
+    from projections.api import MemoryBackend, get_backend
 
     checkpoint, count, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     memory = get_backend(checkpoint) if how == "cached" else MemoryBackend(checkpoint)
@@ -40,7 +40,7 @@ WRITER = textwrap.dedent(
 READER = textwrap.dedent(
     """
     import sys
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     memory = MemoryBackend(sys.argv[1], readonly=True)
     print(len(memory.search_memory("tile 5", ["node_5"], limit=3)["results"]))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from projections import letta_server as letta_harness
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.errors import EmbeddingMismatch
 from support.engines import backends_on, delete_agent
 from support.env import subprocess_env

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.letta
 
 HOOK = """
 import sys, time
-from projections.api.backend import clear_backend_cache, get_backend
+from projections.api import clear_backend_cache, get_backend
 get_backend(sys.argv[1]).add_memory("root", sys.argv[2], current_node="root")
 started = time.perf_counter()
 clear_backend_cache()  # what atexit does

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.models.catalog import Catalog
 from projections.models.fusion import asks_failure, fuse
 from projections.models.lexical import LexicalIndex, terms
@@ -121,7 +121,7 @@ def test_failure_intent_lifts_the_entry_that_tells_the_failure() -> None:
 
 WRITER = """
 import sys
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 b = MemoryBackend(sys.argv[1])
 b.add_memory("root", "NCCL WARN Call to ibv_reg_mr failed on rank 7", current_node="root")
 b.close()

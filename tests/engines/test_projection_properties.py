@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ledger import Ledger
 from ledger.layout import store_dir
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.engines.local import SNAPSHOT_NAME, Projector
 from projections.models.embedder import get_embedder
 from support.trees import WORDS, trees

@@ -16,7 +16,7 @@ import pytest
 
 from ledger import Ledger
 from ledger.layout import store_dir
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.engines import local as projector_module
 from projections.engines.local import Projector, check_snapshot
 from projections.engines.snapshot import SNAPSHOT_FORMAT, SNAPSHOT_NAME, SnapshotPreamble, open_snapshot

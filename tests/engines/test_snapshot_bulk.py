@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from ledger.layout import store_dir
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.engines import snapshot as snapshot_module
 from projections.engines.snapshot import SNAPSHOT_NAME, SnapshotDamaged, SnapshotView, open_snapshot
 from projections.models.catalog import Catalog

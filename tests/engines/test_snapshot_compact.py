@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 
 from ledger import Ledger
 from ledger.layout import store_dir
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.engines import snapshot as snapshot_module
 from projections.engines.local import Projector
 from projections.engines.snapshot import SNAPSHOT_FORMAT, SNAPSHOT_NAME, open_snapshot

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from projections.adapters.demo import copy_run, replay_run
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.confusion import COLUMNS, TRUTHS, VERDICTS, table, verdict_of
 
 CORPORA = Path(__file__).resolve().parents[2] / "fixtures" / "corpora" / "grounding"

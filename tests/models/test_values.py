@@ -15,7 +15,7 @@ from ledger.anchor import HeadFile
 from projections.access.chain import GENESIS, chain_onto, link
 from projections.access.reader import check_chain
 from projections.access.writer import HEAD_ID
-from projections.models.values import Evidence, Fact, check_claim, check_metric_ptr, numbers_in
+from projections.evidence.grammar.values import Evidence, Fact, check_claim, check_metric_ptr, numbers_in
 
 REPORT = {"GFlops_per_s": 13.64, "time_s": 0.9611, "effective_bandwidth_GB_per_s": 40.92, "accuracy": 0.913}
 LINEAGE = {"root": {"GFlops_per_s": 2.41, "time_s": 5.4397}, "node_A": {"GFlops_per_s": 9.87, "time_s": 1.3282}}
@@ -183,7 +183,7 @@ def _write(ckpt: Path, lines: list[bytes], head: bytes) -> None:
 
 
 def test_the_grounded_block_names_the_numbers_it_could_not_check() -> None:
-    from projections.api.verified import render_grounded_block
+    from projections.evidence.grounded_block import render_grounded_block
 
     claim = {
         "node_id": "node_A2",

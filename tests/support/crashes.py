@@ -798,7 +798,7 @@ def _legacy(ckpt: Path) -> list[str]:
 
 
 def _backend(ckpt: Path, rec: Recorder, _prep: Any) -> None:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     backend = MemoryBackend(ckpt)
     lines = 0
@@ -964,7 +964,7 @@ REDACT_SECRET = "ghp_CRASH0123456789abcdef"
 def _redact_prepare(ckpt: Path) -> None:
     """A demo-like small checkpoint where the secret reached every file: entries (one quoting it),
     the access log (a search for it), ``verified_context.json`` and ARI's backup."""
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.tools.ari_export import write_ari_backup
 
     backend = MemoryBackend(ckpt)
@@ -1040,7 +1040,7 @@ def _every_file(root: Path) -> bytes:
 def _ari_repair_prepare(ckpt: Path) -> RepairCase:
     """What ARI leaves: a log written through the backend, its snapshot and verified context
     (both anchored at the log's end), then the log's third member damaged."""
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     backend = MemoryBackend(ckpt)
     try:
@@ -1087,7 +1087,7 @@ def opened_as_ari_does(ckpt: Path) -> list[str]:
     it and answers. Returns the problems; the checkpoint is left as the writable open left it."""
     from ledger import LedgerError
     from ledger.errors import RollbackDetected, UnfinishedOperation
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.tools.checkpoint import verify
 
     problems = []
@@ -1178,7 +1178,7 @@ def _ari_redact_check(ckpt: Path, acks: list[tuple[Any, ...]], _prep: Any) -> li
     """Opened as ARI opens it before anyone runs `redact` again: once the log is redacted, no
     read serves the secret and ARI's open leaves no file holding it."""
     from ledger import Ledger
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     with Ledger.open_readonly(ckpt) as ledger:
         redacted = any(e.type == "events_redacted" for e in ledger.events())

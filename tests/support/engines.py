@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 
 ENGINES = ["embedded", pytest.param("letta", marks=pytest.mark.letta)]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def main(checkpoint: str) -> None:
-    from projections.api.backend import clear_backend_cache, get_backend
+    from projections.api import clear_backend_cache, get_backend
 
     backend = get_backend(checkpoint)
     print("ok ready", flush=True)

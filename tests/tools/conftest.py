@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import ari_ledger
 
 

@@ -16,7 +16,7 @@ from projections.access.log import ReadTool
 from projections.access.reader import check_chain, read_records
 from projections.adapters.demo import FIXTURE_RUN, copy_run, replay_run
 from projections.adapters.planted import FAULTS, detection, plant_faults, plant_reports
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.tools.prove import prove
 from projections.tools.reads import replay_all
 from support.env import ari_ledger
@@ -47,7 +47,7 @@ def test_prove_opens_the_log_once_and_hashes_each_cited_file_once(
     """``prove`` in one process, alone and with ``-o FILE.html``: the log opened once (verified,
     then read on the same open log) and each cited file hashed once, its bytes searched for
     numbers at most once (the proof's file states are the lineage report's)."""
-    import projections.api.grounding as grounding
+    import projections.evidence.grounding as grounding
     from ledger import Ledger
     from projections.adapters.cli import main
 

@@ -15,7 +15,7 @@ import pytest
 
 from ledger.layout import store_dir
 from projections.access.chain import rechain
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.tools.prove import Proof, prove
 from support.env import ari_ledger
 

@@ -18,7 +18,7 @@ from ledger.log import LOG_NAME, compress_member
 from ledger.redact import Selector, intent_path, pending, redact
 from projections.access.chain import GENESIS
 from projections.access.reader import check_chain
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.tools.ari_export import write_ari_backup
 from projections.tools.lineage import lineage_data
 from projections.tools.prove import prove

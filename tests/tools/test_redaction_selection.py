@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from ledger import Ledger
 from ledger.redact import MARK, REDACTABLE, Selector, strings_of
 from ledger.typed import TYPED_KEYS
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from projections.tools.prove import prove
 from projections.tools.redaction import redact_checkpoint
 from support.leaks import every_file_bytes

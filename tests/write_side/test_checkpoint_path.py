@@ -28,7 +28,7 @@ from ledger.log import LOG_NAME
 from ledger.redact import Selector, redact
 from ledger.repair import repair
 from ledger.rollback import accept_rollback
-from projections.api.backend import MemoryBackend, clear_backend_cache, get_backend
+from projections.api import MemoryBackend, clear_backend_cache, get_backend
 from projections.tools import checkpoint as state
 
 

@@ -27,7 +27,7 @@ from ledger.layout import (
     store_dir,
 )
 from ledger.log import LOG_NAME
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import FIXTURES, subprocess_env
 
 # What ARI itself names at the checkpoint's top level (its META_FILES, and files it writes itself)

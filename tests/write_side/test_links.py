@@ -193,7 +193,7 @@ def test_the_access_log_and_its_head_are_not_written_through_links(ckpt: Path, v
 
 
 def test_a_replaced_file_keeps_its_mode(ckpt: Path, tmp_path: Path) -> None:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     with_events(ckpt)
     context = ckpt / "verified_context.json"
@@ -242,7 +242,7 @@ def test_temporary_files_are_never_prepared_by_someone_else(ckpt: Path, victim: 
     write_output(context, lambda raw: raw.write(b"{}\n"))
     with Ledger.open(ckpt) as ledger:
         ledger.file.write_index([(0, 1)])
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     backend = MemoryBackend(ckpt)
     try:

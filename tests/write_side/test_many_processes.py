@@ -28,7 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from ledger.log import IDX_STRIDE
-from projections.api.backend import MemoryBackend, clear_backend_cache, get_backend
+from projections.api import MemoryBackend, clear_backend_cache, get_backend
 from projections.tools import checkpoint
 from support.env import FIXTURES, first_line, subprocess_env
 
@@ -86,7 +86,7 @@ def user_checks(ckpt: Path, acked_ids: list[str] = (), acked_texts: list[str] = 
 
 BACKEND_WRITER = r"""
 import random, sys
-from projections.api.backend import get_backend
+from projections.api import get_backend
 ckpt, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rnd = random.Random(tag)
 backend = get_backend(ckpt)
@@ -315,7 +315,7 @@ def test_two_import_ari_of_one_backup_at_once_write_each_entry_once(tmp_path: Pa
 
 CONSOLIDATE = r"""
 import json, sys, time
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 at, ckpt, node, report, work = float(sys.argv[1]), *sys.argv[2:]
 backend = MemoryBackend(ckpt)
 time.sleep(max(0, at - time.time()))

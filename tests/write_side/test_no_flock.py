@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import subprocess_env
 
 NO_FLOCK = r"""
@@ -23,7 +23,7 @@ def no_flock(fd, op):
 fcntl.flock = no_flock
 from ledger import Ledger
 from ledger.errors import LedgerReadOnly, LockUnavailable
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 out = {}
 try:
     Ledger.open(sys.argv[1]).close()

@@ -226,7 +226,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 def test_rollback_is_an_alarm_that_a_search_does_not_erase(ckpt: Path) -> None:
     """Issue 10.6: the newest events cut off is caught by the head file and by the snapshot,
     refused by every open for projection, and stays an alarm until a person accepts it."""
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.engines.snapshot import SNAPSHOT_NAME
 
     backend = MemoryBackend(ckpt)
@@ -323,7 +323,7 @@ def test_a_log_removed_under_its_head_file_is_refused_not_recreated(ckpt: Path) 
 
 
 def test_a_log_deleted_with_its_head_file_is_still_caught_by_the_snapshot(ckpt: Path) -> None:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.engines.snapshot import SNAPSHOT_NAME
 
     backend = MemoryBackend(ckpt)

@@ -16,7 +16,7 @@ from ledger import Ledger, LogCorrupted
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, scan_members
 from ledger.repair import repair
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 from support.env import subprocess_env
 
 

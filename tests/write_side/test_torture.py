@@ -79,7 +79,7 @@ with Ledger.open(ckpt) as ledger:
 
 BACKEND_WRITER = r"""
 import os, random, sys
-from projections.api.backend import MemoryBackend
+from projections.api import MemoryBackend
 ckpt, rnd = sys.argv[1], random.Random(int(sys.argv[2]))
 backend = MemoryBackend(ckpt)
 print("ready", len(backend.session.ledger.recovered), flush=True)
@@ -142,7 +142,7 @@ def test_sigkill_loop_on_appends_and_batches(ckpt: Path) -> None:
 
 
 def test_sigkill_loop_on_the_backend(ckpt: Path) -> None:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.engines.local import check_snapshot
     from projections.engines.snapshot import SNAPSHOT_NAME
 
@@ -310,7 +310,7 @@ def test_flip_and_cut_sweep_over_the_log(ckpt: Path, tmp_path: Path) -> None:
 
 
 def test_flip_and_cut_sweep_over_the_snapshot(ckpt: Path, tmp_path: Path) -> None:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.engines.local import Projector
     from projections.engines.snapshot import SNAPSHOT_NAME
     from projections.models.embedder import get_embedder
@@ -382,7 +382,7 @@ def tmpfs(where: Path, size: str) -> Iterator[Path]:
 
 
 def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.engines.snapshot import SNAPSHOT_NAME
 
     with tmpfs(tmp_path / "fs", "1m") as fs:
@@ -432,7 +432,7 @@ def test_disk_full_keeps_every_acknowledged_event(tmp_path: Path) -> None:
 
 
 def test_reading_commands_work_on_a_read_only_filesystem(tmp_path: Path) -> None:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.engines.local import Projector
     from projections.models.embedder import get_embedder
 
@@ -505,7 +505,7 @@ def test_reading_commands_never_modify_the_checkpoint(ckpt: Path, tmp_path: Path
     """status, log and verify on a healthy, torn, damaged, rolled-back, or badly cached
     checkpoint: not one byte changes."""
     from projections.adapters.cli import main
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.engines.snapshot import SNAPSHOT_NAME
 
     backend = MemoryBackend(ckpt)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ledger.vocabulary import KINDS
 from projections.adapters.cli.framework import COMMANDS, EXIT_OK, command
-from projections.api.verified import EVIDENCE
+from projections.models.verdicts import EVIDENCE
 
 SHELLS = ("bash", "zsh")
 PROG = "ari-ledger"

@@ -37,7 +37,7 @@ from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import Reporter, folding, safe_points
 
 if TYPE_CHECKING:  # the backend (numpy, the engines) and the bundle's tar and codecs: imported when used
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
 
 def _export_args(p: argparse.ArgumentParser) -> None:
@@ -125,7 +125,7 @@ def _import_ari_args(p: argparse.ArgumentParser) -> None:
     _import_ari_args,
 )
 def cmd_import_ari(args: argparse.Namespace) -> int:
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     ckpt = Path(args.checkpoint)
     sources = [Path(s) for s in args.source] if args.source else ari_files_in(ckpt)

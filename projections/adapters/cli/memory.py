@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
+from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
 from ledger.safe_io import read_json
 from ledger.vocabulary import KINDS
 from projections.adapters.cli import framework
@@ -35,17 +36,18 @@ from projections.adapters.cli.framework import (
     said,
 )
 from projections.adapters.cli.progress import folding
-from projections.api.verified import EVIDENCE, VERIFIED_CONTEXT_NAME, check_evidence, render_grounded_block
+from projections.evidence.grounded_block import render_grounded_block
+from projections.models.verdicts import EVIDENCE, check_evidence
 
 if TYPE_CHECKING:  # the backend (numpy, the engines), rich's tables: imported by the commands that use them
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
 
 def open_backend(path: str) -> MemoryBackend:
     """An existing checkpoint, opened only to read it: a command for people changes nothing
     in the directory (no recovery, no snapshot, no access-log line). A first fold of a large
     log shows its progress on a terminal (``progress.folding``)."""
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
     if not layout.has_ledger(path):
         raise LedgerNotFound(f"no ledger at {layout.log_path(path)} (is {path} a checkpoint directory?)")
@@ -292,7 +294,7 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     check=lambda args: check_dir(args.experiments, "--experiments"),
 )
 def cmd_audit(args: argparse.Namespace) -> int:
-    from projections.api.audit import check_run
+    from projections.evidence.grounding import check_run
 
     backend = open_backend(args.checkpoint)
     root = _experiments_root(Path(args.checkpoint), args.experiments)
@@ -318,7 +320,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def _experiments_root(ckpt: Path, given: str | None) -> Path:
-    from projections.api.grounding import experiments_roots
+    from projections.evidence.grounding import experiments_roots
 
     if given:
         return Path(given)

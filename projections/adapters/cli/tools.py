@@ -23,10 +23,10 @@ from projections.adapters.cli.framework import (
 )
 from projections.adapters.cli.memory import open_backend
 from projections.adapters.cli.progress import Reporter
-from projections.api.verified import render_grounded_block
+from projections.evidence.grounded_block import render_grounded_block
 
 if TYPE_CHECKING:  # the backend (numpy, the engines) and rich's tables: imported by the commands that use them
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
 
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     from projections.adapters.demo import FIXTURE_RUN, copy_run, demo_output, replay_run, shown
     from projections.adapters.report import render_report
-    from projections.api.backend import MemoryBackend
+    from projections.api import MemoryBackend
     from projections.tools.lineage import lineage_data, render_tree
 
     out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))

@@ -1,8 +1,8 @@
 """ARI's verified context for the paper stage; ranking and grounding live in the ledger's backend."""
 from __future__ import annotations
 
-from projections.api.backend import MemoryBackend
-from projections.api.shapes import VerifiedContextView
+from projections.api import MemoryBackend
+from projections.api import VerifiedContextView
 
 
 def build_verified_context(

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.api.backend import MemoryBackend
-from projections.api.shapes import ResearchEntryView, ResearchResult
+from projections.api import MemoryBackend
+from projections.api import ResearchEntryView, ResearchResult
 
 
 def search_research_memory(

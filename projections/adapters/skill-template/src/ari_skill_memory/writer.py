@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from projections.api.backend import MemoryBackend
-from projections.api.shapes import AddResult
+from projections.api import MemoryBackend
+from projections.api import AddResult
 
 
 def add_typed_memory(

@@ -2,7 +2,7 @@
 the claim's own node report, the artifacts it pins (hash-verified, read by row), its
 ancestors' reports as the sentence names them, and the run's own words (hardware spec,
 commands, what was done) as facts. Plain data and the readers of facts; the roles that
-decide a number's verdict are :mod:`projections.models.roles`.
+decide a number's verdict are :mod:`projections.evidence.grammar.roles`.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from projections.models import units
-from projections.models.metric_names import canon, phrase_words
-from projections.models.quantities import count_noun, read
-from projections.models.tables import Place
+from projections.evidence.grammar import units
+from projections.evidence.grammar.metric_names import canon, phrase_words
+from projections.evidence.grammar.quantities import count_noun, read
+from projections.evidence.grammar.tables import Place
 from projections.models.verdicts import ValuesVerdict
 
 _CAMEL = re.compile(r"([a-z])([A-Z])")

@@ -1,16 +1,16 @@
 """Value grounding: is each number a claim states the number its evidence holds?
 
 Pure functions over text and numbers (the API reads the files). A claim's numbers are read as
-quantities (:mod:`projections.models.quantities`), and each gets a verdict by the grammar of
-``docs/grounding.md`` (:mod:`projections.models.roles`): a *value* equals the metric it names
+quantities (:mod:`projections.evidence.grammar.quantities`), and each gets a verdict by the grammar of
+``docs/grounding.md`` (:mod:`projections.evidence.grammar.roles`): a *value* equals the metric it names
 in the claim's own report (a percentage of a fraction, a complement, a magnitude, after unit
 conversion, within the precision written), or the row of a pinned artifact the sentence
 points at; a *comparison* equals the figure computed from a *named* base in the claim's
 lineage, in the stated direction; a *fact* equals a number of the run's own words; a *bound*
 is an inequality; a *range* holds at both ends. A number whose evidence is not in reach is
 ``unchecked`` with its reason; when in doubt the answer is ``unchecked``, never ``checked``.
-This module is the face: the evidence (:mod:`projections.models.evidence`), the artifacts'
-tables (:mod:`projections.models.tables`) and the roles live beside it.
+This module is the face: the evidence (:mod:`projections.evidence.grammar.sources`), the artifacts'
+tables (:mod:`projections.evidence.grammar.tables`) and the roles live beside it.
 """
 
 from __future__ import annotations
@@ -22,8 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from projections.models import written_numbers
-from projections.models.evidence import (
+from projections.evidence.grammar import written_numbers
+from projections.evidence.grammar.metric_names import spell_greek
+from projections.evidence.grammar.quantities import BASE_WORDS, name_key, read, tolerance
+from projections.evidence.grammar.roles import Checker
+from projections.evidence.grammar.sources import (
     OWN,
     Evidence,
     Fact,
@@ -35,10 +38,7 @@ from projections.models.evidence import (
     tokens,
     tokens_key,
 )
-from projections.models.metric_names import spell_greek
-from projections.models.quantities import BASE_WORDS, name_key, read, tolerance
-from projections.models.roles import Checker
-from projections.models.tables import Place, numbers_in
+from projections.evidence.grammar.tables import Place, numbers_in
 from projections.models.verdicts import NOTHING_NUMERIC
 
 __all__ = [

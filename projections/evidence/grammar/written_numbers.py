@@ -2,7 +2,7 @@
 (``three seeds``, ``ninety epochs``, ``twice as fast``, ``two-fold``) and as compound
 durations (``1 h 23 min``, ``2h15m``, ``3 days 4 hours``, ``14 min 37 s``).
 
-Each is found as a span of the text with its value; :mod:`projections.models.quantities`
+Each is found as a span of the text with its value; :mod:`projections.evidence.grammar.quantities`
 reads what stands around it (a noun, a comparison) as it does for digits. ``one`` is read
 only before a count noun it can only count (``one GPU``), never in ``one of`` or ``at one
 point``: a claim's prose uses it in too many other ways.

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
-from projections.models.text_caches import per_text
+from projections.evidence.grammar.text_caches import per_text
 
 # canonical word ← the ways fields write it
 _SYNONYMS: dict[str, tuple[str, ...]] = {
@@ -401,7 +401,7 @@ def metric_words(name: str) -> tuple[str, ...]:
     ``p99_latency_us`` → ``p99``, ``latency``; ``METRIC.F1_Score`` → ``f1``, ``score``), its
     unit's kind added (``time`` for a time, ``throughput`` for a rate, ``bw`` for bytes per
     time, ``mem`` for a size in bytes)."""
-    from projections.models import units  # pint loads with the first claim checked, not on import
+    from projections.evidence.grammar import units  # pint loads with the first claim checked, not on import
 
     spaced = _CAMEL.sub(r"\1 \2", _MAP.sub("MAP", name).replace("/", " per "))  # bbox_mAP: one word, not m AP
     raw = [t for t in _SPLIT.split(spaced) if t]

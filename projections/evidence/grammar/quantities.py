@@ -2,10 +2,10 @@
 
 Pure text work: each number that is not part of a name becomes a :class:`Quantity` with its
 value (times its suffix), the precision it was written to, its unit (by pint, see
-:mod:`projections.models.units`), a metric name or count noun beside it, a qualifier
+:mod:`projections.evidence.grammar.units`), a metric name or count noun beside it, a qualifier
 (approximate, or a bound), its sign, a direction when it is a change (``faster``, ``cut by``,
 ``of``), and links to the other end of a range or to the quantity it is a share of. What a
-quantity must match is :mod:`projections.models.values`' business.
+quantity must match is :mod:`projections.evidence.grammar.values`' business.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import re
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
-from projections.models import units, written_numbers
-from projections.models.metric_names import abbreviates, canon, metric_words
-from projections.models.text_caches import per_text
+from projections.evidence.grammar import units, written_numbers
+from projections.evidence.grammar.metric_names import abbreviates, canon, metric_words
+from projections.evidence.grammar.text_caches import per_text
 
 _NUM = re.compile(r"[+\-−]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+\-]?\d+)?")
 _UNIT_WORD = re.compile(r"[A-Za-zµμÅ][A-Za-z0-9µμ]*(?:⁻?[¹²³])?(?:/[A-Za-zµμÅ][A-Za-z]*(?:⁻?[¹²³])?){0,2}")
@@ -808,7 +808,7 @@ _LIST_GAP = re.compile(r"\s*,\s*(?:and\s+|or\s+)?|\s*,?\s+(?:and|or)\s+|\s*/\s*|
 def _lists(text: str, found: list[Quantity]) -> list[Quantity]:
     """Lists of numbers (``batch sizes of 64, 128 and 256``, ``51.0, 54.3 and 56.2 EM``): the
     unit, noun or metric name one member carries is every bare member's; ``respectively`` pairs
-    a sentence's lists item by item (see :mod:`projections.models.values`)."""
+    a sentence's lists item by item (see :mod:`projections.evidence.grammar.values`)."""
     out = list(found)
     i = 0
     while i < len(out):

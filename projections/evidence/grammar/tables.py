@@ -21,9 +21,9 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.models import units
-from projections.models.metric_names import QUANTITY_WORDS, canon, count_scale, counted_part, metric_words
-from projections.models.text_caches import per_text
+from projections.evidence.grammar import units
+from projections.evidence.grammar.metric_names import QUANTITY_WORDS, canon, count_scale, counted_part, metric_words
+from projections.evidence.grammar.text_caches import per_text
 
 _NUM = r"[-+]?(?:\d+\.\d+|\d+|\.\d+)(?:[eE][-+]?\d+)?"
 _KEY_VALUE = re.compile(rf"([A-Za-z_][\w/.@-]*)\s*[=:]\s*({_NUM})(?![\w.])")

@@ -1,5 +1,5 @@
 """Grounding a claim in its files: where its node report is, what its artifacts hash to, and
-whether the numbers it states are the numbers in them (``projections.models.values``).
+whether the numbers it states are the numbers in them (``projections.evidence.grammar.values``).
 
 One :class:`Grounding` serves one read (a verified context, an audit, a proof): each node
 report and each artifact is read once for it. An artifact is hashed as a stream; a claim
@@ -28,10 +28,8 @@ from ledger.report_file import read_report_file, report_hash
 from ledger.safe_io import read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
-from projections.api.shapes import AuditStatus, ValuesView
-from projections.models.catalog import Entry
-from projections.models.evidence import words_of
-from projections.models.values import (
+from projections.evidence.grammar.sources import words_of
+from projections.evidence.grammar.values import (
     Evidence,
     Place,
     Verdict,
@@ -42,6 +40,8 @@ from projections.models.values import (
     numeric_metrics,
     summarise,
 )
+from projections.models.catalog import Catalog, Entry
+from projections.models.shapes import AuditStatus, ValuesView
 from projections.models.verdicts import NOTHING_NUMERIC
 
 REPORT_NAME = "node_report.json"
@@ -109,6 +109,26 @@ def run_and_node(ref: object) -> tuple[str, str] | None:
         return check_run_id(ref.get("run_id")), check_run_id(ref.get("node_id"), "node_id")
     except InvalidInput:
         return None
+
+
+def check_run(catalog: Catalog, experiments_root: str | Path, run_id: str, field: str = "run_id") -> str:
+    """``run_id`` when it names a run: a directory under the experiments root that entries of
+    the log (``catalog``, folded to its end) point into. Else InvalidInput naming the run id and
+    where it was looked for (an audit of a run nobody recorded would find nothing, and say all
+    is well)."""
+    check_run_id(run_id)  # a path is malformed, whoever passed it
+    work = Path(experiments_root) / run_id
+    named = any(
+        (pair := run_and_node(e.metadata.get("node_report_ref"))) is not None and pair[0] == run_id
+        for e in catalog.entries.values()
+    )
+    if not work.is_dir() and not named:
+        raise InvalidInput(field, f"no run {run_id!r}: no directory {work}, and no entry of the log names it")
+    if not work.is_dir():
+        raise InvalidInput(field, f"run {run_id!r} has no directory {work} (entries of the log name it: wrong root?)")
+    if not named:
+        raise InvalidInput(field, f"no entry of the log names run {run_id!r} (its directory {work} exists)")
+    return run_id
 
 
 class CitedFiles:

@@ -1,12 +1,12 @@
 """The grammar's roles: what each number of a claim must match to hold (docs/grounding.md, 3).
 
-One :class:`Checker` per claim. Each number read (:mod:`projections.models.quantities`) takes a
+One :class:`Checker` per claim. Each number read (:mod:`projections.evidence.grammar.quantities`) takes a
 role — a value, a comparison against a named base, a difference, a difference of percentage
 points, a closeness, a share of a written quantity, a spread, a bound, a range end, a count, a
 fact, a row key — and gets ``checked``, ``mismatch`` or ``unchecked`` with its reason.
 
 Which metric a number is about comes from the words beside it
-(:mod:`projections.models.metric_names`): its own phrase (the noun phrase after it and the
+(:mod:`projections.evidence.grammar.metric_names`): its own phrase (the noun phrase after it and the
 words before it back to the last preposition), then all its leading words, then, for a
 percentage or a bare end of a range or list, its sentence; a number with a unit is also held
 to its unit's dimension. A phrase that names a quantity no metric measures is never checked
@@ -26,9 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from projections.models import units
-from projections.models.evidence import OWN, Evidence, Verdict, number_form, range_problem
-from projections.models.metric_names import (
+from projections.evidence.grammar import units
+from projections.evidence.grammar.metric_names import (
     COMPLEMENTS,
     QUANTITY_WORDS,
     SHARE_WORDS,
@@ -48,8 +47,9 @@ from projections.models.metric_names import (
     phrase_words,
     weight,
 )
-from projections.models.quantities import Quantity, count_noun, name_key, replace, sentence_of, tolerance
-from projections.models.tables import (
+from projections.evidence.grammar.quantities import Quantity, count_noun, name_key, replace, sentence_of, tolerance
+from projections.evidence.grammar.sources import OWN, Evidence, Verdict, number_form, range_problem
+from projections.evidence.grammar.tables import (
     Cell,
     Place,
     Pointer,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import cast
 
-from projections.api.shapes import EntryView, FindingView, ResearchEntryView, StepView
 from projections.models.catalog import Entry, Step
+from projections.models.shapes import EntryView, FindingView, ResearchEntryView, StepView
 
 
 def entry_view(entry: Entry) -> EntryView:
