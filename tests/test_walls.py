@@ -68,3 +68,18 @@ def test_the_tree_keeps_every_contract(tree: Path) -> None:
 def test_a_planted_door_breaks_its_contract(tree: Path, path: str, line: str, contract: str) -> None:
     out = _lint_planted(tree, path, line)
     assert _status(out, contract) == "BROKEN", out
+
+
+def test_every_package_ships_in_the_wheel() -> None:
+    """A folder of code that ``[tool.setuptools] packages`` does not name works from a clone
+    (an editable install finds it) and is missing from the wheel ARI's Python installs."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for package in ("ledger", "projections")
+        for init in (ROOT / package).rglob("__init__.py")
+        if "skill-template" not in init.parts
+    }
+    assert found - listed == set(), "packages missing from pyproject.toml's [tool.setuptools] packages"
