@@ -63,7 +63,7 @@ def verify_seconds(ckpt: Path) -> float:
 
 def redact_seconds(master: Path, work: Path, seq: int) -> float:
     from ledger import Ledger
-    from ledger.redact import Selector, redact
+    from ledger.maintenance.redact import Selector, redact
 
     ckpt = work / f"r{seq}"
     shutil.copytree(master, ckpt)

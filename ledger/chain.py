@@ -10,7 +10,7 @@ canonical encoding itself: drop the last 75 bytes of the line (``,"hash":"`` + 6
 ``"}``), put back ``}``, and sha256 it. From version 3 it is the **seal**: the canonical
 encoding with the body replaced by ``{"sha256":"<sha256 hex of the body's bytes>"}``. An
 event commits to its body only through that digest, so a body can be removed (a redaction,
-``ledger.redact``) by storing the seal itself as the line: the event's hash still checks,
+``ledger.maintenance.redact``) by storing the seal itself as the line: the event's hash still checks,
 the chain still links, and the removed body is provably the one written. A version-2 event
 has no seal; its stub is checked against the redaction event that removed it.
 """

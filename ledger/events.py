@@ -278,7 +278,7 @@ class Redacted(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
 
 
 class EventsRedacted(Body):
-    """A redaction (``ledger.redact``): the bodies of ``redacted`` were removed from the log and
+    """A redaction (``ledger.maintenance.redact``): the bodies of ``redacted`` were removed from the log and
     replaced by stubs; the events keep their place, envelope and hash. ``selector`` says how they
     were chosen (by id, by node, by a text match), never the matched text itself."""
 

@@ -12,7 +12,7 @@ silently continued.
 This module is append, batch and read, with the open, the lock and the anchor checks. Beside
 it, as ZODB's ``fsrecover`` and ``fstest`` are beside ``FileStorage``: the open scan and
 torn-tail recovery (``ledger.recovery``), the whole-log check (``ledger.verify``), and the tools
-a person runs, ``ledger.rollback`` (accept a rollback), ``ledger.redact`` and ``ledger.repair``.
+a person runs, ``ledger.maintenance.rollback`` (accept a rollback), ``ledger.maintenance.redact`` and ``ledger.maintenance.repair``.
 
 The tools reach the log through public members only: ``state`` (:class:`~ledger.state.LogState`,
 what the scan has read: head, checkpoint id, side index), ``file`` and ``head_file``,
@@ -91,7 +91,7 @@ class Ledger:
         self.recovered: list[RecoveryReport] = []
         self.torn_tail: BadMember | None = None  # a torn tail a read-only open left in place
         self.damage: LogCorrupted | None = None  # damage open_readonly found (verify names it)
-        self.redacted_at = 0  # seq of the newest redaction this ledger has read (ledger.redact)
+        self.redacted_at = 0  # seq of the newest redaction this ledger has read (ledger.maintenance.redact)
         self._file = logfile
         self._head_file = HeadFile(logfile.path)
         # what the scan has read of the file (ledger.state): only the scan and this class move it
@@ -165,7 +165,7 @@ class Ledger:
                 with ledger.locked():
                     # A redaction killed before its rename left its new log (with the removed text):
                     # removed, durably. Its intent (``.redact``) is left for the next redaction, which
-                    # finishes it (ledger.redact.pending): it is what the derived files must still lose.
+                    # finishes it (ledger.maintenance.redact.pending): it is what the derived files must still lose.
                     leftover = path.with_name(path.name + layout.REDACT_TMP_SUFFIX)
                     if leftover.exists() or leftover.is_symlink():
                         leftover.unlink(missing_ok=True)
@@ -489,12 +489,12 @@ class Ledger:
         threads, which a fork must not copy."""
         return verify_log(self, anchors, progress, parallel=parallel)
 
-    # -- the tools' seam (ledger.redact, ledger.rollback) --------------------------------
+    # -- the tools' seam (ledger.maintenance.redact, ledger.maintenance.rollback) --------------------------------
 
     @contextmanager
     def locked(self, *, accept: bool = False) -> Iterator[None]:
         """The log's lock, and the state up to date (a torn tail recovered), for the block: no
-        other writer appends meanwhile. ``accept`` is for :func:`ledger.rollback.accept_rollback`:
+        other writer appends meanwhile. ``accept`` is for :func:`ledger.maintenance.rollback.accept_rollback`:
         a damaged tail is moved aside, not refused. Not nested, and not around an append or a
         batch of this ledger (they take the lock themselves)."""
         with self._thread_lock:

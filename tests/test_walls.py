@@ -63,6 +63,9 @@ def test_the_tree_keeps_every_contract(tree: Path) -> None:
         ("projections/evidence/grounding.py", "from projections.api import MemoryBackend", "The read side's layers"),
         ("projections/evidence/claims.py", "from projections.engines import local", "The read side's layers"),
         ("projections/evidence/grammar/units.py", "from projections.evidence import usable", "The rules of evidence"),
+        ("ledger/recovery.py", "from ledger.maintenance import repair", "The write side's storage imports neither"),
+        ("ledger/events.py", "from ledger.ari import provenance", "The write side's storage imports neither"),
+        ("ledger/ari/importer.py", "from ledger.maintenance import bundle", "ARI's formats never import"),
     ],
 )
 def test_a_planted_door_breaks_its_contract(tree: Path, path: str, line: str, contract: str) -> None:
@@ -83,3 +86,14 @@ def test_every_package_ships_in_the_wheel() -> None:
         if "skill-template" not in init.parts
     }
     assert found - listed == set(), "packages missing from pyproject.toml's [tool.setuptools] packages"
+
+
+def test_the_storage_contract_names_every_module_of_the_centre() -> None:
+    """The storage's contract lists its modules by name (a forbidden contract has no "every
+    other module"): a module added at ``ledger/``'s top level must join the list."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (storage,) = [c for c in contracts if c["name"].startswith("The write side's storage")]
+    centre = {f"ledger.{p.stem}" for p in (ROOT / "ledger").glob("*.py") if p.stem != "__init__"}
+    assert set(storage["source_modules"]) == centre

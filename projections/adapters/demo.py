@@ -21,9 +21,9 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from ledger.ari.node_report import NodeReport, load_node_report
+from ledger.ari.provenance import sha256_file
 from ledger.errors import InvalidInput
-from ledger.node_report import NodeReport, load_node_report
-from ledger.provenance import sha256_file
 from projections.api import AuditResult, MemoryBackend
 
 # shipped as package data (pyproject.toml maps fixtures/ to this package), so it is a real

@@ -2,7 +2,7 @@
 
 An entry whose content (node, text, metadata, ARI's ``ts``) is already visible is skipped, so
 restoring the same backup twice, or a backup of this very checkpoint, adds nothing. An entry a
-redaction removed (``ledger.redact``) is skipped too, and counted (``redacted``): a backup
+redaction removed (``ledger.maintenance.redact``) is skipped too, and counted (``redacted``): a backup
 written before the redaction (ARI's end-of-run ``memory_backup.jsonl.gz``, ``export-ari``'s)
 never brings the removed body back. All entries are checked before any is written.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.ari_import import Planned, ari_files_in, entry_key, plan_entries, redaction_digests, seed_key, step_key
+from ledger.ari.importer import Planned, ari_files_in, entry_key, plan_entries, redaction_digests, seed_key, step_key
 from ledger.events import EventsRedacted
 from projections.api.session import Session
 from projections.engines.protocol import Progress

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ledger import InvalidInput, config
-from ledger.ari_import import step_node
+from ledger.ari.importer import step_node
 from ledger.events import TRUNCATED, ReactStep, check_text
 from projections import settings
 from projections.access.log import ReadTool

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ledger import CopyOnWriteViolation, InvalidInput
-from ledger.consolidation import Consolidation, plan, spec_dict
+from ledger.ari.consolidation import Consolidation, plan, spec_dict
+from ledger.ari.report_file import read_report_file
 from ledger.events import Event, MemoryAdded, check_text
 from ledger.ledger import Batch
-from ledger.report_file import read_report_file
 from ledger.typed import typed_metadata
 from ledger.vocabulary import KINDS, REPRO_STATUSES
 from projections import settings

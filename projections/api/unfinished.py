@@ -1,6 +1,6 @@
 """What a crash interrupted, finished by the next process that opens the checkpoint.
 
-A repair and a redaction are journaled (``ledger.repair``, ``ledger.redact``): each records its
+A repair and a redaction are journaled (``ledger.maintenance.repair``, ``ledger.maintenance.redact``): each records its
 intent, durably, before it changes anything, and every later step can be run again. As SQLite
 treats a hot journal, the next process that opens the checkpoint for writing, whoever it is —
 ARI's hooks, the memory skill's MCP server, a command — finishes what the intent records before
@@ -30,14 +30,14 @@ import msgspec
 
 from ledger import Ledger, layout
 from ledger.anchor import Anchor, verified_context_anchor
-from ledger.ari_import import BACKUP_NAME
+from ledger.ari.importer import BACKUP_NAME
 from ledger.errors import LedgerReadOnly, UnfinishedOperation
 from ledger.layout import SNAPSHOT_NAME, VERIFIED_CONTEXT_NAME, log_path, store_dir
 from ledger.log import fsync_dir
+from ledger.maintenance.redact import MARK, Pending, Scrub, backup_key, finish, pending, scrub_aside
+from ledger.maintenance.repair import RepairReport, repair
+from ledger.maintenance.rollback import accept_rollback as accept_log_rollback
 from ledger.output import replace_file
-from ledger.redact import MARK, Pending, Scrub, backup_key, finish, pending, scrub_aside
-from ledger.repair import RepairReport, repair
-from ledger.rollback import accept_rollback as accept_log_rollback
 from ledger.safe_io import TooLarge, inflate, max_inflated_bytes, read_file
 from projections.access.log import AccessLog
 from projections.engines.local import rollback_problem, snapshot_anchor
@@ -88,7 +88,7 @@ def finish_unfinished(checkpoint_dir: str | Path) -> list[str]:
 
 
 def finish_repair(checkpoint_dir: Path, *, interrupted: bool = False) -> tuple[RepairReport, list[str]]:
-    """The log repaired (:func:`ledger.repair.repair`, which finishes an interrupted one), then
+    """The log repaired (:func:`ledger.maintenance.repair.repair`, which finishes an interrupted one), then
     each derived file whose anchor the repaired log no longer holds (the snapshot,
     verified_context.json) moved aside as :func:`accept_rollback` does: the repair changed the
     log on purpose. ``interrupted``: a repair's intent was found, so its cut is accepted even
@@ -170,7 +170,7 @@ def _drop_snapshot(ckpt: Path) -> list[str]:
 
 def _rewrite_backup(path: Path, scrub: Scrub, keys: tuple[str, ...]) -> list[str]:
     """ARI's backup (gzip JSON Lines) without the chosen events' records (one line dropped per
-    chosen record: :func:`ledger.redact.backup_key`), every other line through the rule,
+    chosen record: :func:`ledger.maintenance.redact.backup_key`), every other line through the rule,
     replaced atomically when it changed; lines that are not JSON lose the rule's matches. A file
     that is not there or not a regular file is left alone; one that cannot be inflated is
     deleted when it holds what the redaction removed (it cannot be scrubbed, and would bring

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from ledger import InvalidInput
-from ledger.provenance import resolve_inside, sha256_file
-from ledger.report_file import read_report_file, report_hash
+from ledger.ari.provenance import resolve_inside, sha256_file
+from ledger.ari.report_file import read_report_file, report_hash
 from ledger.safe_io import read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
@@ -219,7 +219,7 @@ class Grounding:
 
     def report(self, work_dir: Path) -> Mapping[str, Any] | None:
         """The work dir's node report, read once: a regular file inside the work dir, at most
-        16 MiB (``ledger.report_file.read_report_file``), so a FIFO in its place never blocks; a
+        16 MiB (``ledger.ari.report_file.read_report_file``), so a FIFO in its place never blocks; a
         report that cannot be read is None (the claims it grounds are unchecked: "no readable
         node_report.json")."""
         key = str(work_dir)

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from ledger.consolidation import SUCCESS
+from ledger.ari.consolidation import SUCCESS
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
 from projections.evidence.claims import CLAIM_KINDS, borrowed_report, is_grounded, is_result_summary

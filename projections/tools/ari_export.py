@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ledger import InvalidInput
-from ledger.ari_import import ARI_KINDS, BACKUP_NAME, plan_entries, read_ari_file
+from ledger.ari.importer import ARI_KINDS, BACKUP_NAME, plan_entries, read_ari_file
 from ledger.output import write_output
 from projections.api import MemoryBackend
 

@@ -19,10 +19,10 @@ from ledger.anchor import Anchor, AnchorUnreadable, context_anchor, verified_con
 from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
 from ledger.events import CHECKPOINT_NODE, is_stub_body
 from ledger.layout import SNAPSHOT_NAME
-from ledger.redact import INTENT_SUFFIX as REDACT_INTENT
-from ledger.redact import Pending
-from ledger.repair import INTENT_SUFFIX as REPAIR_INTENT
-from ledger.repair import RepairReport
+from ledger.maintenance.redact import INTENT_SUFFIX as REDACT_INTENT
+from ledger.maintenance.redact import Pending
+from ledger.maintenance.repair import INTENT_SUFFIX as REPAIR_INTENT
+from ledger.maintenance.repair import RepairReport
 from ledger.verify import verify as verify_log
 from projections import settings
 from projections.api import accept_rollback as accept_rollback  # `verify --accept-rollback`
@@ -280,7 +280,7 @@ def _head_note(ledger: Ledger) -> str | None:
 
 
 def repair(checkpoint_dir: Path) -> tuple[RepairReport, list[str], Pending | None]:
-    """``ari-ledger repair``: the log repaired (:func:`ledger.repair.repair`, which finishes an
+    """``ari-ledger repair``: the log repaired (:func:`ledger.maintenance.repair.repair`, which finishes an
     interrupted one), each derived file whose anchor the repaired log no longer holds moved
     aside (:func:`~projections.api.unfinished.finish_repair`), and a redaction a crash
     interrupted finished. Returns the repair, what was moved aside, and the redaction finished."""

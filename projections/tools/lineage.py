@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ledger import InvalidInput
+from ledger.ari.consolidation import headline_metric
+from ledger.ari.report_file import read_report_file
 from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
-from ledger.consolidation import headline_metric
-from ledger.report_file import read_report_file
 from ledger.safe_io import read_json
 from ledger.typed import evidence_refs
 from projections.api import MemoryBackend

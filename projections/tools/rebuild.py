@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
+from ledger.ari.report_file import read_report_file
 from ledger.checkpoint_format import REPAIRED_MARK, ROLLED_BACK_MARK, VERIFIED_CONTEXT_NAME
 from ledger.progress import Interrupted
-from ledger.report_file import read_report_file
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
 from projections import settings
 from projections.api import MemoryBackend

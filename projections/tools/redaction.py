@@ -1,6 +1,6 @@
-"""``ari-ledger redact``: the log redacted (``ledger.redact``), then every file the read side
+"""``ari-ledger redact``: the log redacted (``ledger.maintenance.redact``), then every file the read side
 wrote from it made to forget what the redaction removed — by the one rule of
-:mod:`ledger.redact` (:class:`~ledger.redact.Scrub`: the selector's matches anywhere, the
+:mod:`ledger.maintenance.redact` (:class:`~ledger.maintenance.redact.Scrub`: the selector's matches anywhere, the
 records of the chosen events, whole string values equal to a removed text; never a chain
 field), and nothing else:
 
@@ -23,12 +23,12 @@ another process between the two runs are not compared.
 
 - ARI's backup in the checkpoint (``memory_backup.jsonl.gz``, export-ari's default and ARI's
   end-of-run backup): each chosen event's record removed (matched by kind, node and text:
-  :func:`ledger.redact.backup_key`), every other line passed through the rule, replaced atomically;
+  :func:`ledger.maintenance.redact.backup_key`), every other line passed through the rule, replaced atomically;
 - files set aside beside the log, ``verified_context.json`` and the backup (``.rolled-back-*``,
   ``.torn-*``, ``.damaged-*``, ``.repaired-*``) that hold a chosen id, a removed text or a match:
-  deleted (:func:`ledger.redact.scrub_aside`).
+  deleted (:func:`ledger.maintenance.redact.scrub_aside`).
 
-Journaled (:mod:`ledger.redact`): the intent ``memory_ledger.jsonl.gz.redact`` (0600) is durable
+Journaled (:mod:`ledger.maintenance.redact`): the intent ``memory_ledger.jsonl.gz.redact`` (0600) is durable
 before the log is renamed and removed only once every derived file above is scrubbed (each
 replacement synced, renamed, its directory synced; each deletion's directory synced). A
 redaction killed at any point is finished by the next ``redact`` (any selector), which says
@@ -47,7 +47,7 @@ from typing import Any
 import msgspec
 
 from ledger import Ledger
-from ledger.redact import MARK, Pending, RedactionReport, Scrub, Selector, finish, pending, redact
+from ledger.maintenance.redact import MARK, Pending, RedactionReport, Scrub, Selector, finish, pending, redact
 from projections import settings
 from projections.access.reader import check_chain, read_records
 from projections.api import MemoryBackend, scrub_derived

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.ari_import import BACKUP_NAME, read_ari_file
+from ledger.ari.importer import BACKUP_NAME, read_ari_file
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
 from projections.api import MemoryBackend

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
-from ledger.bundle import MANIFEST, export_bundle
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
+from ledger.maintenance.bundle import MANIFEST, export_bundle
 from projections.adapters.cli import main
 
 

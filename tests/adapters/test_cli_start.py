@@ -17,7 +17,7 @@ from support.imports import loaded_after as loaded_in_fresh
 HEAVY = (
     "rich",
     "importlib.metadata",
-    "ledger.bundle",
+    "ledger.maintenance.bundle",
     "projections.tools.checkpoint",
     "numpy",
     "projections.api.backend",

@@ -32,9 +32,9 @@ from typing import IO
 import pytest
 
 from ledger import Ledger
-from ledger.bundle import import_bundle
 from ledger.layout import SNAPSHOT_NAME, store_dir
 from ledger.log import LOG_NAME
+from ledger.maintenance.bundle import import_bundle
 from ledger.progress import Interrupted
 from projections.adapters.cli import progress
 from support.env import subprocess_env

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ledger import InvalidInput, LedgerError
+from ledger.ari.node_report import MAX_REPORT_BYTES
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
-from ledger.node_report import MAX_REPORT_BYTES
 from projections.api import MemoryBackend
 from support.env import subprocess_env
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from ledger import InvalidInput, Ledger, LogCorrupted
-from ledger.ari_import import BACKUP_NAME, read_ari_file
+from ledger.ari.importer import BACKUP_NAME, read_ari_file
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, compress_member
 from ledger.safe_io import MEMBER_ENV, UnsafeFile, inflate, read_file

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.provenance import sha256_file
+from ledger.ari.provenance import sha256_file
 from projections.adapters.demo import copy_run, replay_run
 from projections.api import MemoryBackend
 from projections.evidence.grounded_block import render_grounded_block

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from support.imports import loaded_after as loaded_in_fresh
 
-HEAVY = ("pydantic", "pydantic_core", "importlib.metadata", "ledger.node_report", "tokenizers")
+HEAVY = ("pydantic", "pydantic_core", "importlib.metadata", "ledger.ari.node_report", "tokenizers")
 
 
 def loaded_after(script: str, ckpt: Path) -> dict[str, bool]:
@@ -58,4 +58,4 @@ def test_consolidating_a_report_loads_the_models_it_needs(tmp_path: Path) -> Non
         """,
         tmp_path / "ckpt",
     )
-    assert loaded["pydantic"] and loaded["ledger.node_report"]
+    assert loaded["pydantic"] and loaded["ledger.ari.node_report"]

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ledger import InvalidInput
-from ledger.consolidation import headline_metric, plan
-from ledger.node_report import MAX_REPORT_BYTES, report_findings
+from ledger.ari.consolidation import headline_metric, plan
+from ledger.ari.node_report import MAX_REPORT_BYTES, report_findings
 from projections.api import MemoryBackend
 
 

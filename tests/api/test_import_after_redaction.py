@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
-from ledger.ari_import import BACKUP_NAME
+from ledger.ari.importer import BACKUP_NAME
 from projections.api import MemoryBackend
 from support.env import ari_ledger
 from support.leaks import every_file_bytes

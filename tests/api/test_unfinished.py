@@ -22,8 +22,8 @@ import pytest
 from ledger import Ledger, layout
 from ledger.layout import SNAPSHOT_NAME, VERIFIED_CONTEXT_NAME, store_dir
 from ledger.log import LOG_NAME, scan_members
-from ledger.redact import Selector, redact
-from ledger.repair import repair
+from ledger.maintenance.redact import Selector, redact
+from ledger.maintenance.repair import repair
 from projections.api import MemoryBackend
 from support.env import ari_ledger, subprocess_env
 from support.leaks import every_file_bytes

@@ -12,7 +12,7 @@ import pytest
 
 import projections.engines.letta.projection
 import projections.engines.local  # noqa: F401
-from ledger.ari_import import _PLANNERS, ARI_KINDS, plan_entries
+from ledger.ari.importer import _PLANNERS, ARI_KINDS, plan_entries
 from ledger.errors import InvalidInput
 from ledger.events import (
     BODY_TYPES,

@@ -660,7 +660,7 @@ VERIFIED = "verified_context.json"
 
 
 def _events_in_file(path: Path) -> list[Any]:
-    from ledger.repair import salvage
+    from ledger.maintenance.repair import salvage
 
     try:
         raw = path.read_bytes()
@@ -898,7 +898,7 @@ def _repair_prepare(ckpt: Path, *, cut_short: bool = False) -> RepairCase:
 def _salvaged_by_a_repair(ckpt: Path) -> set[str]:
     """The hashes a complete repair of ``ckpt`` re-appends (a repair of a copy, thrown away)."""
     from ledger import Ledger
-    from ledger.repair import repair
+    from ledger.maintenance.repair import repair
 
     trial = ckpt.parent / "repair-trial"
     shutil.copytree(ckpt, trial)
@@ -910,7 +910,7 @@ def _salvaged_by_a_repair(ckpt: Path) -> set[str]:
 
 
 def _repair(ckpt: Path, rec: Recorder, _case: Any) -> None:
-    from ledger.repair import repair
+    from ledger.maintenance.repair import repair
 
     rec.ack("repaired", repair(ckpt).lines())
 
@@ -927,7 +927,7 @@ def _repair_check(ckpt: Path, acks: list[tuple[Any, ...]], case: RepairCase) -> 
     from ledger.errors import RollbackDetected
     from ledger.layout import store_dir
     from ledger.log import LOG_NAME
-    from ledger.repair import repair
+    from ledger.maintenance.repair import repair
 
     problems = []
     path = store_dir(ckpt) / LOG_NAME
@@ -981,7 +981,7 @@ def _redact_prepare(ckpt: Path) -> None:
 
 
 def _redact_run(ckpt: Path, rec: Recorder, _prep: Any) -> None:
-    from ledger.redact import Selector
+    from ledger.maintenance.redact import Selector
     from projections.tools.redaction import redact_checkpoint
 
     done = redact_checkpoint(ckpt, Selector(text=REDACT_SECRET), reason="leaked token", by="crash", check=False)
@@ -992,7 +992,7 @@ def _redact_check(ckpt: Path, acks: list[tuple[Any, ...]], _prep: Any) -> list[s
     """No re-run: the log opens (what ARI's next process does). Then the person runs the same
     ``redact`` again: no file of the checkpoint holds the secret, and the log verifies."""
     from ledger import Ledger, LedgerError
-    from ledger.redact import Selector
+    from ledger.maintenance.redact import Selector
     from projections.tools.redaction import redact_checkpoint
 
     problems = ledger_problems(ckpt, [])

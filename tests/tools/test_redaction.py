@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from ledger import Ledger
-from ledger.ari_import import BACKUP_NAME, read_ari_file
+from ledger.ari.importer import BACKUP_NAME, read_ari_file
 from ledger.layout import SNAPSHOT_NAME, store_dir
 from ledger.log import LOG_NAME, compress_member
-from ledger.redact import Selector, intent_path, pending, redact
+from ledger.maintenance.redact import Selector, intent_path, pending, redact
 from projections.access.chain import GENESIS
 from projections.access.reader import check_chain
 from projections.api import MemoryBackend

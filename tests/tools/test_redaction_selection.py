@@ -11,7 +11,7 @@ every token by regex, random ids, an extra node) then must:
 
 - choose exactly the events its selector names;
 - change nothing of ``memory_access.jsonl`` (chain fields aside: chained again) and of
-  ``verified_context.json`` beyond the rule of ``ledger.redact``, computed here again from its
+  ``verified_context.json`` beyond the rule of ``ledger.maintenance.redact``, computed here again from its
   definition: a match replaced anywhere; a string value equal to a removed phrase (free text of a
   chosen body, 8+ characters, 2+ words, that no kept event holds) replaced whole; a record
   of a chosen entry losing its text, preview, metadata, the typed pointers copied from it and
@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ledger import Ledger
-from ledger.redact import MARK, REDACTABLE, Selector, strings_of
+from ledger.maintenance.redact import MARK, REDACTABLE, Selector, strings_of
 from ledger.typed import TYPED_KEYS
 from projections.api import MemoryBackend
 from projections.tools.prove import prove

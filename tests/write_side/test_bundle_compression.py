@@ -15,9 +15,9 @@ import pytest
 import zstandard
 
 from ledger import Ledger
-from ledger.bundle import bundle_compression, export_bundle, import_bundle
 from ledger.errors import InvalidInput
 from ledger.layout import log_path
+from ledger.maintenance.bundle import bundle_compression, export_bundle, import_bundle
 from ledger.safe_io import INFLATE_ENV
 
 # (name asked for, what its first bytes must be): written from the naming rule, before the tool ran

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from ledger import InvalidInput, Ledger, LedgerNotFound, layout
-from ledger.bundle import export_bundle, import_bundle
 from ledger.errors import RollbackDetected
 from ledger.layout import OLD_SNAPSHOT_NAME, SNAPSHOT_NAME, STORE_DIR, check_checkpoint_dir, store_dir
 from ledger.log import LOG_NAME
-from ledger.redact import Selector, redact
-from ledger.repair import repair
-from ledger.rollback import accept_rollback
+from ledger.maintenance.bundle import export_bundle, import_bundle
+from ledger.maintenance.redact import Selector, redact
+from ledger.maintenance.repair import repair
+from ledger.maintenance.rollback import accept_rollback
 from projections.api import MemoryBackend, clear_backend_cache, get_backend
 from projections.tools import checkpoint as state
 

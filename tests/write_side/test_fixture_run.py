@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.node_report import NodeReport, load_node_report
-from ledger.provenance import sha256_file
+from ledger.ari.node_report import NodeReport, load_node_report
+from ledger.ari.provenance import sha256_file
 from support.env import FIXTURES
 
 FIXTURE = FIXTURES / "ari_run"

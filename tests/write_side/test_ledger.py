@@ -476,7 +476,7 @@ def test_read_only_opens_refuse_appends_and_know_the_head(ledger: Ledger) -> Non
 
 def test_the_head_file_follows_every_acknowledged_append(ledger: Ledger) -> None:
     from ledger.anchor import Anchor
-    from ledger.rollback import accept_rollback
+    from ledger.maintenance.rollback import accept_rollback
 
     assert ledger.head_anchor() is None  # nothing acknowledged yet
     first = ledger.append("root", "memory_added", {"text": "one"})

@@ -19,9 +19,9 @@ from ledger import InvalidInput, Ledger, LogCorrupted
 from ledger.anchor import Anchor, HeadFile
 from ledger.layout import SNAPSHOT_NAME, STORE_DIR, store_dir
 from ledger.log import LOG_NAME, compress_member
+from ledger.maintenance.repair import repair
+from ledger.maintenance.rollback import accept_rollback
 from ledger.output import replace_file, write_output
-from ledger.repair import repair
-from ledger.rollback import accept_rollback
 from ledger.safe_io import UnsafeFile
 from support.env import FIXTURES, subprocess_env
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.ari.node_report import load_node_report, report_hash
 from ledger.errors import InvalidInput
-from ledger.node_report import load_node_report, report_hash
 from support.env import FIXTURES
 
 RUN_DIR = FIXTURES / "ari_run" / "experiments" / "run_20261128_stencil"

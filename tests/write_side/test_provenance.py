@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.ari.node_report import load_node_report
+from ledger.ari.provenance import artifact_refs, resolve_inside, sha256_file
 from ledger.errors import InvalidInput
-from ledger.node_report import load_node_report
-from ledger.provenance import artifact_refs, resolve_inside, sha256_file
 from ledger.typed import inspect_metadata
 from support.env import FIXTURES
 

@@ -17,7 +17,7 @@ from ledger import Ledger, LogCorrupted
 from ledger.errors import RollbackDetected
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, scan_members
-from ledger.rollback import accept_rollback
+from ledger.maintenance.rollback import accept_rollback
 
 
 def build_log(ckpt: Path, batches: list[int]) -> list[tuple[int, int, int]]:
@@ -284,7 +284,7 @@ def _resign(ckpt: Path, edit) -> None:
 
 
 def test_a_rewrite_with_recomputed_hashes_is_caught_by_anchors_outside_the_log(ckpt: Path, tmp_path: Path) -> None:
-    from ledger.bundle import export_bundle
+    from ledger.maintenance.bundle import export_bundle
 
     build_log(ckpt, [3, 3])
     manifest = export_bundle(ckpt, tmp_path / "bundle.tar")

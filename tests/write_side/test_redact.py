@@ -26,7 +26,7 @@ from ledger.chain import canonical, decode_line, sign, stub_line
 from ledger.events import UnsignedEvent, new_event_id, utc_now
 from ledger.layout import REDACT_TMP_SUFFIX, store_dir
 from ledger.log import LOG_NAME, compress_member
-from ledger.redact import MARK, MIN_TEXT, Scrub, Selector, redact
+from ledger.maintenance.redact import MARK, MIN_TEXT, Scrub, Selector, redact
 from support.env import subprocess_env
 from support.leaks import every_file_bytes
 
@@ -176,7 +176,7 @@ def test_random_logs_random_redactions(tmp_path: Path, plan: list[tuple[bool, in
 
 REDACTOR = r"""
 import sys
-from ledger.redact import Selector, redact
+from ledger.maintenance.redact import Selector, redact
 redact(sys.argv[1], Selector(text=sys.argv[2]), reason="kill test", by="tester")
 print("done", flush=True)
 """

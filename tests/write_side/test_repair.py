@@ -15,7 +15,7 @@ import pytest
 from ledger import Ledger, LogCorrupted
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, scan_members
-from ledger.repair import repair
+from ledger.maintenance.repair import repair
 from projections.api import MemoryBackend
 from support.env import subprocess_env
 
@@ -127,7 +127,7 @@ def test_a_repair_killed_midway_is_finished_by_the_next_run(
     """Issue 26: the intent is recorded first, so a repair stopped after it set the damage aside
     (before the head moved, or after the cut, before the salvage) is finished by running it again:
     the salvageable events never stay only in ``.damaged-*``, and the next open raises no alarm."""
-    import ledger.repair as repair_module
+    import ledger.maintenance.repair as repair_module
 
     texts, offsets = build(ckpt)
     damage(ckpt, (offsets[3] + offsets[4]) // 2)

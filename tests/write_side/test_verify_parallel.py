@@ -31,13 +31,13 @@ import ledger.log
 import ledger.verify
 from ledger import Ledger, VerifyReport
 from ledger.anchor import Anchor
-from ledger.bundle import export_bundle, import_bundle
 from ledger.chain import sign
 from ledger.events import Event, UnsignedEvent
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME, Member, compress_member, scan_members
-from ledger.redact import Selector, redact
-from ledger.repair import repair
+from ledger.maintenance.bundle import export_bundle, import_bundle
+from ledger.maintenance.redact import Selector, redact
+from ledger.maintenance.repair import repair
 from ledger.verify import verify
 
 MEMBERS = 24

@@ -32,7 +32,7 @@ from projections.adapters.cli.progress import only_reading
 
 if TYPE_CHECKING:
     from ledger.events import Event
-    from ledger.redact import Selector
+    from ledger.maintenance.redact import Selector
 
 # Each command imports what it runs (``projections.tools.checkpoint`` and the projection engines
 # under it) when it runs: the command line starts without them.
@@ -210,7 +210,7 @@ def check_chooses(checkpoint: str, selector: Selector, text_option: str) -> None
     """Every ``--id`` names a redactable event of the log, and the selector chooses at least one
     event: a mistyped selector is one error line and exit 2, never "would redact 0 event(s)",
     exit 0, and the secret left in place."""
-    from ledger.redact import REDACTABLE
+    from ledger.maintenance.redact import REDACTABLE
 
     chosen: set[str] = set()
     ids: dict[str, Event] = {}
@@ -342,7 +342,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
     import getpass
     import socket
 
-    from ledger.redact import Selector
+    from ledger.maintenance.redact import Selector
     from projections.adapters.cli.progress import Reporter
     from projections.tools import checkpoint as state
     from projections.tools.redaction import STEPS, redact_checkpoint

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput, layout
-from ledger.ari_import import (
+from ledger.ari.importer import (
     ARI_KINDS,
     BACKUP_NAME,
     FORMATS,
@@ -65,7 +65,7 @@ def _check_export(args: argparse.Namespace) -> None:
     check=_check_export,
 )
 def cmd_export(args: argparse.Namespace) -> int:
-    from ledger.bundle import export_bundle
+    from ledger.maintenance.bundle import export_bundle
 
     with output_file(args.output) as out:
         manifest = export_bundle(Path(args.checkpoint), out)
@@ -173,7 +173,7 @@ def _read_all(sources: list[Path]) -> list[AriFile]:
 def _import_bundle(bundle: Path, ckpt: Path) -> dict[str, Any]:
     """``import_bundle`` with a bar as the staged log is verified. Its log is moved into place
     only once all of it verified: Ctrl-C leaves the checkpoint without a ledger, or with all of it."""
-    from ledger.bundle import import_bundle
+    from ledger.maintenance.bundle import import_bundle
 
     bar = Reporter("checking the bundle")
     try:

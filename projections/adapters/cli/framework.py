@@ -198,10 +198,10 @@ STDOUT = "-"  # ``-o -``: the command's file goes to standard output
 @contextlib.contextmanager
 def output_file(output: str, field: str = "--output") -> Iterator[Path]:
     """The file a command writes for ``-o OUTPUT``, checked before any work (its folder exists,
-    it is no file of a checkpoint's memory: :func:`ledger.bundle.check_output_path`). ``-o -``
+    it is no file of a checkpoint's memory: :func:`ledger.maintenance.bundle.check_output_path`). ``-o -``
     yields a private temporary file whose bytes go to standard output once the command has
     written it whole (a failed command writes nothing there)."""
-    from ledger.bundle import check_output_path
+    from ledger.maintenance.bundle import check_output_path
 
     if output != STDOUT:
         check_output_path(Path(output), field)

@@ -29,17 +29,17 @@ from typing import IO, Any, BinaryIO, Literal, assert_never
 
 import zstandard
 
-from . import layout
-from .anchor import HeadFile
-from .errors import InvalidInput, LogCorrupted
-from .events import Event
-from .ledger import Ledger
-from .log import LOG_NAME
-from .output import write_output
-from .progress import Progress
-from .provenance import sha256_file
-from .safe_io import INFLATE_ENV, SIDE_FILE_LIMIT, UnsafeFile, max_inflated_bytes, open_file
-from .verify import VerifyReport
+from .. import layout
+from ..anchor import HeadFile
+from ..ari.provenance import sha256_file
+from ..errors import InvalidInput, LogCorrupted
+from ..events import Event
+from ..ledger import Ledger
+from ..log import LOG_NAME
+from ..output import write_output
+from ..progress import Progress
+from ..safe_io import INFLATE_ENV, SIDE_FILE_LIMIT, UnsafeFile, max_inflated_bytes, open_file
+from ..verify import VerifyReport
 
 MANIFEST = "manifest.json"
 FORMAT = "ari-memory-ledger-bundle/1"

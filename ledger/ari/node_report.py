@@ -9,7 +9,7 @@ would make the index disagree with the evidence — so it is used two ways:
 :func:`load_node_report` refuses a report that fails it, and :func:`report_findings` lists
 every problem so consolidation can store what ARI would store and flag the rest.
 Fields ARI may add later are kept (``extra="allow"``). Reading and hashing a report
-without the models is :mod:`ledger.report_file` (re-exported here).
+without the models is :mod:`ledger.ari.report_file` (re-exported here).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from ledger.ari.report_file import MAX_REPORT_BYTES, read_report_file, report_hash
 from ledger.errors import InvalidInput
-from ledger.report_file import MAX_REPORT_BYTES, read_report_file, report_hash
 from ledger.vocabulary import Finding, NodeLabel, is_sha256
 
 __all__ = ["MAX_REPORT_BYTES", "NodeReport", "load_node_report", "read_report_file", "report_findings", "report_hash"]

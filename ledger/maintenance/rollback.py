@@ -11,16 +11,16 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import layout
-from .anchor import Anchor, HeadFile
-from .checkpoint_format import ROLLBACKS_SUFFIX as ROLLBACKS_SUFFIX
-from .checkpoint_format import ROLLED_BACK_MARK
-from .errors import LedgerNotFound, act_on_missing_log
-from .events import utc_now
-from .ledger import Ledger
-from .log import LOG_NAME, LogFile, fsync_dir
-from .safe_io import open_file, restrict
-from .state import Head
+from .. import layout
+from ..anchor import Anchor, HeadFile
+from ..checkpoint_format import ROLLBACKS_SUFFIX as ROLLBACKS_SUFFIX
+from ..checkpoint_format import ROLLED_BACK_MARK
+from ..errors import LedgerNotFound, act_on_missing_log
+from ..events import utc_now
+from ..ledger import Ledger
+from ..log import LOG_NAME, LogFile, fsync_dir
+from ..safe_io import open_file, restrict
+from ..state import Head
 
 
 def accept_rollback(checkpoint_dir: str | Path, anchored_files: Iterable[tuple[Path, Anchor]] = ()) -> list[str]:

@@ -1,6 +1,6 @@
 """Reading ARI's ``node_report.json`` safely, and its hash: what a grounding check needs.
 
-Kept apart from the typed models (:mod:`ledger.node_report`, pydantic): a process that only
+Kept apart from the typed models (:mod:`ledger.ari.node_report`, pydantic): a process that only
 writes and searches memory, or re-hashes a report to check a result, never imports them.
 """
 
@@ -23,7 +23,7 @@ MAX_REPORT_BYTES = 16 * 1024 * 1024
 def report_hash(report: Any) -> str:
     """sha256 of the report's canonical JSON, so re-consolidating the same report is a no-op.
 
-    ``report`` is the decoded JSON, or a :class:`~ledger.node_report.NodeReport`: a model
+    ``report`` is the decoded JSON, or a :class:`~ledger.ari.node_report.NodeReport`: a model
     hashes the fields it was given (defaults it filled in are left out), so a dict and the
     model loaded from it hash the same. NaN hashes as null, as it is stored.
     """

@@ -29,16 +29,16 @@ from typing import Any
 
 import msgspec
 
-from . import layout
-from .anchor import AnchorUnreadable, HeadFile
-from .chain import ChainError, decode_line
-from .checkpoint_format import DAMAGED_MARK, REPAIR_INTENT_SUFFIX, ROLLED_BACK_MARK
-from .errors import InvalidInput, LedgerError, LedgerNotFound
-from .events import Event, upcast
-from .ledger import Ledger
-from .log import LogFile, fsync_dir
-from .output import replace_file
-from .safe_io import GZIP_MAGIC, SET_ASIDE_MODE, SIDE_FILE_LIMIT, max_member_bytes, read_file, restrict
+from .. import layout
+from ..anchor import AnchorUnreadable, HeadFile
+from ..chain import ChainError, decode_line
+from ..checkpoint_format import DAMAGED_MARK, REPAIR_INTENT_SUFFIX, ROLLED_BACK_MARK
+from ..errors import InvalidInput, LedgerError, LedgerNotFound
+from ..events import Event, upcast
+from ..ledger import Ledger
+from ..log import LogFile, fsync_dir
+from ..output import replace_file
+from ..safe_io import GZIP_MAGIC, SET_ASIDE_MODE, SIDE_FILE_LIMIT, max_member_bytes, read_file, restrict
 
 log = logging.getLogger("ledger")
 

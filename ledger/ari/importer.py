@@ -19,7 +19,7 @@ and an event whose key is already visible in the checkpoint is not written again
 it was imported before or written there in the first place (a backup of this very
 checkpoint imports nothing).
 
-Importing never brings back what a redaction removed (``ledger.redact``): its event records,
+Importing never brings back what a redaction removed (``ledger.maintenance.redact``): its event records,
 for each removed body, the digest ``ledger.chain.body_digest`` took of it, and
 :func:`redaction_digests` gives, for a planned entry, the digests of every body an event
 holding this entry could have had — the body as this import writes it, the body ARI's own
@@ -44,14 +44,14 @@ from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
-from .checkpoint_format import BACKUP_NAME as BACKUP_NAME
-from .checkpoint_format import V05_REACT_NAME as REACT_NAME
-from .checkpoint_format import V05_STORE_NAME as STORE_NAME
-from .errors import InvalidInput
-from .events import CHECKPOINT_NODE, MAX_JSON_DEPTH, EventType, check_node_id, validate_body
-from .progress import Progress
-from .safe_io import INFLATE_ENV, TooLarge, UnsafeFile, inflate, max_inflated_bytes, read_file
-from .vocabulary import Finding
+from ..checkpoint_format import BACKUP_NAME as BACKUP_NAME
+from ..checkpoint_format import V05_REACT_NAME as REACT_NAME
+from ..checkpoint_format import V05_STORE_NAME as STORE_NAME
+from ..errors import InvalidInput
+from ..events import CHECKPOINT_NODE, MAX_JSON_DEPTH, EventType, check_node_id, validate_body
+from ..progress import Progress
+from ..safe_io import INFLATE_ENV, TooLarge, UnsafeFile, inflate, max_inflated_bytes, read_file
+from ..vocabulary import Finding
 
 AriKind = Literal["node_scope", "react_step", "core_seed"]  # the kinds of ARI's entries (``kind`` in its backup)
 ARI_KINDS: tuple[str, ...] = get_args(AriKind)

@@ -67,9 +67,9 @@ from typing import Any, BinaryIO, assert_never
 
 import msgspec
 
-from . import layout
-from .chain import body_digest, canonical, decode_line, stub_line, unhashed_bytes
-from .checkpoint_format import (
+from .. import layout
+from ..chain import body_digest, canonical, decode_line, stub_line, unhashed_bytes
+from ..checkpoint_format import (
     HEAD_SUFFIX,
     INDEX_SUFFIX,
     OLD_INDEX_TMP_SUFFIX,
@@ -77,14 +77,14 @@ from .checkpoint_format import (
     REPAIR_INTENT_SUFFIX,
     ROLLBACKS_SUFFIX,
 )
-from .errors import InvalidInput, LedgerError
-from .events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast
-from .ledger import Ledger, LogReplacement
-from .log import compress_member, fsync_dir
-from .output import replace_file
-from .recovery import walk
-from .safe_io import SET_ASIDE_MODE, SIDE_FILE_LIMIT, read_file
-from .typed import TYPED_KEYS
+from ..errors import InvalidInput, LedgerError
+from ..events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast
+from ..ledger import Ledger, LogReplacement
+from ..log import compress_member, fsync_dir
+from ..output import replace_file
+from ..recovery import walk
+from ..safe_io import SET_ASIDE_MODE, SIDE_FILE_LIMIT, read_file
+from ..typed import TYPED_KEYS
 
 log = logging.getLogger("ledger")
 

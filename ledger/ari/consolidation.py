@@ -22,12 +22,12 @@ from typing import Any
 
 import msgspec
 
-from .errors import InvalidInput
-from .events import check_node_id
+from ..errors import InvalidInput
+from ..events import check_node_id
+from ..typed import typed_metadata
+from ..vocabulary import NODE_LABELS, Finding
 from .provenance import artifact_refs
 from .report_file import report_hash
-from .typed import typed_metadata
-from .vocabulary import NODE_LABELS, Finding
 
 SUCCESS = frozenset({"success", "succeeded", "ok"})
 METRIC_HINTS = ("gflop", "gb_per_s", "gb/s", "throughput", "speedup", "score")  # ARI's headline hints
