@@ -41,8 +41,6 @@ from projections.engines.snapshot import (
     SnapshotView,
     open_snapshot,
     read_preamble,
-    remove_stale_temps,
-    write_snapshot,
 )
 from projections.engines.snapshot_check import (
     OneRead,
@@ -51,6 +49,7 @@ from projections.engines.snapshot_check import (
     sample_problem,
     vectors_problem,
 )
+from projections.engines.snapshot_writer import remove_stale_temps, write_snapshot
 from projections.models.catalog import Catalog, Entry, Step
 from projections.models.frozen import DamagedCache
 from projections.models.semantic import Embedder, SemanticIndex

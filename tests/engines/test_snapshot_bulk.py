@@ -18,6 +18,7 @@ import pytest
 from ledger.layout import store_dir
 from projections.api import MemoryBackend
 from projections.engines import snapshot as snapshot_module
+from projections.engines import snapshot_writer
 from projections.engines.snapshot import SNAPSHOT_NAME, SnapshotDamaged, SnapshotView, open_snapshot
 from projections.models.catalog import Catalog
 from projections.models.frozen import NEVER, REACT
@@ -45,7 +46,7 @@ def _checkpoint(ckpt: Path, entries: int = 30) -> Path:
 def snapshot(request: pytest.FixtureRequest, ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A snapshot whose records are stored raw (few rows), or compressed with a dictionary."""
     if request.param == "dictionary":
-        monkeypatch.setattr(snapshot_module, "DICTIONARY_FROM", 10)
+        monkeypatch.setattr(snapshot_writer, "DICTIONARY_FROM", 10)
     path = _checkpoint(ckpt, 300 if request.param == "dictionary" else 30)
     assert bool(open_snapshot(path).dictionary()) == (request.param == "dictionary")
     return path
@@ -113,7 +114,7 @@ def test_scan_columns_gives_the_rows_scan_rows_gives(snapshot: Path, steps: bool
 
 
 def test_the_dictionary_s_chunks_are_checked_before_a_bulk_read(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot_module, "DICTIONARY_FROM", 10)
+    monkeypatch.setattr(snapshot_writer, "DICTIONARY_FROM", 10)
     path = _checkpoint(ckpt, 300)
     data = bytearray(path.read_bytes())
     view = open_snapshot(path, check=False)
@@ -156,7 +157,7 @@ def test_a_damaged_record_reads_in_bulk_as_it_reads_alone(
 ) -> None:
     """The same bytes or the same SnapshotDamaged, whatever the damage and wherever it is in
     the batch (a first frame of size zero once made zstandard's batch call free memory twice)."""
-    monkeypatch.setattr(snapshot_module, "DICTIONARY_FROM", 10)
+    monkeypatch.setattr(snapshot_writer, "DICTIONARY_FROM", 10)
     path = _checkpoint(ckpt, 300)
     view = open_snapshot(path, check=True)
     row = 0 if where == "first" else view.rows_total // 2

@@ -17,7 +17,7 @@ from hypothesis.extra import numpy as hnp
 from ledger import Ledger
 from ledger.layout import store_dir
 from projections.api import MemoryBackend
-from projections.engines import snapshot as snapshot_module
+from projections.engines import snapshot_writer
 from projections.engines.local import Projector
 from projections.engines.snapshot import SNAPSHOT_FORMAT, SNAPSHOT_NAME, open_snapshot
 from projections.engines.snapshot_check import vectors_problem
@@ -79,7 +79,7 @@ def _fill(backend: MemoryBackend, node: str, count: int, start: int = 0) -> None
 def test_a_row_scores_the_same_from_memory_the_snapshot_and_the_cache(
     ckpt: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshot_module, "DICTIONARY_FROM", 10)
+    monkeypatch.setattr(snapshot_writer, "DICTIONARY_FROM", 10)
     backend = MemoryBackend(ckpt)
     backend.start_node("root", current_node="root")
     _fill(backend, "root", 40)
@@ -107,7 +107,7 @@ def test_a_row_scores_the_same_from_memory_the_snapshot_and_the_cache(
 def test_records_are_compressed_alone_with_a_dictionary_kept_until_the_rows_double(
     ckpt: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapshot_module, "DICTIONARY_FROM", 50)
+    monkeypatch.setattr(snapshot_writer, "DICTIONARY_FROM", 50)
     path = store_dir(ckpt) / SNAPSHOT_NAME
     backend = MemoryBackend(ckpt)
     backend.start_node("root", current_node="root")
