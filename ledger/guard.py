@@ -5,9 +5,11 @@ The refusal texts are ARI's, word for word, so hooks that match on them keep wor
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import config
 from .errors import CopyOnWriteViolation
-from .events import EventType
+from .events import EventType, check_node_id, validate_body
 
 GUARDED_TYPES: frozenset[EventType] = frozenset({"node_started", "memory_added", "node_cleared"})
 
@@ -28,3 +30,13 @@ def check_writer(node_id: str, event_type: EventType, current_node: str | None =
         raise CopyOnWriteViolation(NOT_SET)
     if node_id != current:
         raise CopyOnWriteViolation(MISMATCH)
+
+
+def prepare_event(
+    node_id: str, type: EventType, body: Any, current_node: str | None
+) -> tuple[str, EventType, dict[str, Any]]:
+    """Validate and guard one event (no lock needed): (node, type, canonical body)."""
+    check_node_id(node_id, "node_id")
+    canonical_body = validate_body(type, body)
+    check_writer(node_id, type, current_node)
+    return node_id, type, canonical_body

@@ -34,7 +34,7 @@ import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from . import events as schema
 from . import layout
@@ -50,9 +50,9 @@ from .errors import (
     WriteUnconfirmed,
     act_on_missing_log,
 )
-from .events import Event, EventType, UnsignedEvent, check_node_id, new_event_id, utc_now, validate_body
-from .guard import check_writer
-from .log import BadMember, LogFile, compress_member, fsync_dir, index_due, make_durable
+from .events import Event, EventType, UnsignedEvent, new_event_id, utc_now
+from .guard import prepare_event
+from .log import BadMember, LogFile, compress_member, fsync_dir, make_durable
 from .progress import Progress
 from .recovery import (
     IN_FLIGHT,
@@ -66,6 +66,7 @@ from .recovery import (
     walk,
     why_not_torn,
 )
+from .replacement import LogReplacement
 from .safe_io import create_new, kept_mode
 from .state import Head, LogState
 from .verify import Parallel, VerifyReport
@@ -366,7 +367,7 @@ class Ledger:
         LedgerReadOnly (opened read-only; nothing written).
         """
         self._refuse_if_readonly()
-        prepared = _prepare(node_id, type, body, current_node)  # checked before taking the lock
+        prepared = prepare_event(node_id, type, body, current_node)  # checked before taking the lock
         with self._thread_lock:
             if self._in_batch:
                 raise RuntimeError("append inside a batch: use the batch's append")
@@ -529,7 +530,7 @@ class Ledger:
             fd = create_new(path, kept_mode(self.path) or 0o644)  # exclusive, no link followed; the log's mode kept
             with open(fd, "wb") as out:  # closed at the end of the block: that releases the new file's lock
                 fcntl.flock(fd, fcntl.LOCK_EX)  # whoever opens it once it is renamed waits for its index and head
-                new = LogReplacement(self, path, out)
+                new = LogReplacement(self._file, self._head_file, self._sign, path, out)
                 try:
                     yield new
                 finally:
@@ -664,16 +665,6 @@ def _no_ledger(path: Path, directory: Path) -> str:
     return f"no ledger at {path}: {act_on_missing_log(path, misplaced)}"
 
 
-def _prepare(
-    node_id: str, type: EventType, body: Any, current_node: str | None
-) -> tuple[str, EventType, dict[str, Any]]:
-    """Validate and guard one event (no lock needed): (node, type, canonical body)."""
-    check_node_id(node_id, "node_id")
-    canonical_body = validate_body(type, body)
-    check_writer(node_id, type, current_node)
-    return node_id, type, canonical_body
-
-
 class Batch:
     """The appends of one group commit (see :meth:`Ledger.batch`)."""
 
@@ -687,7 +678,7 @@ class Batch:
 
     def append(self, node_id: str, type: EventType, body: Any, *, current_node: str | None = None) -> Event:
         """Validate, guard and queue one event; it is durable when the batch ends."""
-        return self._add(*_prepare(node_id, type, body, current_node))
+        return self._add(*prepare_event(node_id, type, body, current_node))
 
     def _add(self, node_id: str, type: EventType, canonical_body: dict[str, Any]) -> Event:
         head = self._ledger.state.head
@@ -714,61 +705,3 @@ class Batch:
         ledger.state.head = self._start
         if self._start.seq == 0:
             ledger.state.ckpt = None
-
-
-class LogReplacement:
-    """A new log a tool writes beside the log, renamed over it by :meth:`commit` (see
-    :meth:`Ledger.replace_log`). Its members go in whole with :meth:`member` (bytes as they are,
-    or rebuilt) and :meth:`append` (a new event after the last one written); both keep its side
-    index."""
-
-    def __init__(self, ledger: Ledger, path: Path, out: BinaryIO) -> None:
-        self._ledger = ledger
-        self.path = path  # its temporary name, beside the log
-        self.out = out  # the new file, open for writing
-        self.index: list[tuple[int, int]] = []  # its side index, as members go in
-        self.last: Event | None = None  # the last event written
-        self.replaced = False  # the rename happened: the log is this file now
-
-    @property
-    def size(self) -> int:
-        """Bytes written so far."""
-        return self.out.tell()
-
-    def member(self, data: bytes, events: list[Event]) -> None:
-        """Write one whole gzip member, ``data``, holding ``events`` (in order, after the last)."""
-        if events:
-            offset = self.out.tell()
-            if index_due(self.index, offset):
-                self.index.append((offset, events[0].seq))
-            self.last = events[-1]
-        self.out.write(data)
-
-    def append(self, node_id: str, type: EventType, body: Any) -> Event:
-        """Validate and guard one event (as :meth:`Ledger.append`), sign it after the last event
-        written, and write it as a member of its own; return it."""
-        prepared = _prepare(node_id, type, body, None)
-        last = self.last
-        event, line = self._ledger._sign(last.seq + 1 if last else 1, last.hash if last else "", *prepared)
-        self.member(compress_member(line, single_event=True), [event])
-        return event
-
-    def commit(self) -> None:
-        """Make this file the log: synced, renamed over the log, the directory synced, its side
-        index written (a failure only warns: a stale index is found out and rebuilt), the head
-        file anchored at its last event. When it raises, ``replaced`` says whether the rename
-        happened (before it, the log is as it was)."""
-        last = self.last
-        if last is None:
-            raise RuntimeError("a replacement log holds no event")
-        ledger = self._ledger
-        self.out.flush()
-        os.fsync(self.out.fileno())
-        os.replace(self.path, ledger.path)
-        self.replaced = True
-        fsync_dir(ledger.path.parent)
-        try:
-            ledger.file.write_index(self.index)
-        except OSError as exc:  # derived: a stale index is found out and rebuilt by the next open
-            log.warning("could not rewrite %s after the redaction (%s)", ledger.file.idx_path, exc)
-        ledger.head_file.write(last.ckpt, last.seq, last.hash, both=True)

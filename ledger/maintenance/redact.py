@@ -79,10 +79,11 @@ from ..checkpoint_format import (
 )
 from ..errors import InvalidInput, LedgerError
 from ..events import CHECKPOINT_NODE, Event, EventsRedacted, Redacted, check_text, is_stub_body, upcast
-from ..ledger import Ledger, LogReplacement
+from ..ledger import Ledger
 from ..log import compress_member, fsync_dir
 from ..output import replace_file
 from ..recovery import walk
+from ..replacement import LogReplacement
 from ..safe_io import SET_ASIDE_MODE, SIDE_FILE_LIMIT, read_file
 from ..typed import TYPED_KEYS
 
