@@ -62,7 +62,9 @@ class ReadTool(StrEnum):
     REACT_SEARCH = "react_search"
 
 
-READ_FIELDS = ("collection", "query", "ancestor_ids", "limit", "results", "ids")  # what read_fields gives
+# the fields of a read's line that read_fields gives, in the order a replay compares them (the
+# most telling first; projections.tools.reads says why these and no others)
+READ_FIELDS = ("ids", "results", "limit", "collection", "query", "ancestor_ids")
 
 
 def read_fields(

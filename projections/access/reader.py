@@ -23,10 +23,8 @@ from ledger.anchor import AnchorUnreadable, HeadFile
 from ledger.checkpoint_format import ACCESS_LOG_NAME, ACCESS_SUMMARY_NAME
 from ledger.safe_io import read_file
 from projections.access.chain import GENESIS, link
+from projections.access.log import READ_FIELDS
 from projections.access.writer import HEAD_ID, ROTATED_GLOB
-
-# what a replay compares of a read's line (projections.tools.reads says why these and no others)
-REPLAYED_FIELDS = ("ids", "results", "limit", "collection", "query", "ancestor_ids")
 
 
 @dataclass
@@ -44,7 +42,7 @@ class ReadRecord:
     ids: list[str]
     args: dict[str, Any]
     engine: str | None
-    recorded: dict[str, Any] = field(default_factory=dict)  # the line's REPLAYED_FIELDS, as recorded
+    recorded: dict[str, Any] = field(default_factory=dict)  # the line's READ_FIELDS, as recorded
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -195,7 +193,7 @@ def read_records(lines: list[dict[str, Any]], node: str | None = None) -> list[R
                 [str(i) for i in ids],
                 args if isinstance(args, dict) else {},
                 line.get("engine") if isinstance(line.get("engine"), str) else None,
-                {k: line[k] for k in REPLAYED_FIELDS if k in line},
+                {k: line[k] for k in READ_FIELDS if k in line},
             )
         )
     return out

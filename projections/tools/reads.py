@@ -8,7 +8,7 @@ reordered line; a tail cut against the head file) and turns the read lines into 
 :class:`Replayer` runs each recorded read again as of its position and compares: the engines
 are deterministic, so the same line is expected.
 
-Compared (:data:`REPLAYED_FIELDS`), each the replay's line against the recorded one: what a
+Compared (:data:`READ_FIELDS`), each the replay's line against the recorded one: what a
 read returned and ARI shows — ``ids`` (the entry ids, in order), ``results`` (ARI's per-hit
 objects: ``entry_id``, ``src_node_id``, ``score`` or ``type`` as the call writes them, in
 order), ``limit`` (for the reads that record their count there, the count), and the read's
@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from projections.access.log import ReadCapture, ReadTool
-from projections.access.reader import REPLAYED_FIELDS, ReadRecord
+from projections.access.log import READ_FIELDS, ReadCapture, ReadTool
+from projections.access.reader import ReadRecord
 
 if TYPE_CHECKING:  # (the backend, its engines and numpy load with a replay, not with the command line)
     from projections.api import MemoryBackend
@@ -63,7 +63,7 @@ class Replayed:
     verdict: str  # same, differs, not_replayable
     got: list[str] = field(default_factory=list)
     why: str = ""
-    differing: list[str] = field(default_factory=list)  # the REPLAYED_FIELDS that differ
+    differing: list[str] = field(default_factory=list)  # the READ_FIELDS that differ
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -189,9 +189,9 @@ def _difference(expected: list[str], got: list[str]) -> str:
 
 
 def _line_differences(recorded: dict[str, Any], replayed: dict[str, Any]) -> dict[str, str]:
-    """Field → why, for the REPLAYED_FIELDS where the replay's line is not the recorded one."""
+    """Field → why, for the READ_FIELDS where the replay's line is not the recorded one."""
     out = {}
-    for key in REPLAYED_FIELDS:
+    for key in READ_FIELDS:
         if key not in recorded:
             out[key] = f"{key}: missing from the recorded line"
         elif key == "results":

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger import InvalidInput
-from projections.access.reader import REPLAYED_FIELDS  # named in reads' --help
+from projections.access.log import READ_FIELDS  # named in reads' --help
 from projections.adapters.cli import framework
 from projections.adapters.cli.checkpoint import hash_arg
 from projections.adapters.cli.framework import (
@@ -38,7 +38,7 @@ EXIT_NOTHING_TO_PROVE = 3  # prove: no verified context, or one without claims
 READS_EXIT_CODES = {
     EXIT_OK: "the access log's chain holds (and, with --replay, every replayable read replays the same)",
     EXIT_CHECK_FAILED: "the chain is broken, or a read replays differently\n"
-    f"(fields compared: {', '.join(REPLAYED_FIELDS)})",
+    f"(fields compared: {', '.join(READ_FIELDS)})",
     EXIT_ERROR: "the command could not run: not a checkpoint, or --node names a node neither the log nor\n"
     "the access log has (one error: line)",
 }
