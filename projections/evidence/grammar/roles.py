@@ -47,7 +47,9 @@ from projections.evidence.grammar.metric_names import (
     phrase_words,
     weight,
 )
-from projections.evidence.grammar.quantities import Quantity, count_noun, name_key, replace, sentence_of, tolerance
+from projections.evidence.grammar.quantities import count_noun, name_key, tolerance
+from projections.evidence.grammar.quantity import Quantity, replace
+from projections.evidence.grammar.quantity_links import sentence_of
 from projections.evidence.grammar.sources import OWN, Evidence, Verdict, number_form, range_problem
 from projections.evidence.grammar.tables import (
     Cell,
