@@ -20,7 +20,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ledger import InvalidInput
 from ledger.ari.provenance import resolve_inside, sha256_file
@@ -28,21 +28,15 @@ from ledger.ari.report_file import read_report_file, report_hash
 from ledger.safe_io import read_file
 from ledger.typed import evidence_refs
 from ledger.vocabulary import is_sha256
-from projections.evidence.grammar.sources import words_of
-from projections.evidence.grammar.values import (
-    Evidence,
-    Place,
-    Verdict,
-    check_claim,
-    check_metric_ptr,
-    facts_in,
-    numbers_in,
-    numeric_metrics,
-    summarise,
-)
 from projections.models.catalog import Catalog, Entry
 from projections.models.shapes import AuditStatus, ValuesView
 from projections.models.verdicts import NOTHING_NUMERIC
+
+# The value grammar (its word tables and patterns, ~8 MB of a process) loads with the first
+# claim whose numbers are checked, not with this module: the session imports it for
+# ``CitedFiles``, and a client that only writes and searches never checks a number.
+if TYPE_CHECKING:
+    from projections.evidence.grammar.values import Evidence, Place
 
 REPORT_NAME = "node_report.json"
 # the run's own words a fact may be read from: the experiment context's, and the node report's
@@ -214,6 +208,8 @@ class Grounding:
                 except OSError:
                     data = b""  # gone (or replaced) since it was hashed: nothing to search
                 if data and hashlib.sha256(data).hexdigest() == recorded and b"\x00" not in data[:8192]:
+                    from projections.evidence.grammar.values import numbers_in
+
                     self._places[key] = numbers_in(data, path)
         return self._places[key]
 
@@ -265,6 +261,8 @@ class Grounding:
     def values(self, entry: Entry, work_dir: Path | None = None) -> ValuesView:
         """The ``values`` verdict of one claim: every number it states (and its ``metric_ptr``)
         checked against its own node's report by the grammar of docs/grounding.md."""
+        from projections.evidence.grammar.values import Evidence, Verdict, check_claim, check_metric_ptr, summarise
+
         ptr = entry.metadata.get("metric_ptr")
         own_dir = self.own_work_dir(entry)
         report = self.report(own_dir) if own_dir is not None else None
@@ -290,6 +288,8 @@ class Grounding:
         return cast(ValuesView, summarise(check_claim(entry.text, evidence), extra))
 
     def _evidence(self, entry: Entry, work_dir: Path, report: Mapping[str, Any]) -> Evidence:
+        from projections.evidence.grammar.values import Evidence, facts_in
+
         sources: list[Callable[[], Place | None]] = []
         if self.borrowed(entry) is None:  # another node's files are not this claim's evidence
             for ref in evidence_refs(entry.metadata):
@@ -339,6 +339,8 @@ class Grounding:
                 texts += [str(h) for h in r.get("next_steps_hints") or [] if isinstance(h, str)]
             with contextlib.suppress(OSError):
                 texts += [p.name for p in work_dir.parent.iterdir()]
+            from projections.evidence.grammar.sources import words_of
+
             self._words[key] = frozenset(w for t in texts for w in words_of(t))
         return self._words[key]
 
@@ -349,6 +351,8 @@ class Grounding:
         once per work dir."""
         key = str(work_dir)
         if key not in self._metrics:
+            from projections.evidence.grammar.values import numeric_metrics
+
             ancestors: dict[str, dict[str, float]] = {}
             ids = report.get("ancestor_ids")
             for aid in ids if isinstance(ids, list) else []:
