@@ -17,7 +17,6 @@ from projections.api.unfinished import (
     accept_rollback,
     finish_redaction,
     finish_repair,
-    finish_unfinished,
     refuse_unfinished,
     scrub_derived,
 )
@@ -92,7 +91,6 @@ __all__ = [
     "clear_backend_cache",
     "finish_redaction",
     "finish_repair",
-    "finish_unfinished",
     "get_backend",
     "refuse_unfinished",
     "scrub_derived",

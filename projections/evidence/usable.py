@@ -58,7 +58,7 @@ QUOTE_CHARS = 200
 
 
 @dataclass(frozen=True)
-class Verdict:
+class NodeVerdict:
     """What a node said of its own result, and where it said it."""
 
     succeeded: bool
@@ -67,7 +67,7 @@ class Verdict:
 
 def node_verdict(
     report: Mapping[str, Any] | None, entries: Iterable[Entry], *, outcomes: bool = True
-) -> Verdict | None:
+) -> NodeVerdict | None:
     """The node's own verdict on its result, or None when nothing says.
 
     Its ``node_report.json`` (``report``, when one is on disk) decides: a ``status`` that is not
@@ -91,11 +91,13 @@ def node_verdict(
                 return said
     for entry in reversed(entries):
         if entry.label == "failure_case" and outcomes:
-            return Verdict(False, f"it ended in a failure_case: {_quote(entry.text)}")
+            return NodeVerdict(False, f"it ended in a failure_case: {_quote(entry.text)}")
         if entry.label == "experiment_result":
             if any(isinstance(f, Mapping) and f.get("field") == JUDGED_UNSUCCESSFUL for f in entry.findings):
-                return Verdict(False, f"its node report said succeeded=false when consolidated: {_quote(entry.text)}")
-            return Verdict(True, "it recorded an experiment_result")
+                return NodeVerdict(
+                    False, f"its node report said succeeded=false when consolidated: {_quote(entry.text)}"
+                )
+            return NodeVerdict(True, "it recorded an experiment_result")
     return None
 
 
@@ -105,19 +107,19 @@ def self_judged_failure(report: Mapping[str, Any] | None, entries: Iterable[Entr
     return said.why if said is not None and not said.succeeded else None
 
 
-def _verdict(status: object, succeeded: object, headline: object, source: str) -> Verdict | None:
+def _verdict(status: object, succeeded: object, headline: object, source: str) -> NodeVerdict | None:
     spelled = str(status).strip() if isinstance(status, str) else ""
     failed = [f"status={spelled}"] if spelled and spelled.lower() not in SUCCESS else []
     failed += ["succeeded=false"] if succeeded is False else []
     quoted = f": {_quote(headline)}" if isinstance(headline, str) and headline.strip() else ""
     if failed:
-        return Verdict(False, f"{source} says {', '.join(failed)}{quoted}")
+        return NodeVerdict(False, f"{source} says {', '.join(failed)}{quoted}")
     if spelled or succeeded is True:
-        return Verdict(True, f"{source} says {f'status={spelled}' if spelled else 'succeeded=true'}")
+        return NodeVerdict(True, f"{source} says {f'status={spelled}' if spelled else 'succeeded=true'}")
     return None
 
 
-def _report_verdict(report: Mapping[str, Any]) -> Verdict | None:
+def _report_verdict(report: Mapping[str, Any]) -> NodeVerdict | None:
     assessment = report.get("self_assessment")
     assessment = assessment if isinstance(assessment, Mapping) else {}
     return _verdict(
@@ -131,7 +133,7 @@ _STATUS = re.compile(r"(?<![\w.])status=\"?([\w-]+)")
 _SUCCEEDED = re.compile(r"(?<![\w.])succeeded=\"?(true|false)\b", re.I)
 
 
-def _summary_verdict(entry: Entry) -> Verdict | None:
+def _summary_verdict(entry: Entry) -> NodeVerdict | None:
     """ARI's ``RESULT SUMMARY metrics=[…] status=… succeeded=… headline="…"`` (or the same keys
     in its metadata)."""
     md, text = entry.metadata, entry.text
