@@ -34,12 +34,11 @@ def fuse_scope(query: str, scope: ScopeRows, ranked: Ranked, parent: str | None,
     """The ``limit`` best rows of the scope by both channels, best first; None when a row of
     the semantic index is not one of the lexical index's (then the caller fuses by id)."""
     index = ranked.scope_index
-    mapped = _part_maps(scope, index)
-    if mapped is None:
+    plan = _plan(scope, index)
+    if plan is None:
         return None
-    maps, layout = mapped
-    rows = _visible_rows(scope, index, maps, layout)
-    cos = np.concatenate(scope.cos) if scope.cos else np.zeros(0, np.float32)
+    maps, layout, rows = plan
+    cos = scope.every
     pool = max(limit, POOL)
     best = best_first(cos, lambda keep: index.seqs[rows[keep]], pool)
     # the engine's score, as ``semantic._top`` gives it (np.clip's values; its call costs 10 µs)
@@ -70,6 +69,22 @@ def fuse_scope(query: str, scope: ScopeRows, ranked: Ranked, parent: str | None,
         name, rows, _ = scope.parts[part[k]]
         out.append(Winner(index.ids[k], score, name, None if isinstance(rows, Block) else int(row[k])))
     return out
+
+
+def _plan(scope: ScopeRows, index: ScopeIndex) -> tuple[list[np.ndarray], tuple[object, ...], np.ndarray] | None:
+    """The parts' maps, their layout and the visible rows' lexical row numbers; the last
+    layout's kept with the index (the same until a fold moves ``scope.key``)."""
+    kept = cast("tuple[object, tuple[list[np.ndarray], tuple[object, ...], np.ndarray]] | None", index.memo.get("plan"))
+    if scope.key is not None and kept is not None and kept[0] == scope.key and index.memo.get("epoch") == scope.epoch:
+        return kept[1]
+    mapped = _part_maps(scope, index)
+    if mapped is None:
+        return None
+    maps, layout = mapped
+    plan = (maps, layout, _visible_rows(scope, index, maps, layout))
+    if scope.key is not None:
+        index.memo["plan"] = (scope.key, plan)
+    return plan
 
 
 def _visible_rows(

@@ -6,7 +6,9 @@ snapshot holds are 12-bit codes with a float32 scale per row, read in place from
 (``frozen``); a search multiplies the query by them dequantised to float32, which a small
 cache keeps for the collections searched last (a node's searches and its siblings' share
 their ancestors; a scope of several stored collections as one joined matrix, one product a
-search), and pages of nodes out of scope are never read. Rows folded since the
+search), and pages of nodes out of scope are never read. A scope's layout (which collections
+hold rows, which rows are visible, the joined matrix's key) is kept until the next fold, so a
+node's searches between two writes pay only the product and the pick. Rows folded since the
 snapshot are kept in memory as the same codes and scales: every vector is quantised once,
 when it is embedded, so a row scores the same from the snapshot, the cache or memory, folded
 incrementally or replayed. Like the catalog, rows are never
@@ -151,6 +153,9 @@ class SemanticIndex:
         self.embedder = embedder
         self.on_damage: OnDamage | None = None
         self.epoch = 0  # start-overs so far: rows are only appended between two (``ScopeRows.epoch``)
+        self.changes = 0  # folds and start-overs so far: a scope's layout holds until it moves
+        self._layouts: dict[tuple[str, ...], _Layout] = {}  # as of now, at ``self._layouts_at``
+        self._layouts_at = 0
         self.reset(base)
 
     def reset(self, base: Frozen | None = None, check: Callable[[], None] | None = None) -> None:
@@ -160,6 +165,7 @@ class SemanticIndex:
         self.base = base
         self.pending_check = check
         self.epoch += 1
+        self.changes += 1
         self.blocks: dict[str, Block] = {}  # fresh rows per collection
         self._after_clear: dict[str, int] = {}
         self._after_purge = NEVER
@@ -172,6 +178,7 @@ class SemanticIndex:
     def apply_batch(self, events: Iterable[Event]) -> None:
         """Embed new entries in batches; apply tombstones in order."""
         pending: dict[str, tuple[list[str], list[int], list[str]]] = {}
+        self.changes += 1
 
         def flush() -> None:
             texts = [t for _ids, _seqs, ts in pending.values() for t in ts]
@@ -262,7 +269,7 @@ class SemanticIndex:
         """``search`` with where each winner's row is. Only the winners are turned back
         into ids: the scope's rows stay numpy arrays."""
         scope = self._scope(query, collections, as_of)
-        return _top(scope.parts, scope.cos, limit)
+        return _top(scope.parts, scope.every, scope.sizes, limit)
 
     @heals
     def scope_rows(self, query: np.ndarray, collections: Iterable[str], as_of: int | None = None) -> ScopeRows:
@@ -274,13 +281,32 @@ class SemanticIndex:
         if self.pending_check is not None:
             check, self.pending_check = self.pending_check, None
             check()
-        query = np.asarray(query, dtype=np.float32)
+        names = tuple(dict.fromkeys(collections))
+        layout = self._layout(names) if as_of is None else self._parts(names, as_of, None)
+        every = _scope_dots(layout, np.asarray(query, dtype=np.float32))
+        return ScopeRows(layout.parts, every, layout.sizes, self.epoch, layout.key)
+
+    def _layout(self, names: tuple[str, ...]) -> _Layout:
+        """The scope's parts as of now, kept until the next fold (a node's searches between
+        two writes, and its siblings', skip the per-collection look-ups)."""
+        if self._layouts_at != self.changes:
+            self._layouts.clear()
+            self._layouts_at = self.changes
+        found = self._layouts.get(names)
+        if found is None:
+            found = self._parts(names, None, (names, self.changes, self.epoch))
+            if len(self._layouts) >= _LAYOUTS:
+                del self._layouts[next(iter(self._layouts))]
+            self._layouts[names] = found
+        return found
+
+    def _parts(self, names: tuple[str, ...], as_of: int | None, key: tuple[object, ...] | None) -> _Layout:
         parts: list[
             tuple[str, Rows | Block, np.ndarray | None]
         ] = []  # (collection, its rows, visible rows or None: all)
         rows_of = self.base.rows if self.base is not None else _no_rows
         untouched = self._after_purge == NEVER and not self._after_clear  # no tombstone since the base
-        for name in dict.fromkeys(collections):
+        for name in names:
             rows = rows_of(name)
             if rows is not None:
                 if as_of is None and not rows.hidden and (untouched or self.after(name) == NEVER):
@@ -295,37 +321,73 @@ class SemanticIndex:
                 if as_of is not None or block.hidden:
                     shown = visible_rows(block.seqs[:n], block.cleared[:n], as_of)
                 parts.append((name, block, shown))
-        cos = _part_dots(parts, query)
-        cos = [scores if picked is None else scores[picked] for scores, (_, _, picked) in zip(cos, parts)]
-        return ScopeRows(parts, cos, self.epoch)
+        stored = [r for _, r, _ in parts]
+        joined = None
+        if len(stored) >= 2 and all(isinstance(r, Rows) for r in stored):
+            joined = ("scope", *((r.name, r.n) for r in cast("list[Rows]", stored)))
+        sizes = [rows.n if picked is None else len(picked) for _, rows, picked in parts]
+        every_shown = all(picked is None for _, _, picked in parts)
+        return _Layout(parts, sizes, joined, every_shown, key)
 
 
-def _part_dots(parts: list[tuple[str, Rows | Block, np.ndarray | None]], query: np.ndarray) -> list[np.ndarray]:
-    """Every row's cosine, part by part. A scope of several stored collections is scored as one
-    matrix, their rows joined once and kept in the vector cache (a row's dot product is the
-    same in any matrix: ``dots``); fresh rows are scored per part."""
-    stored = [r for _, r, _ in parts]
-    if len(stored) < 2 or not all(isinstance(r, Rows) for r in stored):
-        return [dots(r.vectors() if isinstance(r, Block) else r.vectors, query) for r in stored]
-    rows = cast("list[Rows]", stored)
-    key = ("scope", *((r.name, r.n) for r in rows))
-    joined = rows[0].cache.find(key)
-    if joined is None:
-        joined = rows[0].cache.keep(key, np.concatenate([dequantise(join(r.high, r.low), r.scales) for r in rows]))
-    every = dots(joined, query)
-    ends = list(accumulate(r.n for r in rows))
-    return [every[end - r.n : end] for r, end in zip(rows, ends)]
+_LAYOUTS = 64  # scopes whose layout is kept between two folds
+
+
+class _Layout(NamedTuple):
+    """A scope's parts (a collection's stored rows, then its fresh ones; which rows are
+    visible), the visible rows' count per part, the vector cache's key of the parts' rows
+    joined (None: scored part by part), whether every row is visible, and the layout's key
+    (None: as of a seq, not kept)."""
+
+    parts: list[tuple[str, Rows | Block, np.ndarray | None]]
+    sizes: list[int]
+    joined: tuple[object, ...] | None
+    every_shown: bool
+    key: tuple[object, ...] | None
+
+
+def _scope_dots(layout: _Layout, query: np.ndarray) -> np.ndarray:
+    """Every visible row's cosine, the parts end to end. A scope of several stored collections
+    is scored as one matrix, their rows joined once and kept in the vector cache (a row's dot
+    product is the same in any matrix: ``dots``); fresh rows are scored per part."""
+    parts = layout.parts
+    if layout.joined is not None:
+        rows = cast("list[Rows]", [r for _, r, _ in parts])
+        joined = rows[0].cache.find(layout.joined)
+        if joined is None:
+            joined = rows[0].cache.keep(
+                layout.joined, np.concatenate([dequantise(join(r.high, r.low), r.scales) for r in rows])
+            )
+        every = dots(joined, query)
+        if layout.every_shown:
+            return every
+        ends = list(accumulate(r.n for r in rows))
+        scores = [every[end - r.n : end] for r, end in zip(rows, ends)]
+    else:
+        scores = [dots(r.vectors() if isinstance(r, Block) else r.vectors, query) for _, r, _ in parts]
+    shown = [s if picked is None else s[picked] for s, (_, _, picked) in zip(scores, parts)]
+    return np.concatenate(shown) if len(shown) > 1 else shown[0] if shown else np.zeros(0, np.float32)
 
 
 class ScopeRows(NamedTuple):
     """A scope's visible rows, part by part (a collection's stored rows, then its fresh ones):
-    each part's collection, its rows, which of them are visible (None: all) and their cosines;
-    ``epoch``: the index's start-over count (until it moves, a part's rows are only appended to,
-    so a part of the same collection, kind and length holds the same rows)."""
+    each part's collection, its rows and which of them are visible (None: all); every visible
+    row's cosine, the parts end to end, and how many each part shows; ``epoch``: the index's
+    start-over count (until it moves, a part's rows are only appended to, so a part of the same
+    collection, kind and length holds the same rows); ``key``: the layout's, equal while no
+    fold moved it (None: as of a seq)."""
 
     parts: list[tuple[str, Rows | Block, np.ndarray | None]]
-    cos: list[np.ndarray]
+    every: np.ndarray
+    sizes: list[int]
     epoch: int
+    key: tuple[object, ...] | None = None
+
+    @property
+    def cos(self) -> list[np.ndarray]:
+        """The visible rows' cosines part by part."""
+        ends = list(accumulate(self.sizes))
+        return [self.every[end - n : end] for n, end in zip(self.sizes, ends)]
 
     def part_ids(self, b: int) -> list[str]:
         """Every row's id of part ``b``, visible or not, in row order."""
@@ -364,13 +426,14 @@ def best_first(cos: np.ndarray, seqs_of: Callable[[np.ndarray], np.ndarray], lim
     return keep[np.lexsort((seqs_of(keep), -cos[keep]))][:limit]
 
 
-def _top(parts: list[tuple[str, Rows | Block, np.ndarray | None]], cos: list[np.ndarray], limit: int) -> list[Hit]:
-    """The best ``limit`` rows of all parts, ties by seq (older first)."""
-    sizes = [len(c) for c in cos]
-    total = sum(sizes)
+def _top(
+    parts: list[tuple[str, Rows | Block, np.ndarray | None]], all_cos: np.ndarray, sizes: list[int], limit: int
+) -> list[Hit]:
+    """The best ``limit`` rows of all parts (their cosines end to end, ``sizes`` a part), ties
+    by seq (older first)."""
+    total = len(all_cos)
     if not total or limit <= 0:
         return []
-    all_cos = np.concatenate(cos) if len(cos) > 1 else cos[0]
     starts = list(accumulate(sizes, initial=0))
 
     def place(i: int) -> tuple[str, Rows | Block, int]:
