@@ -17,7 +17,7 @@ import importlib
 import sys
 from typing import Any
 
-from projections.adapters.cli.framework import emit
+from projections.adapters.cli.framework import Parser, emit
 from projections.adapters.cli.tools import BENCHMARKS
 
 MODULES = {
@@ -35,7 +35,7 @@ MODULES = {
 
 def main(argv: list[str] | None = None, prog: str = "python -m bench") -> int:
     """Run the chosen benchmarks; ``prog`` is how the user called this (``ari-ledger bench``)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
+    parser = Parser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="every figure as JSON on stdout; also after WHICH")
     parser.add_argument("which", choices=[*BENCHMARKS, "all"], nargs="?", default="all", help="which benchmark")
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")

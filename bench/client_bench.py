@@ -21,7 +21,6 @@ the backend of a fresh checkpoint, write ``--nodes`` x ``--per-node`` entries on
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -34,6 +33,8 @@ import tempfile
 from io import BytesIO
 from pathlib import Path
 from typing import Any
+
+from projections.adapters.cli.framework import Parser
 
 from .common import Figure, report
 from .projection_bench import VOCAB, build_tree, text
@@ -154,7 +155,7 @@ def p50_ms(times: list[float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=111)
     parser.add_argument("--per-node", type=int, default=10)
     parser.add_argument("--queries", type=int, default=200)

@@ -15,7 +15,6 @@ before (the whole snapshot at every exit).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 from ledger import layout
+from projections.adapters.cli.framework import Parser
 
 from .common import Figure, report, run_child
 from .projection_bench import write_checkpoint
@@ -103,7 +103,7 @@ def measure(ckpts: dict[int, Path], n: int) -> list[dict[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", type=int, default=1000)
     parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--hooks", type=int, default=40)

@@ -10,7 +10,6 @@ Every figure is printed beside the raw limit measured in the same run on the sam
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 from ledger import Ledger
 from ledger.layout import store_dir
 from ledger.log import LOG_NAME
+from projections.adapters.cli.framework import Parser
 
 from .common import Figure, Timer, report, run_child
 
@@ -360,7 +360,7 @@ with Ledger.open(sys.argv[1]) as ledger:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=1_000_000, help="events in the verify benchmark")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir on the same disk)")
     parser.add_argument("--gaps", action="store_true", help="also: what the platform charges for CPU between syncs")

@@ -18,7 +18,6 @@ Reading from the local index (the default) is in ``bench/projection_bench.py``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import shutil
@@ -31,6 +30,7 @@ from typing import Any
 
 from ledger import Ledger
 from projections import letta_server
+from projections.adapters.cli.framework import Parser
 from projections.engines.embedded import EmbeddedEngine
 from projections.engines.letta import delete_agent
 
@@ -80,7 +80,7 @@ class Plain:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=111)
     parser.add_argument("--per-node", type=int, default=10)
     parser.add_argument("--queries", type=int, default=200)

@@ -13,7 +13,6 @@ Each run ends as a user checks: ``verify`` passes and every acknowledged append 
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -22,6 +21,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from projections.adapters.cli.framework import Parser
 
 from .common import Figure, report
 
@@ -96,7 +97,7 @@ def _check(ckpt: Path, expected: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="how long each configuration writes")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir)")
     parser.add_argument("--raw", action="store_true", help="also print the raw figures as JSON")

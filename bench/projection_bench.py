@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 from ledger import Ledger
+from projections.adapters.cli.framework import Parser
 
 from .common import Figure, report, run_child
 
@@ -277,7 +278,7 @@ def _spread(values: list[float], unit: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--per-node", type=int, default=100)
     parser.add_argument("--scale", type=int, default=10, help="the larger checkpoint is this many times bigger")

@@ -40,6 +40,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from projections.adapters.cli.framework import Parser
+
 from .common import Figure, report
 from .projection_bench import write_checkpoint
 
@@ -372,7 +374,7 @@ def claim_checks(args: argparse.Namespace) -> Figure:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench.prove_bench")
+    parser = Parser(prog="bench.prove_bench")
     parser.add_argument("--entries", type=int, default=5000)
     parser.add_argument("--searches", type=int, default=400)
     parser.add_argument("--runs", type=int, default=5)

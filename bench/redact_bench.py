@@ -14,13 +14,14 @@ costs at most 2x a verify. Each run ends as a user checks: ``verify``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from projections.adapters.cli.framework import Parser
 
 from .common import Figure, report
 
@@ -81,7 +82,7 @@ def redact_seconds(master: Path, work: Path, seq: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000, help="events in the log")
     parser.add_argument("--runs", type=int, default=3, help="runs per figure (the median is reported)")
     parser.add_argument("--dir", default=None, help="work directory (default: a temp dir)")

@@ -22,7 +22,6 @@ with the project's margin over the better reference.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import math
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import Figure, report
+from projections.adapters.cli.framework import Parser
 
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = REPO / "fixtures" / "corpora" / "retrieval"
@@ -184,7 +184,7 @@ def table(rows: list[dict[str, Any]], by: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpora", type=Path, default=CORPORA)
     parser.add_argument("--scores", type=Path, default=None, help="write every query's scores here (JSON)")
     args = parser.parse_args(argv)

@@ -6,7 +6,31 @@ the seq or the byte offset, and the reason.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+# An error echoes what it was given; a value longer than this is cut to its first characters
+# and its length, and a message longer than ten of them is cut too (a screenful, not 120 KB).
+ECHO_LIMIT = 200
+_LONG_WORD = re.compile(r"[^\s'\"…]{" + str(ECHO_LIMIT + 1) + ",}")  # quotes around it are not the value
+_LINE_BREAK = re.compile(r"\s*[\r\n]\s*")
+_ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")  # a repr'd byte that is not UTF-8 (surrogateescape)
+
+
+def one_line(message: str) -> str:
+    """How every surface (the command line, the MCP server, the library) shows a message: on
+    one line; a byte that is not UTF-8 as ``\\xff``, not as a surrogate; an echoed value longer
+    than :data:`ECHO_LIMIT` cut to its first characters and ``… (N characters)``."""
+    try:
+        message = message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that stands for no byte
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    message = _ESCAPED_BYTE.sub(r"\\x\1", _LINE_BREAK.sub(" ", message.strip()))
+    message = _LONG_WORD.sub(lambda m: f"{m.group()[:ECHO_LIMIT]}… ({len(m.group())} characters)", message)
+    if len(message) > 10 * ECHO_LIMIT:
+        message = f"{message[: 2 * ECHO_LIMIT]}… ({len(message)} characters)"
+    return message
+
 
 # What a RollbackDetected tells the person to do: the only two ways past the alarm.
 ACT_ON_ROLLBACK = (

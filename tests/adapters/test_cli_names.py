@@ -264,7 +264,7 @@ def test_bench_runs_the_clones_benchmarks_in_a_child_process(capfd) -> None:
     assert code == 0 and "== redact" in out and "usage: ari-ledger bench redact [-h] [--events EVENTS]" in out
     code = main(["bench", "redact", "--events", "many"])
     _, err = capfd.readouterr()
-    assert code == 2 and "argument --events: invalid int value: 'many'" in err
+    assert code == 2 and "error: --events: expected a whole number, got 'many'" in err
 
 
 # --- readable output ------------------------------------------------------------------------

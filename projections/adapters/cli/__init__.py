@@ -28,6 +28,7 @@ from projections.adapters.cli.framework import (
     EXIT_OK,
     INTERRUPTED_HELP,
     HelpFormatter,
+    Parser,
     exit_codes_epilog,
     honour_no_color,
     shorten,
@@ -70,7 +71,7 @@ TOP_EXIT_CODES = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ari-ledger",
         description=__doc__.splitlines()[0],
         epilog="each command's --help lists its own exit codes\n\n" + exit_codes_epilog(TOP_EXIT_CODES),

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from ledger import InvalidInput
+from ledger.errors import ECHO_LIMIT, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -251,20 +254,79 @@ def check_dir(value: str | None, field: str) -> None:
         raise InvalidInput(field, f"{value!r} is not a directory")
 
 
-# Errors echo arguments; a 120 KB one is cut to this many characters and its length.
-ECHO_LIMIT = 200
-
-
 def shorten(message: str, argv: list[str]) -> str:
-    """``message`` with each argument longer than :data:`ECHO_LIMIT` it echoes cut to its first
-    characters and ``… (N characters)``; a message still longer than a screenful is cut too."""
+    """``message`` as one line (:func:`ledger.errors.one_line`), each argument longer than
+    :data:`ECHO_LIMIT` it echoes (spaces and all) cut to its first characters and ``… (N characters)``."""
     for arg in sorted({a for a in argv if len(a) > ECHO_LIMIT}, key=len, reverse=True):
         cut = f"{arg[:ECHO_LIMIT]}… ({len(arg)} characters)"
         for form in (arg, repr(arg)[1:-1]):
             message = message.replace(form, cut)
-    if len(message) > 10 * ECHO_LIMIT:
-        message = f"{message[: 2 * ECHO_LIMIT]}… ({len(message)} characters)"
-    return message
+    return one_line(message)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose own errors read as every other error of the command line: one
+    ``error:`` line naming the argument, the reason and the command that helps, exit 2 (no
+    usage block: ``--help`` prints it)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {one_line(parser_error(message, self.prog))}", file=sys.stderr)
+        raise SystemExit(EXIT_ERROR)
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """argparse's, with an argument no command takes named against the command given."""
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            name = getattr(parsed, "command", None)
+            prog = f"{self.prog} {name}" if name else self.prog
+            print(f"error: {one_line(f'{unknown[0]}: unknown argument; see `{prog} --help`')}", file=sys.stderr)
+            raise SystemExit(EXIT_ERROR)
+        return parsed
+
+
+_REQUIRED = re.compile(r"the following arguments are required: (?P<names>.+)")
+_CHOICE = re.compile(r"argument (?P<arg>\S+): invalid choice: (?P<value>.+?) \(choose from (?P<choices>.+)\)")
+_TYPE = re.compile(r"argument (?P<arg>\S+): invalid (?P<type>\w+) value: (?P<value>.+)")
+_ARGUMENT = re.compile(r"argument (?P<arg>\S+): (?P<reason>.+)")
+_UNKNOWN = re.compile(r"unrecognized arguments: (?P<args>.+)")
+_AMBIGUOUS = re.compile(r"ambiguous option: (?P<arg>\S+) could match (?P<matches>.+)")
+_TYPE_WORDS = {"int": "a whole number", "float": "a number"}
+
+
+def parser_error(message: str, prog: str) -> str:
+    """argparse's error ``message`` of the parser ``prog`` as ``FIELD: REASON`` (the library's
+    :class:`InvalidInput` form) with the command that helps."""
+    see = f"see `{prog} --help`"
+    if m := _REQUIRED.fullmatch(message):
+        names = [_long(n) for n in m["names"].split(", ")]
+        if names == ["COMMAND"]:
+            return f"COMMAND: missing; name one of the commands `{prog} --help` lists"
+        also = f" (and {', '.join(names[1:])})" if len(names) > 1 else ""
+        return f"{names[0]}: missing, it is required{also}; {see}"
+    if m := _CHOICE.fullmatch(message):
+        arg, value = _long(m["arg"]), m["value"]
+        choices = [c.strip("'") for c in m["choices"].split(", ")]
+        near = difflib.get_close_matches(value.strip("'"), choices, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        if arg == "COMMAND":
+            return f"COMMAND: unknown command {value}{hint}; `{prog} --help` lists the commands"
+        return f"{arg}: {value} is not one of {', '.join(choices)}{hint}; {see}"
+    if m := _TYPE.fullmatch(message):
+        kind = _TYPE_WORDS.get(m["type"], f"a valid {m['type']} value")
+        return f"{_long(m['arg'])}: expected {kind}, got {m['value']}"
+    if m := _ARGUMENT.fullmatch(message):
+        return f"{_long(m['arg'])}: {m['reason']}; {see}"
+    if m := _UNKNOWN.fullmatch(message):
+        first = m["args"].split(" ")[0]
+        return f"{first}: unknown argument; {see}"
+    if m := _AMBIGUOUS.fullmatch(message):
+        return f"{m['arg']}: ambiguous option, it could be {m['matches']}"
+    return f"{message}; {see}"
+
+
+def _long(arg: str) -> str:
+    """An argument as an error names it: its long option (``-o/--output`` → ``--output``)."""
+    return arg.split("/")[-1]
 
 
 def clip(text: str, width: int) -> str:
