@@ -22,6 +22,7 @@ from itertools import repeat
 
 import msgspec
 
+from .errors import decoded_reason
 from .events import Event, UnsignedEvent, is_stub_body
 
 _encoder = msgspec.json.Encoder(order="deterministic")
@@ -132,12 +133,22 @@ class ChainError(ValueError):
     """One line that does not fit the chain; the log reader adds seq and offset."""
 
 
+def _decode_reason(line: bytes, exc: msgspec.DecodeError) -> str:
+    """Why a line is no event, in the log's words: a field and what it holds, or what the
+    line looks like instead (a line of ARI's memory backup has a kind and no seq)."""
+    if b'"kind"' in line and b'"seq"' not in line:
+        return "it is a line of ARI's memory backup, not a ledger event: was a backup written over the log?"
+    reason, _, where = str(exc).partition(" - at `$")
+    where = where.rstrip("`").lstrip(".")
+    return f"field {where}: {decoded_reason(reason)}" if where else decoded_reason(reason)
+
+
 def decode_line(line: bytes) -> Event:
     """Decode one stored line (without its newline) and check its own hash."""
     try:
         event = _decode(line)
     except msgspec.DecodeError as exc:
-        raise ChainError(f"not a valid event line ({exc})") from None
+        raise ChainError(f"not a valid event line ({_decode_reason(line, exc)})") from None
     if line[-HASH_SUFFIX_LEN:-66] != _HASH_KEY or line[-2:] != b'"}':
         raise ChainError("the hash is not the last field of the line")
     if is_v2_stub(event):

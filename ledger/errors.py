@@ -55,6 +55,54 @@ def act_on_missing_log(expected: Path, misplaced: Path | None = None) -> str:
     return f"the log looks missing or moved: it is expected at {expected}{where}"
 
 
+def os_reason(exc: BaseException) -> str:
+    """Why a file could not be used, in words (``no such file or directory``), without the
+    ``[Errno 2]`` and the path Python's message repeats (the caller names the file)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+_DECODED_KINDS = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "a boolean",
+    "null": "null",
+    "array": "an array",
+    "object": "an object",
+}
+_MISMATCH = re.compile(r"Expected `([^`]+)`, got `([^`]+)`")
+
+
+def decoded_reason(reason: str) -> str:
+    """A decoder's reason (msgspec's ``Expected `str | null`, got `array```) in the words of
+    the JSON a user wrote: ``expected a string or null, got an array``."""
+    found = _MISMATCH.fullmatch(reason)
+    if found is None:
+        return reason[:1].lower() + reason[1:]
+    want = " or ".join(_DECODED_KINDS.get(k.strip(), k.strip()) for k in found[1].split("|"))
+    return f"expected {want}, got {_DECODED_KINDS.get(found[2], found[2])}"
+
+
+def kind_of(value: object) -> str:
+    """What a value is, in the words of the JSON a user wrote (``null``, ``a number``), not
+    Python's type names (``NoneType``, ``int``): how an error says what it got instead."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
 def refusal(error: str) -> dict[str, bool | str]:
     """ARI's refusal shape, ``{"ok": False, "error": ...}``: what a call that refuses answers
     (a copy-on-write violation, an MCP server's refusals), nothing read or written."""
@@ -71,7 +119,7 @@ class InvalidInput(LedgerError, ValueError):
     def __init__(self, field: str, reason: str) -> None:
         self.field = field
         self.reason = reason
-        super().__init__(f"{field}: {reason}")
+        super().__init__(one_line(f"{field}: {reason}"))  # the same line on every surface
 
 
 class CopyOnWriteViolation(LedgerError):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeAlias, Ty
 import msgspec
 
 from . import typed
-from .errors import InvalidInput, UnsupportedVersion
+from .errors import InvalidInput, UnsupportedVersion, decoded_reason, kind_of
 from .vocabulary import (
     NODE_LABELS,
     Finding,
@@ -358,7 +358,7 @@ _JSON_FIELD_SET = frozenset(JSON_FIELDS)
 def check_node_id(node_id: object, field: str = "node_id") -> str:
     """Refuse ids that cannot be a node: empty, too long, path-like or with control characters."""
     if not isinstance(node_id, str):
-        raise InvalidInput(field, f"must be a string, got {type(node_id).__name__}")
+        raise InvalidInput(field, f"must be a string, got {kind_of(node_id)}")
     if not node_id:
         raise InvalidInput(field, "must not be empty")
     if len(node_id) > MAX_NODE_ID_CHARS:
@@ -376,7 +376,7 @@ def check_node_id(node_id: object, field: str = "node_id") -> str:
 def check_text(text: object, field: str, limit: int = MAX_TEXT_BYTES) -> None:
     """Text must be valid UTF-8 (no lone surrogates) and within the size limit."""
     if not isinstance(text, str):
-        raise InvalidInput(field, f"must be a string, got {type(text).__name__}")
+        raise InvalidInput(field, f"must be a string, got {kind_of(text)}")
     if text.isascii():  # a flag CPython keeps: valid UTF-8 of len(text) bytes, nothing to encode
         size = len(text)
     else:
@@ -406,7 +406,7 @@ def fit_text(text: str, field: str, findings: list[Finding], limit: int = MAX_TE
 def check_metadata(value: object, field: str) -> None:
     """A JSON object of bounded size whose strings are valid UTF-8."""
     if not isinstance(value, dict):
-        raise InvalidInput(field, f"must be an object, got {type(value).__name__}")
+        raise InvalidInput(field, f"must be an object, got {kind_of(value)}")
     if not value or _plain_json(value):
         return
     _check_json(value, field, 0)
@@ -489,7 +489,7 @@ def validate_body(event_type: EventType, body: object) -> dict[str, Any]:
     if isinstance(body, Body):
         body = msgspec.to_builtins(body)
     if not isinstance(body, dict):
-        raise InvalidInput("body", f"must be an object, got {type(body).__name__}")
+        raise InvalidInput("body", f"must be an object, got {kind_of(body)}")
     findings: list[Finding] = []
     if not _JSON_FIELD_SET.isdisjoint(body):
         body = {k: clean_json(v, k, findings) if k in _JSON_FIELD_SET else v for k, v in body.items()}
@@ -513,7 +513,9 @@ def _field_and_reason(message: str) -> tuple[str, str]:
     reason = reason if sep else message
     if reason.startswith("Object contains unknown field `"):
         return f"{field}.{reason.split('`')[1]}", "unknown field"
-    return field, reason
+    if reason.startswith("Object missing required field `"):
+        return f"{field}.{reason.split('`')[1]}", "missing (it is required)"
+    return field, decoded_reason(reason)
 
 
 # ---------------------------------------------------------------------------- ids, time

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from .errors import kind_of
 from .vocabulary import ARTIFACT_ROLES, KINDS, REPRO_STATUSES, Finding, is_sha256
 
 TYPED_KEYS = ("metric_ptr", "artifact_refs", "node_report_ref", "repro_target_id", "repro_status", "confidence")
@@ -123,7 +124,7 @@ def _inspect_refs(refs: object, found: list[Finding]) -> None:
     if refs is None:
         return
     if not isinstance(refs, list):
-        found.append(Finding("metadata.artifact_refs", f"expected a list of refs, got {type(refs).__name__}"))
+        found.append(Finding("metadata.artifact_refs", f"expected a list of refs, got {kind_of(refs)}"))
         return
     for i, ref in enumerate(refs):
         where = f"metadata.artifact_refs[{i}]"
@@ -166,7 +167,7 @@ def _inspect_report_ref(ref: object, found: list[Finding]) -> None:
         return
     if not isinstance(ref, Mapping):
         found.append(
-            Finding("metadata.node_report_ref", f"expected an object with run_id and node_id, got {type(ref).__name__}")
+            Finding("metadata.node_report_ref", f"expected an object with run_id and node_id, got {kind_of(ref)}")
         )
         return
     for key in ("run_id", "node_id"):
@@ -178,7 +179,7 @@ def _inspect_metric(ptr: object, found: list[Finding]) -> None:
     if ptr is None:
         return
     if not isinstance(ptr, Mapping):
-        found.append(Finding("metadata.metric_ptr", f"expected an object {{name, value}}, got {type(ptr).__name__}"))
+        found.append(Finding("metadata.metric_ptr", f"expected an object {{name, value}}, got {kind_of(ptr)}"))
         return
     if not isinstance(ptr.get("name"), str) or not ptr.get("name"):
         found.append(Finding("metadata.metric_ptr.name", "missing: the result names no metric"))

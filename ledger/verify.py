@@ -61,10 +61,12 @@ class VerifyReport:
     def summary(self) -> str:
         if self.reason is not None:
             what = "torn tail" if self.torn_tail else "damaged"
-            return f"{what}: first bad seq {self.first_bad_seq} at byte offset {self.offset}: {self.reason}"
+            where = f"first bad seq {self.first_bad_seq} at byte offset {self.offset}"
+            reason = self.reason.removeprefix(f"seq {self.first_bad_seq} at byte offset {self.offset}: ")
+            return f"{what}: {where}: {reason}"
         if self.rollback:
             return f"rolled back: {self.rollback[0]}"
-        return f"ok: {self.events} events, chain intact, last seq {self.last_seq}"
+        return f"ok: {self.events:,} events, chain intact, last seq {self.last_seq:,}"
 
 
 PARALLEL_FROM = 4 << 20  # bytes of log from which "auto" shares it with a second process (fork: milliseconds)

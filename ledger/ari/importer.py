@@ -47,7 +47,7 @@ import msgspec
 from ..checkpoint_format import BACKUP_NAME as BACKUP_NAME
 from ..checkpoint_format import V05_REACT_NAME as REACT_NAME
 from ..checkpoint_format import V05_STORE_NAME as STORE_NAME
-from ..errors import InvalidInput
+from ..errors import InvalidInput, kind_of, os_reason
 from ..events import CHECKPOINT_NODE, MAX_JSON_DEPTH, EventType, check_node_id, validate_body
 from ..progress import Progress
 from ..safe_io import INFLATE_ENV, TooLarge, UnsafeFile, inflate, max_inflated_bytes, read_file
@@ -151,7 +151,7 @@ def plan_entries(entries: Iterable[Mapping[str, Any]], kind: str, *, source: str
 def plan_entry(entry: object, kind: AriKind, where: str, source: str) -> Planned:
     """One ARI entry as one event; errors name ``<where>.<field>`` (the field as ARI wrote it)."""
     if not isinstance(entry, Mapping):
-        raise InvalidInput(where, f"expected an object, got {type(entry).__name__}")
+        raise InvalidInput(where, f"expected an object, got {kind_of(entry)}")
     return _PLANNERS[kind](entry, where, source)
 
 
@@ -186,7 +186,7 @@ def _origin(
 def _metadata(entry: Mapping[str, Any], where: str, name: str = "metadata") -> dict[str, Any]:
     metadata = entry.get(name) or {}
     if not isinstance(metadata, Mapping):
-        raise InvalidInput(f"{where}.{name}", f"must be an object, got {type(metadata).__name__}")
+        raise InvalidInput(f"{where}.{name}", f"must be an object, got {kind_of(metadata)}")
     return dict(metadata)
 
 
@@ -196,7 +196,7 @@ def _text(entry: Mapping[str, Any], where: str, *names: str) -> tuple[str, str]:
         value = entry.get(name)
         if value is not None:
             if not isinstance(value, str):
-                raise InvalidInput(f"{where}.{name}", f"must be a string, got {type(value).__name__}")
+                raise InvalidInput(f"{where}.{name}", f"must be a string, got {kind_of(value)}")
             return name, value
     return names[0], ""
 
@@ -353,6 +353,9 @@ def read_ari_file(path: str | Path, progress: Progress | None = None) -> AriFile
         ) from None
 
 
+_LEDGER_EVENT = frozenset({"v", "seq", "id", "ckpt", "type", "body"})  # what every line of a ledger log holds
+
+
 def _parse(path: Path, text: str, compressed: bool, progress: Progress | None = None) -> AriFile:
     """The entries of a file's text (see :func:`read_ari_file`)."""
     if text.lstrip().startswith("["):
@@ -361,6 +364,12 @@ def _parse(path: Path, text: str, compressed: bool, progress: Progress | None = 
         )
 
     lines = _json_lines(text, path.name)
+    if lines and lines[0][1].keys() >= _LEDGER_EVENT:
+        raise InvalidInput(
+            path.name,
+            "is a ledger log (its lines are events with a seq and a hash), not one of ARI's memory files; "
+            "to move a ledger's memory use `ari-ledger export` and `ari-ledger import`, or copy the checkpoint",
+        )
     if not lines:  # a backup of an empty checkpoint, or a v0.5 store whose nodes were all cleared
         return AriFile(str(path), "v0.6-backup" if compressed else "v0.5-store", {})
     if not any("kind" in obj for _, obj in lines):
@@ -379,7 +388,7 @@ def _read_bytes(path: Path, limit: int) -> bytes:
     except UnsafeFile as exc:  # a link, a FIFO, a device, a directory, too big: one line
         raise InvalidInput(path.name or str(path), f"cannot read {exc}") from None
     except OSError as exc:
-        raise InvalidInput(path.name or str(path), f"cannot read {path}: {exc.strerror or exc}") from None
+        raise InvalidInput(path.name or str(path), f"cannot read {path}: {os_reason(exc)}") from None
     if not raw:
         raise InvalidInput(path.name, "is empty (0 bytes): not an ARI memory file")
     return raw
@@ -412,7 +421,7 @@ def _json_lines(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
         except RecursionError:
             raise _too_deep(line, name, n) from None
         if not isinstance(obj, dict):
-            raise InvalidInput(f"{name}:{n}", f"must be a JSON object, got {type(obj).__name__}")
+            raise InvalidInput(f"{name}:{n}", f"must be a JSON object, got {kind_of(obj)}")
         out.append((n, obj))
     return out
 
@@ -431,9 +440,7 @@ def _json_array(text: str, name: str) -> list[tuple[int, dict[str, Any]]]:
             pos += 1
         line = text.count("\n", 0, pos) + 1
         if not isinstance(item, dict):
-            raise InvalidInput(
-                f"{name}:{line}", f"item {i} of the array must be a JSON object, got {type(item).__name__}"
-            )
+            raise InvalidInput(f"{name}:{line}", f"item {i} of the array must be a JSON object, got {kind_of(item)}")
         _, pos = decoder.raw_decode(text, pos)
         out.append((line, item))
     return out

@@ -31,7 +31,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ledger.ari.report_file import MAX_REPORT_BYTES, read_report_file, report_hash
-from ledger.errors import InvalidInput
+from ledger.errors import InvalidInput, kind_of
 from ledger.vocabulary import Finding, NodeLabel, is_sha256
 
 __all__ = ["MAX_REPORT_BYTES", "NodeReport", "load_node_report", "read_report_file", "report_findings", "report_hash"]
@@ -173,7 +173,7 @@ def load_node_report(source: str | Path | Mapping[str, Any]) -> NodeReport:
     """Parse and validate a report from a ``node_report.json`` path or an already-decoded dict."""
     data = source if isinstance(source, Mapping) else read_report_file(Path(source))
     if not isinstance(data, Mapping):
-        raise InvalidInput("node_report", f"expected a JSON object, got {type(data).__name__}")
+        raise InvalidInput("node_report", f"expected a JSON object, got {kind_of(data)}")
     try:
         return NodeReport.model_validate(dict(data))
     except ValidationError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.errors import InvalidInput
+from ledger.errors import InvalidInput, os_reason
 from ledger.safe_io import UnsafeFile, read_file
 
 MAX_REPORT_BYTES = 16 * 1024 * 1024
@@ -56,7 +56,7 @@ def read_report_file(path: Path, inside: Path | None = None) -> Any:
     except UnsafeFile as exc:  # a link, a FIFO, a device, a directory, too big: one line, nothing read
         raise InvalidInput("node_report", str(exc)) from None
     except OSError as exc:
-        raise InvalidInput("node_report", f"cannot read {path}: {exc.strerror}") from None
+        raise InvalidInput("node_report", f"cannot read {path}: {os_reason(exc)}") from None
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -32,7 +32,7 @@ import zstandard
 from .. import layout
 from ..anchor import HeadFile
 from ..ari.provenance import sha256_file
-from ..errors import InvalidInput, LogCorrupted
+from ..errors import InvalidInput, LogCorrupted, kind_of, os_reason
 from ..events import Event
 from ..ledger import Ledger
 from ..log import LOG_NAME
@@ -166,7 +166,7 @@ def import_bundle(bundle: Path, checkpoint_dir: Path, progress: Progress | None 
     except UnsafeFile as exc:
         raise InvalidInput("bundle", str(exc)) from None
     except (tarfile.TarError, KeyError, OSError, EOFError, zstandard.ZstdError) as exc:
-        raise InvalidInput("bundle", f"cannot read {bundle}: {' '.join(str(exc).split())}") from None
+        raise InvalidInput("bundle", f"cannot read {bundle}: {os_reason(exc)}") from None
     if last is not None:
         head.write(last.ckpt, last.seq, last.hash, both=True, durable=True)
         head.close()
@@ -250,6 +250,8 @@ def check_output_path(out: Path, field: str) -> None:
         raise InvalidInput(field, problem)
     if not out.parent.is_dir():
         raise InvalidInput(field, f"{out.parent} is not an existing directory (create it first)")
+    if out.is_dir():
+        raise InvalidInput(field, f"{out} is a directory; name the file to write (a path inside it)")
 
 
 def _manifest(bundle: Path, tar: tarfile.TarFile) -> dict[str, Any]:
@@ -268,7 +270,7 @@ def _manifest(bundle: Path, tar: tarfile.TarFile) -> dict[str, Any]:
     except ValueError as exc:
         raise InvalidInput("bundle", f"{bundle}: {MANIFEST} is not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
-        raise InvalidInput("bundle", f"{bundle}: {MANIFEST} must be a JSON object, got {type(manifest).__name__}")
+        raise InvalidInput("bundle", f"{bundle}: {MANIFEST} must be a JSON object, got {kind_of(manifest)}")
     if manifest.get("format") != FORMAT:
         raise InvalidInput("bundle", f"{bundle} is not an {FORMAT} bundle (format {manifest.get('format')!r})")
     for name, kind in _FIELDS.items():

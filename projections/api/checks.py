@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ledger import InvalidInput
+from ledger.errors import kind_of
 
 
 def limit(value: object, field: str = "limit") -> int:
@@ -27,7 +28,7 @@ def metadata(value: object, field: str = "metadata") -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise InvalidInput(field, f"must be an object (a dict) or None, got {type(value).__name__}")
+        raise InvalidInput(field, f"must be an object or null, got {kind_of(value)}")
     return dict(value)
 
 

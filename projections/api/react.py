@@ -7,6 +7,7 @@ from typing import Any
 
 from ledger import InvalidInput, config
 from ledger.ari.importer import step_node
+from ledger.errors import kind_of
 from ledger.events import TRUNCATED, ReactStep, check_text
 from projections import settings
 from projections.access.log import ReadTool
@@ -23,7 +24,7 @@ class ReactTrace:
     def add(self, content: str, metadata: dict[str, Any] | None) -> ReactAdded:
         """Append a step; ``ARI_REACT_MEMORY_MAX_ENTRY_CHARS`` cuts long steps as ARI does."""
         if not isinstance(content, str):
-            raise InvalidInput("content", f"must be a string, got {type(content).__name__}")
+            raise InvalidInput("content", f"must be a string, got {kind_of(content)}")
         meta = checks.metadata(metadata)
         body: dict[str, Any] = {"content": content, "metadata": meta}
         cap = settings.react_max_entry_chars()

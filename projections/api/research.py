@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from ledger import CopyOnWriteViolation, InvalidInput
 from ledger.ari.consolidation import Consolidation, plan, spec_dict
 from ledger.ari.report_file import read_report_file
+from ledger.errors import kind_of
 from ledger.events import Event, MemoryAdded, check_text
 from ledger.ledger import Batch
 from ledger.typed import typed_metadata
@@ -286,9 +287,9 @@ def _report(node_report: object, work: Path) -> Mapping[str, Any]:
     """The report as ARI sends it (a dict), or read safely from a file inside the work dir."""
     if not isinstance(node_report, (Mapping, str, os.PathLike)):
         raise InvalidInput(
-            "node_report", f"expected a report object or the path of node_report.json, got {type(node_report).__name__}"
+            "node_report", f"expected a report object or the path of node_report.json, got {kind_of(node_report)}"
         )
     report = node_report if isinstance(node_report, Mapping) else read_report_file(Path(node_report), inside=work)
     if not isinstance(report, Mapping):
-        raise InvalidInput("node_report", f"expected a JSON object, got {type(report).__name__}")
+        raise InvalidInput("node_report", f"expected a JSON object, got {kind_of(report)}")
     return report

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ledger.errors import InvalidInput, LedgerError
+from ledger.errors import InvalidInput, LedgerError, kind_of
 from projections.models.token_rows import TokenRows
 from projections.models.tokenizer import BpeTokenizer
 
@@ -265,7 +265,7 @@ class StaticEmbedder:
             raise InvalidInput("texts", "expected a sequence of str, got a single str (use embed_one)")
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise InvalidInput(f"texts[{i}]", f"expected str, got {type(text).__name__}")
+                raise InvalidInput(f"texts[{i}]", f"must be a string, got {kind_of(text)}")
         if len(texts) == 1:
             return self._embed_single(texts[0])
         model = self._model
@@ -308,7 +308,7 @@ class StaticEmbedder:
     def embed_one(self, text: str) -> np.ndarray:
         """Embed a single text; shape ``(dim,)``."""
         if not isinstance(text, str):
-            raise InvalidInput("text", f"expected str, got {type(text).__name__}")
+            raise InvalidInput("text", f"must be a string, got {kind_of(text)}")
         return self.embed([text])[0]
 
     def raw_embed(self, texts: list[str]) -> np.ndarray:

@@ -461,7 +461,7 @@ BAD_FILES = {
     "backup metadata": (
         BACKUP_NAME,
         _gz('{"kind": "core_seed", "context": {}}\n\n{"kind": "react_step", "text": "t", "metadata": [1]}\n'),
-        f"{BACKUP_NAME}:3.metadata: must be an object, got list",
+        f"{BACKUP_NAME}:3.metadata: must be an object, got an array",
     ),
     "backup kind": (
         BACKUP_NAME,
@@ -481,7 +481,7 @@ BAD_FILES = {
     "react content": (
         "memory.json",
         b'[\n  {\n    "content": "ok"\n  },\n  {\n    "content": 5\n  }\n]',
-        "memory.json:5.content: must be a string, got int",
+        "memory.json:5.content: must be a string, got a number",
     ),
     "non-UTF-8": (
         "memory_store.jsonl",

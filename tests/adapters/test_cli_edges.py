@@ -53,7 +53,7 @@ def rebundle(bundle: Path, manifest: object) -> Path:
 def test_a_manifest_that_is_not_an_object_is_one_error_line(capsys, bundle: Path, tmp_path: Path) -> None:
     code, _, err = run(capsys, "import", str(rebundle(bundle, [])), str(tmp_path / "new"))
     one_error(code, err, "bundle: ")
-    assert "manifest.json must be a JSON object, got list" in err
+    assert "manifest.json must be a JSON object, got an array" in err
     assert not (store_dir(tmp_path / "new") / LOG_NAME).exists()
 
 

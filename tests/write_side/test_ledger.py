@@ -181,8 +181,8 @@ BAD_INPUT = [
         "body.kind",
         "unknown field",
     ),  # typed fields live in metadata
-    ("root", "memory_added", {"text": 3}, "body.text", "Expected `str`"),
-    ("root", "memory_added", {}, "body", "missing required field"),
+    ("root", "memory_added", {"text": 3}, "body.text", "expected a string"),
+    ("root", "memory_added", {}, "body.text", "missing (it is required)"),
     ("root", "memory_added", ["not", "an", "object"], "body", "must be an object"),
     ("root", "memory_added", {"text": "x", "surprise": 1}, "body.surprise", "unknown field"),
     ("root", "memory_added", {"text": "x", "metadata": {"k": {"\udc80": 1}}}, "body.metadata.k.<key>", "UTF-8"),
@@ -194,13 +194,13 @@ BAD_INPUT = [
         "body.metadata",
         "limit",
     ),
-    ("root", "memory_added", {"text": "x", "metadata": [1, 2]}, "body.metadata", "Expected `object`"),
-    ("root", "node_started", {"depth": "1"}, "body.depth", "Expected `int`"),
+    ("root", "memory_added", {"text": "x", "metadata": [1, 2]}, "body.metadata", "expected an object"),
+    ("root", "node_started", {"depth": "1"}, "body.depth", "expected an integer"),
     ("root", "node_started", {"label": "guess"}, "body.label", "unknown label"),
     ("root", "node_started", {"parent_id": "p", "ancestor_ids": ["q"]}, "body.ancestor_ids", "parent_id"),
     ("root", "node_started", {"parent_id": "p/q", "ancestor_ids": ["p/q"]}, "body.parent_id", "forbidden"),
-    ("root", "react_step", {"content": None}, "body.content", "Expected `str`"),
-    ("root", "core_seeded", {"context": "not a dict"}, "body.context", "Expected `object`"),
+    ("root", "react_step", {"content": None}, "body.content", "expected a string"),
+    ("root", "core_seeded", {"context": "not a dict"}, "body.context", "expected an object"),
 ]
 
 

@@ -14,7 +14,8 @@ import logging
 import sys
 from typing import Any
 
-from ledger import LedgerError, layout
+from ledger import InvalidInput, LedgerError, layout
+from ledger.errors import os_reason
 from projections.adapters.cli import checkpoint, files, memory, proof, rebuild, tools  # noqa: F401 - registered in this order
 
 # isort: split
@@ -86,6 +87,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def as_typed(exc: LedgerError, argv: list[str]) -> str:
+    """An error as the command line says it: a field the library names (``limit``) as the
+    option the person typed (``--limit``), the reason the library's own."""
+    if isinstance(exc, InvalidInput):
+        flag = "--" + exc.field.replace("_", "-")
+        if any(a == flag or a.startswith(flag + "=") for a in argv):
+            return f"{flag}: {exc.reason}"
+    return str(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
@@ -104,13 +115,12 @@ def main(argv: list[str] | None = None) -> int:
         ):
             return int(args.func(args))  # a dry run moves no file, also not an old layout's
     except LedgerError as exc:
-        error(str(exc))
+        error(as_typed(exc, argv))
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_OK
     except OSError as exc:  # a file that cannot be read or written: say which, no traceback
-        where = f": {exc.filename}" if exc.filename else ""
-        error(f"{exc.strerror or exc}{where}")
+        error(f"{exc.filename}: {os_reason(exc)}" if exc.filename else os_reason(exc))
         return EXIT_ERROR
     except ValueError as exc:
         error(str(exc))

@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -94,8 +95,39 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if report.reason is not None or not found.rollback:
             lines.insert(0, report.summary())  # damaged / torn tail / ok; else a rollback line leads
         lines += [f"head {h[:12]}…: seq {seq} of {report.last_seq}" for h, seq in report.found.items()]
+        lines += next_steps(found.report, found.rollback, args.checkpoint)
         print("\n".join(lines))
     return EXIT_OK if found.passed else EXIT_CHECK_FAILED
+
+
+def next_steps(report: Any, rollback: list[str] | tuple[str, ...], checkpoint: str) -> list[str]:
+    """What the person can do about what ``verify`` found: the command, with their checkpoint."""
+    where = shlex.quote(checkpoint)
+    if report.reason is not None and report.torn_tail:
+        return [f"next: `ari-ledger repair {where}` (or the next write) sets the torn tail aside, byte for byte"]
+    if report.reason is not None:
+        return [
+            f"next: `ari-ledger repair {where}` keeps every event before seq {report.first_bad_seq}, "
+            "sets the rest aside byte for byte and re-appends what it can salvage"
+        ]
+    if rollback:
+        return [
+            "next: restore the missing events (a backup, a .torn-* file), or accept the log as it is "
+            f"with `ari-ledger verify --accept-rollback {where}`"
+        ]
+    return []
+
+
+def _self_check(checkpoint: str, work: str) -> Any:
+    """``verify`` after a change: a Ctrl-C here leaves the change done, its check not."""
+    from projections.tools import checkpoint as state
+
+    try:
+        return state.verify(checkpoint)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"the {work} is done; only its self-check was cut short (`ari-ledger verify {shlex.quote(checkpoint)}` checks)"
+        ) from None
 
 
 def hash_arg(value: str) -> str:
@@ -287,7 +319,7 @@ def cmd_repair(args: argparse.Namespace) -> int:
             else "the repair had finished; nothing is left to do"
         )
         raise Interrupted(kept) from None
-    found = state.verify(args.checkpoint)
+    found = _self_check(args.checkpoint, "repair")
     if args.json:
         finished = {"redaction_seq": redaction.seq, "scrubbed": redaction.scrubbed} if redaction else None
         emit(
@@ -344,7 +376,6 @@ def cmd_redact(args: argparse.Namespace) -> int:
 
     from ledger.maintenance.redact import Selector
     from projections.adapters.cli.progress import Reporter
-    from projections.tools import checkpoint as state
     from projections.tools.redaction import STEPS, redact_checkpoint
 
     if args.match is not None and args.regex is not None:
@@ -352,7 +383,12 @@ def cmd_redact(args: argparse.Namespace) -> int:
     if args.node is not None:
         check_node(args.checkpoint, args.node)
     text = args.regex if args.regex is not None else args.match
-    selector = Selector(tuple(args.id), args.node, text, regex=args.regex is not None)
+    try:
+        selector = Selector(tuple(args.id), args.node, text, regex=args.regex is not None)
+    except InvalidInput as exc:  # the text to match is the option the person gave
+        if exc.field != "text":
+            raise
+        raise InvalidInput("--regex" if args.regex is not None else "--match", exc.reason) from None
     by = args.by or f"{getpass.getuser()}@{socket.gethostname()}"
     before = _last_seq(args.checkpoint)
     try:
@@ -363,7 +399,7 @@ def cmd_redact(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         raise Interrupted(_redaction_kept(args.checkpoint, before)) from None
-    found = state.verify(args.checkpoint)
+    found = _self_check(args.checkpoint, "redaction")
     if args.json:
         emit({"redact": done.as_dict(), "verify": found.as_dict()})
     else:

@@ -67,13 +67,18 @@ def _check_export(args: argparse.Namespace) -> None:
 def cmd_export(args: argparse.Namespace) -> int:
     from ledger.maintenance.bundle import export_bundle
 
-    with output_file(args.output) as out:
-        manifest = export_bundle(Path(args.checkpoint), out)
     where = "standard output" if args.output == STDOUT else args.output
+    try:
+        with output_file(args.output) as out:
+            manifest = export_bundle(Path(args.checkpoint), out)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"the checkpoint is unchanged and nothing was written to {where} (a bundle is written whole or not at all)"
+        ) from None
     if args.json:
         emit({"path": args.output, "checkpoint": args.checkpoint, "manifest": manifest}, said(args.output))
     else:
-        print(f"exported {manifest['events']} events to {where}", file=said(args.output))
+        print(f"exported {manifest['events']:,} events to {where}", file=said(args.output))
     return EXIT_OK
 
 
@@ -98,7 +103,7 @@ def cmd_import(args: argparse.Namespace) -> int:
             }
         )
         return EXIT_OK
-    print(f"imported {manifest['events']} events into {args.checkpoint}")
+    print(f"imported {manifest['events']:,} events into {args.checkpoint}")
     if manifest["events"] and not _snapshot(Path(args.checkpoint)).exists():
         print(
             f"next: `ari-ledger rebuild {args.checkpoint}` saves its snapshot (until then every read folds the whole log)"

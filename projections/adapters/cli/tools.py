@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput, layout
+from ledger.progress import Interrupted
 from projections import settings
 from projections.adapters.cli import framework
 from projections.adapters.cli.framework import (
@@ -56,37 +57,40 @@ def cmd_demo(args: argparse.Namespace) -> int:
     out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))
     if layout.has_ledger(out / "checkpoint") or (out / "experiments").exists():
         raise InvalidInput("dir", f"{shown(out)} already holds a demo; pass a new directory")
-    with demo_output(out, fresh=not args.dir):  # all or nothing: a failed demo leaves no half of one
-        experiments = copy_run(FIXTURE_RUN, out)
-        if args.planted:
-            from projections.adapters.planted import plant_reports
+    try:
+        with demo_output(out, fresh=not args.dir):  # all or nothing: a failed demo leaves no half of one
+            experiments = copy_run(FIXTURE_RUN, out)
+            if args.planted:
+                from projections.adapters.planted import plant_reports
 
-            plant_reports(experiments)
-        backend = MemoryBackend(out / "checkpoint")
-        try:
-            with framework.console.status(
-                "replaying the fixture run (node start → context → consolidation → re-run → audit)"
-            ):
-                replay = replay_run(backend, FIXTURE_RUN, experiments)
-            rows: list[dict[str, Any]] = []
-            for nid, ancestors in replay.tree.items():
-                scope = ancestors + [nid]
-                hits = backend.search_memory(replay.queries[nid], scope, limit=3)["results"]
-                rows.append(
-                    {
-                        "node": nid,
-                        "may_read": scope,
-                        "top_hits": [(h["node_id"], round(h["score"], 3), clip(h["text"], 48)) for h in hits],
-                    }
-                )
-            planted = _plant(backend, replay, out) if args.planted else None
-            data = lineage_data(backend, experiments)
-            report_path = out / "report.html"
-            report_path.write_text(render_report(data), encoding="utf-8")
-            backend.flush_projections()  # with a Letta server, leave its agent holding the whole run
-            health = backend.health()
-        finally:
-            backend.close()
+                plant_reports(experiments)
+            backend = MemoryBackend(out / "checkpoint")
+            try:
+                with framework.console.status(
+                    "replaying the fixture run (node start → context → consolidation → re-run → audit)"
+                ):
+                    replay = replay_run(backend, FIXTURE_RUN, experiments)
+                rows: list[dict[str, Any]] = []
+                for nid, ancestors in replay.tree.items():
+                    scope = ancestors + [nid]
+                    hits = backend.search_memory(replay.queries[nid], scope, limit=3)["results"]
+                    rows.append(
+                        {
+                            "node": nid,
+                            "may_read": scope,
+                            "top_hits": [(h["node_id"], round(h["score"], 3), clip(h["text"], 48)) for h in hits],
+                        }
+                    )
+                planted = _plant(backend, replay, out) if args.planted else None
+                data = lineage_data(backend, experiments)
+                report_path = out / "report.html"
+                report_path.write_text(render_report(data), encoding="utf-8")
+                backend.flush_projections()  # with a Letta server, leave its agent holding the whole run
+                health = backend.health()
+            finally:
+                backend.close()
+    except KeyboardInterrupt:
+        raise Interrupted(f"the half-made demo in {shown(out)} was removed; nothing else was touched") from None
     audit = replay.audit
     assert audit is not None, "replay_run always audits"
     if args.json:
