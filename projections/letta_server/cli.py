@@ -24,6 +24,28 @@ from .lifecycle import (
 )
 
 
+def port(text: str) -> int:
+    """A TCP port, checked when the arguments are read (before anything starts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port (1 to 65535), got {text!r}") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port (1 to 65535), got {value}")
+    return value
+
+
+def seconds(text: str) -> float:
+    """A wait in seconds: a finite number above 0 (``inf`` or ``1e400`` would wait forever)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value < 86_400 * 7:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0 and under a week, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``up|down|status|env`` and their options to ``parser`` (reused by ``ari-ledger letta``)."""
     parser.add_argument(
@@ -39,14 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="harness directory (default: $ARI_LETTA_HOME or ~/.cache/ari-ledger/letta)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON object instead of text")
-    parser.add_argument("--letta-port", type=int, default=DEFAULT_LETTA_PORT, help="(up) Letta port [%(default)s]")
+    parser.add_argument("--letta-port", type=port, default=DEFAULT_LETTA_PORT, help="(up) Letta port [%(default)s]")
     parser.add_argument(
-        "--embed-port", type=int, default=DEFAULT_EMBED_PORT, help="(up) embedding endpoint port [%(default)s]"
+        "--embed-port", type=port, default=DEFAULT_EMBED_PORT, help="(up) embedding endpoint port [%(default)s]"
     )
-    parser.add_argument("--pg-port", type=int, default=DEFAULT_PG_PORT, help="(up) Postgres port [%(default)s]")
+    parser.add_argument("--pg-port", type=port, default=DEFAULT_PG_PORT, help="(up) Postgres port [%(default)s]")
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=seconds,
         default=300,
         help="(up) seconds to wait for each process to become healthy [%(default)s]",
     )
