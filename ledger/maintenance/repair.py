@@ -61,14 +61,14 @@ class RepairReport:
 
     def lines(self) -> list[str]:
         if self.reason is None:
-            return [f"nothing to repair: {self.kept} events, chain intact"]
+            return [f"nothing to repair: {self.kept:,} events, chain intact"]
         assert self.set_aside is not None
         out = [
             *(["resumed: a repair a crash interrupted, finished from its record"] if self.resumed else []),
             f"found: {self.reason}",
             f"kept: seq 1..{self.kept} ({self.kept_bytes} bytes), untouched",
             f"set aside: {self.set_aside_bytes} bytes, byte for byte, in {self.set_aside.name}",
-            f"salvaged: {len(self.salvaged)} events re-appended, marked salvaged"
+            f"salvaged: {len(self.salvaged):,} events re-appended, marked salvaged"
             + (
                 f" (seq {self.salvaged[0][0]}..{self.salvaged[-1][0]} → {self.salvaged[0][1]}..)"
                 if self.salvaged

@@ -122,12 +122,12 @@ def _rebuild_note(ledger: Ledger, snapshot: dict[str, Any] | None) -> str | None
         return None
     rebuild = f"`ari-ledger rebuild {ledger.checkpoint_dir}` saves one"
     if snapshot is None:
-        return f"no projection snapshot: every read folds all {ledger.last_seq} events from scratch; {rebuild}"
+        return f"no projection snapshot: every read folds all {ledger.last_seq:,} events from scratch; {rebuild}"
     lag = snapshot.get("lag")
     if lag is None or snapshot.get("rollback") or snapshot.get("problem"):
         return None
     if lag >= max(1, min(SNAPSHOT_EVERY, int(ledger.last_seq * CLOSE_SAVE_SHARE))) and lag > 1:
-        return f"the projection snapshot is {lag} events behind the log: every read folds them; {rebuild}"
+        return f"the projection snapshot is {lag:,} events behind the log: every read folds them; {rebuild}"
     return None
 
 

@@ -59,9 +59,9 @@ class Rebuilt:
     def lines(self) -> list[str]:
         how = f"from scratch ({self.from_scratch})" if self.from_scratch else "after the snapshot"
         out = [
-            f"snapshot: saved {self.snapshot} at seq {self.events} (folded {self.folded} events {how})"
+            f"snapshot: saved {self.snapshot} at seq {self.events} (folded {self.folded:,} events {how})"
             if self.snapshot
-            else f"snapshot: NOT saved (folded {self.folded} events {how}; see the warning above)"
+            else f"snapshot: NOT saved (folded {self.folded:,} events {how}; see the warning above)"
         ]
         if self.context is None:
             out.append(f"verified context: not written: {self.why_not}")

@@ -277,7 +277,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
         emit({**result, "deleted_duplicates": deleted} if args.dedupe else result)
     else:
         print(
-            f"restored {result['events']} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}"
+            f"restored {result['events']:,} events into {result['agent']} ({result['events_per_s']} events/s); cursor {result['cursor']}"
         )
     return EXIT_OK
 
