@@ -100,6 +100,19 @@ def store_dir(checkpoint_dir: str | Path) -> Path:
     return store
 
 
+def not_utf8(path: str | Path, records: str) -> str | None:
+    """Why a path that ``records`` (a checkpoint, a skill's files) keep as UTF-8 text cannot be
+    used, before anything is written there; None when it can. Its bytes that are not UTF-8 are
+    shown as ``\\xNN``."""
+    raw = os.fsencode(os.path.abspath(path))
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        return f"{shown} is not a UTF-8 path ({records} as UTF-8 text); pass another"
+    return None
+
+
 def check_checkpoint_dir(checkpoint_dir: str | Path) -> None:
     """Refuse a path that cannot be a checkpoint, naming what to pass instead (InvalidInput,
     field ``checkpoint``); a path that does not exist yet is fine (an open creates it).

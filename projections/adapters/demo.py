@@ -21,6 +21,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from ledger import layout
 from ledger.ari.node_report import NodeReport, load_node_report
 from ledger.ari.provenance import sha256_file
 from ledger.errors import InvalidInput
@@ -61,12 +62,9 @@ def demo_output(out: Path, *, fresh: bool = False) -> Iterator[Path]:
     (a temp dir), removed as well."""
     if out.exists() and not out.is_dir():
         raise InvalidInput("dir", f"{shown(out)} is a file, not a directory; pass a new directory")
-    try:
-        os.fsdecode(os.path.abspath(out)).encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(
-            "dir", f"{shown(out)} is not a UTF-8 path (the checkpoint records its paths as UTF-8 text); pass another"
-        ) from None
+    problem = layout.not_utf8(out, "the checkpoint records its paths")
+    if problem is not None:
+        raise InvalidInput("dir", problem)
     first_new = None if out.exists() else next(p for p in [out, *out.parents] if p.parent.exists())
     before = None if fresh or first_new is not None else set(os.listdir(out))
     try:

@@ -22,6 +22,9 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from string import Template
 
+from ledger import layout
+from ledger.errors import InvalidInput
+
 TEMPLATES = "skill-template"
 FILLED = ".in"
 SKIPPED = ("__pycache__", ".pyc")
@@ -57,6 +60,9 @@ def write_skill_dir(target: str | Path) -> list[Path]:
 
     Files of the template are overwritten; anything else in ``target`` (a ``.venv``) is left alone.
     """
+    problem = layout.not_utf8(target, "the skill's files record its path")
+    if problem is not None:  # before anything is written: no half a skill directory
+        raise InvalidInput("dir", problem)
     root = Path(target).resolve()
     ledger_version = version("ari-memory-ledger")
     values = {

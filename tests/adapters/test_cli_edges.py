@@ -104,4 +104,4 @@ def test_an_oserror_escaping_a_command_is_one_error_line(capsys, tmp_path: Path)
     (store_dir(ckpt) / LOG_NAME).mkdir(parents=True)  # the log is a directory
     for command in ("status", "log", "verify"):
         code, _, err = run(capsys, command, str(ckpt))
-        one_error(code, err, "Is a directory")
+        one_error(code, err, f"{store_dir(ckpt) / LOG_NAME}: is a directory")

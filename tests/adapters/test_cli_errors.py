@@ -299,7 +299,7 @@ def test_a_demo_failing_half_way_leaves_nothing_it_wrote(
         (out / "notes.txt").write_text("kept")
     before = files_of(tmp_path)
     code, _out, err = run(capsys, "demo", str(out))
-    assert (code, err) == (2, "error: No space left on device: report.html\n")
+    assert (code, err) == (2, "error: report.html: no space left on device\n")
     assert files_of(tmp_path) == before
     monkeypatch.undo()
     code, _out, err = run(capsys, "demo", str(out), "--json")  # and the next run is not refused

@@ -1,7 +1,7 @@
 """Every command answers bad input in one voice (issue 41): each class of bad input (missing,
 unknown name, wrong type, out of range, huge, not UTF-8) given to every command of the parser
 is exit 2 with exactly one ``error:`` line on stderr, nothing on stdout, no traceback, no usage
-block, no value echoed whole, and the checkpoint it names is left byte for byte as it was.
+block, no value echoed whole, and the checkpoint it names is left byte for byte as it was (nor is anything made where it runs).
 
 The cases are drawn from the parser itself (every command, every option that takes a number,
 every positional), so a new command or option is covered without editing this file.
@@ -99,7 +99,8 @@ def answer(capfd: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str
     return code, out, err
 
 
-def test_every_command_answers_every_class_of_bad_input_in_one_line(capfd, demo: Path) -> None:
+def test_every_command_answers_every_class_of_bad_input_in_one_line(capfd, demo: Path, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # a relative path a command writes would land here
     before = tree_hash(demo.parent)
     tried = cases(str(demo))
     assert len({c for c, _, _ in tried}) == len(subparsers())  # every command is tried
@@ -125,6 +126,7 @@ def test_every_command_answers_every_class_of_bad_input_in_one_line(capfd, demo:
             bad.append(f"{' '.join(a[:40] for a in argv)} [{kind}]: {', '.join(problems)}: {err[:300]!r}")
     assert not bad, "\n".join(bad)
     assert tree_hash(demo.parent) == before  # no bad input wrote anything
+    assert list(tmp_path.iterdir()) == []  # nor anywhere else (a skill directory named by a bad path)
 
 
 def test_the_same_bad_value_gets_the_library_reason_under_the_option_typed(capfd, demo: Path) -> None:

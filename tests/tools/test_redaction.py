@@ -126,7 +126,7 @@ def test_the_command_dry_run_json_and_errors(leaky: Path) -> None:
     assert out["redact"]["dry_run"] and len(out["redact"]["chosen"]) == 5 and SECRET not in dry.stdout
     assert (store_dir(leaky) / LOG_NAME).read_bytes() == before
     bad = ari_ledger("redact", leaky, "--regex", "(unclosed", "--reason", "x")
-    assert bad.returncode == 2 and bad.stderr.startswith("error: text: not a valid regular expression")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --regex: not a valid regular expression")
     nothing = ari_ledger("redact", leaky, "--reason", "x")
     assert nothing.returncode == 2 and "say what to redact" in nothing.stderr
     done = ari_ledger("redact", leaky, "--regex", r"ghp_[A-Za-z0-9]+", "--reason", "token", "--by", "alice")
