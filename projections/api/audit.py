@@ -29,18 +29,23 @@ class Audit:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    def run(self, experiments_root: str | Path, run_id: str | None) -> AuditResult:
+    def run(self, experiments_root: str | Path, run_id: str | None, as_of: int | None = None) -> AuditResult:
         """ARI's ``{"summary", "results"}``, plus ``values`` (a verdict per claim),
         ``value_summary``, ``ok`` (false on missing, mismatch, a value mismatch or a broken
-        chain) and the chain check."""
+        chain) and the chain check.
+
+        ``as_of``: only the entries written up to that seq (cleared ones too, as now) and the
+        core seed of then are audited; the files they cite and the log's chain are checked as
+        they are now (a file cannot be read as it was, and a chain broken later breaks the
+        trust in all of it)."""
         root = Path(experiments_root)
         if not root.is_dir():
             raise InvalidInput("experiments_root", f"{root} is not a directory")
         if run_id is not None:
             check_run_id(run_id)
         with self.session.reading() as catalog:
-            entries = list(catalog.entries.values())
-            seed = catalog.context()
+            entries = [e for e in catalog.entries.values() if as_of is None or e.seq <= as_of]
+            seed = catalog.context(as_of)
             chain = self.session.ledger.verify()
         experiment = dict(seed.context) if seed else {}  # its facts and primary metric ground claims too
         grounding = Grounding([root], experiment.get("metric_ranges"), experiment, self.session.cited_files)
@@ -80,7 +85,8 @@ class Audit:
         summary = {status: sum(1 for r in results if r["status"] == status) for status in STATUSES}
         value_summary = {v: sum(1 for r in values if r["verdict"] == v) for v in VALUE_VERDICTS}
         ok = chain.ok and not summary["missing"] and not summary["mismatch"] and not value_summary["mismatch"]
-        self.session.access.record("audit", "audit_memory", summary=summary, value_summary=value_summary)
+        at: dict[str, Any] = {"as_of": as_of} if as_of is not None else {}
+        self.session.access.record("audit", "audit_memory", summary=summary, value_summary=value_summary, **at)
         return {
             "ok": ok,
             "summary": summary,

@@ -464,8 +464,12 @@ class MemoryBackend:
         ctx = self._verified.get(ancestor_ids, "review", None, None, None, None, keep_mismatches)
         return self._verified.save(ctx, Path(path))
 
-    def audit_memory(self, experiments_root: str | Path, run_id: str | None = None) -> AuditResult:
-        return self._audit.run(experiments_root, run_id)
+    def audit_memory(
+        self, experiments_root: str | Path, run_id: str | None = None, *, as_of: int | None = None
+    ) -> AuditResult:
+        """The audit of what memory held ``as_of`` a seq (default: now); the files it re-hashes
+        and the log's chain are checked as they are now: files cannot travel in time."""
+        return self._audit.run(experiments_root, run_id, as_of)
 
     # -- this library's additions ----------------------------------------------------------
 
@@ -495,6 +499,12 @@ class MemoryBackend:
     def lineage(self, node_id: str) -> list[str] | None:
         """Root→node from the recorded tree; None for a node this checkpoint does not know."""
         return self._nodes.lineage(node_id)
+
+    def node_since(self, node_id: str) -> int | None:
+        """The seq of the node's first event (its ``node_started`` or its first entry, whichever
+        came first); None for a node this checkpoint does not know. Says why a read as of an
+        earlier seq finds nothing of it: the node did not exist yet."""
+        return self._nodes.since(node_id)
 
     def restore(self, progress: Any = None, *, only: str | None = None) -> dict[str, Any]:
         """Rebuild projections from the log, whatever ``ARI_MEMORY_AUTO_RESTORE`` says: the

@@ -207,6 +207,11 @@ class Nodes:
                 "seq": node.seq,
             }
 
+    def since(self, node_id: str) -> int | None:
+        """The seq of the node's first event (its ``node_started`` or first entry), or None."""
+        with self.session.reading() as catalog:
+            return catalog.node_since(node_id)
+
     def lineage(self, node_id: str) -> list[str] | None:
         """Root→node from the recorded tree; None for a node this checkpoint does not know."""
         with self.session.reading() as catalog:

@@ -10,10 +10,20 @@ from typing import Any
 from ledger.vocabulary import is_sha256
 
 
+def grounded_block_data(ctx: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """What the block holds, as data in the shape it is rendered from (ARI's
+    ``usable_for_claims`` and ``limitations``): the usable claims it lists (none carrying an
+    exclusion) and, when it lists any, the limitations; both empty when the block is empty.
+    ``render_grounded_block`` of it is the block itself, so a script reads what the paper reads."""
+    usable = [c for c in ctx.get("usable_for_claims") or [] if not c.get("exclusions")]
+    return {"usable_for_claims": usable, "limitations": list(ctx.get("limitations") or []) if usable else []}
+
+
 def render_grounded_block(ctx: Mapping[str, Any]) -> str:
     """The prompt block listing usable claims with status, evidence and artifacts, or "" when none.
     A claim that carries an exclusion is never listed, whatever the context file says."""
-    usable = [c for c in ctx.get("usable_for_claims") or [] if not c.get("exclusions")]
+    held = grounded_block_data(ctx)
+    usable = held["usable_for_claims"]
     if not usable:
         return ""
     lines = [
@@ -43,7 +53,7 @@ def render_grounded_block(ctx: Mapping[str, Any]) -> str:
         lines.append(
             f"- [{status}; evidence {claim.get('evidence', 'cited')}] {claim['node_id']}{metric}: {claim['text']} — artifacts: {arts}{caveat}"
         )
-    limitations = ctx.get("limitations") or []
+    limitations = held["limitations"]
     if limitations:
         lines.append("## Known limitations (failed attempts; do not present as results)")
         lines.extend(f"- {lim['node_id']}: {lim['text']}" for lim in limitations)

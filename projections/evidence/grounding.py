@@ -105,23 +105,27 @@ def run_and_node(ref: object) -> tuple[str, str] | None:
         return None
 
 
-def check_run(catalog: Catalog, experiments_root: str | Path, run_id: str, field: str = "run_id") -> str:
+def check_run(
+    catalog: Catalog, experiments_root: str | Path, run_id: str, field: str = "run_id", as_of: int | None = None
+) -> str:
     """``run_id`` when it names a run: a directory under the experiments root that entries of
-    the log (``catalog``, folded to its end) point into. Else InvalidInput naming the run id and
-    where it was looked for (an audit of a run nobody recorded would find nothing, and say all
-    is well)."""
+    the log (``catalog``, folded to its end; ``as_of``: those written up to that seq) point
+    into. Else InvalidInput naming the run id and where it was looked for (an audit of a run
+    nobody recorded would find nothing, and say all is well)."""
     check_run_id(run_id)  # a path is malformed, whoever passed it
     work = Path(experiments_root) / run_id
     named = any(
         (pair := run_and_node(e.metadata.get("node_report_ref"))) is not None and pair[0] == run_id
         for e in catalog.entries.values()
+        if as_of is None or e.seq <= as_of
     )
+    log = "the log" if as_of is None else f"the log up to seq {as_of}"
     if not work.is_dir() and not named:
-        raise InvalidInput(field, f"no run {run_id!r}: no directory {work}, and no entry of the log names it")
+        raise InvalidInput(field, f"no run {run_id!r}: no directory {work}, and no entry of {log} names it")
     if not work.is_dir():
-        raise InvalidInput(field, f"run {run_id!r} has no directory {work} (entries of the log name it: wrong root?)")
+        raise InvalidInput(field, f"run {run_id!r} has no directory {work} (entries of {log} name it: wrong root?)")
     if not named:
-        raise InvalidInput(field, f"no entry of the log names run {run_id!r} (its directory {work} exists)")
+        raise InvalidInput(field, f"no entry of {log} names run {run_id!r} (its directory {work} exists)")
     return run_id
 
 

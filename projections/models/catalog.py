@@ -439,6 +439,23 @@ class Catalog:
             len(self.redacted),
         )
 
+    @heals
+    def first_seq(self, name: str) -> int | None:
+        """The seq of the collection's first row (rows are in log order), visible or not; None
+        without rows. What a read "as of seq N" asks to know whether a node had written by then."""
+        rows = self.stored(name)
+        if rows is not None and rows.n:
+            return int(rows.seqs[0])
+        fresh = self._fresh.get(name)
+        return fresh.seqs[0] if fresh is not None and fresh.seqs else None
+
+    def node_since(self, node_id: str) -> int | None:
+        """The seq of the node's first event the catalog keeps: its ``node_started`` or its first
+        entry, whichever came first; None for a node it does not know."""
+        info = self.nodes.get(node_id)
+        seqs = [s for s in (info.seq if info else None, self.first_seq(node_id)) if s is not None]
+        return min(seqs) if node_id != REACT and seqs else None
+
     def count(self, name: str) -> int:
         """Rows of a collection, stored and fresh, visible or not (no row is read)."""
         fresh = self._fresh.get(name)

@@ -172,6 +172,25 @@ def _usable_are_claims(
             proof.fail(f"its copy in usable_for_claims names event {str(item['event_hash'])[:12]}…, not its event")
 
 
+def context_as_of(
+    backend: MemoryBackend, ctx: Mapping[str, Any], at: int, experiments_root: str | Path | None = None
+) -> dict[str, Any] | None:
+    """The verified context the library builds as of ``at`` from what ``ctx`` records (its
+    lineage, purpose, min_evidence, limit, keep_mismatches), as ``VerifiedContext.save``
+    would have written it then: anchored at ``at`` and each claim with its event's hash. What
+    a proof "as of seq N" proves when the context file was built after N (or cannot be placed
+    in time); None when ``ctx`` records no lineage or cannot be built from what it records."""
+    usable = [u for u in ctx.get("usable_for_claims") or [] if isinstance(u, Mapping)]
+    lib = _build(backend, ctx, usable, at, experiments_root, ContextCheck())
+    if lib is None:
+        return None
+    found = backend.event_hashes([at, *(c["seq"] for c in lib["claims"])])
+    for claim in [*lib["claims"], *lib["usable_for_claims"]]:
+        claim["event_hash"] = found[claim["seq"]][1] if claim["seq"] in found else None
+    anchor = {"seq": at, "hash": found[at][1]} if at in found else None
+    return {**lib, "as_of_seq": at, "anchor": anchor}
+
+
 def _build(
     backend: MemoryBackend,
     ctx: Mapping[str, Any],

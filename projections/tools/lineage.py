@@ -24,6 +24,7 @@ from ledger.typed import evidence_refs
 from projections.api import MemoryBackend
 from projections.evidence.grounding import CitedFiles, Grounding
 from projections.evidence.usable import node_verdict, repro_events, self_judged_failure, verified_context
+from projections.models.catalog import Catalog, NodeInfo
 from projections.models.views import research_view
 
 
@@ -42,12 +43,19 @@ def lineage_data(
     *,
     traced: Iterable[TracedClaim] = (),
     cited_files: CitedFiles | None = None,
+    as_of: int | None = None,
 ) -> dict[str, Any]:
     """Everything the tree views show, computed from the log (and the reports, if given). Each
     claim a proof ``traced`` carries its verdict and reasons; ``cited_files``: what reading the
-    cited files found already (a proof's), so no file is hashed twice."""
+    cited files found already (a proof's), so no file is hashed twice.
+
+    ``as_of``: the tree as the log stood after that seq, as a checkpoint holding only its
+    first ``as_of`` events shows it: the nodes, entries, verdicts and claims of then, and the
+    best lineage only if ``verified_context.json`` was anchored by then (an entry of then
+    redacted since counts as redacted: its text is gone from the log). The files read from
+    disk (node reports, cited artifacts) are today's: files cannot travel in time."""
     proved = {c.entry_id: c for c in traced}
-    experiment = backend.get_experiment_context()
+    experiment = backend.get_experiment_context(as_of=as_of)
     grounding = Grounding(
         [experiments_root] if experiments_root is not None else [],
         experiment.get("metric_ranges"),
@@ -56,15 +64,17 @@ def lineage_data(
     )
     catalog = backend.fresh_catalog()
     primary = experiment.get("primary_metric")
-    verified = _read_verified(backend.checkpoint_dir)
-    repro = repro_events(catalog)  # once for the whole tree, not once per node
-    order = list(catalog.nodes) + [n for n in catalog.by_node if n not in catalog.nodes]
+    verified = _read_verified(backend.checkpoint_dir, as_of)
+    repro = repro_events(catalog, as_of)  # once for the whole tree, not once per node
     nodes = []
-    for nid in order:
-        info = catalog.nodes.get(nid)
-        entries = catalog.node_entries(nid)
+    for nid, info in _nodes_as_of(catalog, as_of):
+        entries = catalog.node_entries(nid, as_of)
         kinds = Counter(e.kind or "note" for e in entries)
-        gone = [r for r in catalog.redacted.values() if r.node_id == nid and r.type == "memory_added"]
+        gone = [
+            r
+            for r in catalog.redacted.values()
+            if r.node_id == nid and r.type == "memory_added" and (as_of is None or r.seq <= as_of)
+        ]
         if gone:  # a redacted entry keeps its place in the counts (ari-ledger redact)
             kinds["redacted"] = len(gone)
         refs = [r for e in entries if isinstance(r := e.metadata.get("node_report_ref"), dict) and r.get("run_id")]
@@ -109,7 +119,7 @@ def lineage_data(
     return {
         "title": f"ARI memory lineage — {backend.checkpoint_dir.name}",
         "checkpoint": str(backend.checkpoint_dir),
-        "as_of_seq": backend.folded_seq,
+        "as_of_seq": backend.folded_seq if as_of is None else as_of,
         "best_node": verified.get("best_node"),
         "best_lineage": verified.get("lineage", []),
         "nodes": nodes,
@@ -122,13 +132,40 @@ def _proved(claim: TracedClaim | None) -> dict[str, Any]:
     return {"proof": claim.verdict, "proof_failures": claim.failures, "proof_unchecked": claim.unchecked}
 
 
-def _read_verified(checkpoint: Path) -> dict[str, Any]:
+def _nodes_as_of(catalog: Catalog, as_of: int | None) -> list[tuple[str, NodeInfo | None]]:
+    """The tree's nodes in order, each with its recorded ``node_started`` (None without one):
+    the started ones, then those known only by their entries. ``as_of``: only what the log
+    held up to that seq (a node started later is, until then, known by its entries alone)."""
+    started = {n: i for n, i in catalog.nodes.items() if as_of is None or i.seq <= as_of}
+    written = [n for n in catalog.by_node if n not in started and _wrote_by(catalog, n, as_of)]
+    return [*started.items(), *((n, None) for n in written)]
+
+
+def _wrote_by(catalog: Catalog, node_id: str, as_of: int | None) -> bool:
+    first = catalog.first_seq(node_id)
+    return first is not None and (as_of is None or first <= as_of)
+
+
+def _read_verified(checkpoint: Path, as_of: int | None = None) -> dict[str, Any]:
+    """``verified_context.json``; ``as_of``: only when its anchor (the log's head when it was
+    written) is at or before that seq, else it did not exist then (one without an anchor
+    cannot be placed in time)."""
     path = checkpoint / VERIFIED_CONTEXT_NAME
     try:
         data = read_json(path)  # a regular file of bounded size, JSON, or an error naming it
     except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    if as_of is not None and not _anchored_by(data, as_of):
+        return {}
+    return data
+
+
+def _anchored_by(data: dict[str, Any], as_of: int) -> bool:
+    anchor = data.get("anchor")
+    seq = anchor.get("seq") if isinstance(anchor, dict) else None
+    return isinstance(seq, int) and not isinstance(seq, bool) and seq <= as_of
 
 
 def _report(experiments_root: Path | None, run_id: str | None, node_id: str) -> dict[str, Any] | None:

@@ -59,14 +59,14 @@ from ledger import InvalidInput, Ledger
 from ledger.anchor import Anchor
 from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
-from projections.access.reader import check_chain, read_records
+from projections.access.reader import ReadRecord, check_chain, read_records
 from projections.api import MemoryBackend, refuse_unfinished
 from projections.engines.protocol import Progress
 from projections.evidence.grounding import CitedFiles, experiments_roots
 from projections.models.verdicts import EVIDENCE
 from projections.tools.checkpoint import Verification, verify_open
 from projections.tools.claim_trace import ClaimProof
-from projections.tools.context_check import ContextCheck, check_context
+from projections.tools.context_check import ContextCheck, check_context, context_as_of
 from projections.tools.lineage import lineage_data
 from projections.tools.reads import Replayed, replay_all
 
@@ -87,6 +87,8 @@ class Proof:
     notes: list[str] = field(default_factory=list)  # said, neither failed nor unchecked
     recomputed: dict[str, Any] | None = None  # how the context was built again, when it was
     no_claims: str | None = None  # why there is nothing to prove, when there is not
+    as_of: int | None = None  # the seq it proves as of, when asked (None: the log as it is)
+    as_of_note: str | None = None  # with ``as_of``: what is as of then, and what is today's
 
     @property
     def failed(self) -> bool:
@@ -113,8 +115,19 @@ class Proof:
         counts = {level or "unknown": sum(1 for c in self.claims if c.evidence == level) for level in levels}
         return {level: n for level, n in counts.items() if n}
 
+    @property
+    def as_of_seq(self) -> int | None:
+        """The seq the proof is as of: the one asked, else the log's last."""
+        return self.as_of if self.as_of is not None else self.chain.get("last_seq")
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok, "verdict": self.verdict, "evidence_counts": self.evidence_counts()}
+        return {
+            **asdict(self),
+            "as_of_seq": self.as_of_seq,
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "evidence_counts": self.evidence_counts(),
+        }
 
 
 def prove(
@@ -125,14 +138,16 @@ def prove(
     *,
     strict: bool = False,
     progress: Progress | None = None,
+    as_of: int | None = None,
 ) -> Proof:
     """Check everything a reviewer would about a checkpoint (see the module docstring).
 
     ``progress(done, total)`` is told how far the long parts are, each counting events from 0:
     the log and its snapshot verified, then the log folded when no snapshot holds it.
+    ``as_of``: prove what existed after that seq (:meth:`Reviewer.prove`).
     Raises ``InvalidInput`` for a ``context`` file that is missing or not a verified context."""
     with Reviewer(checkpoint_dir, experiments_root, progress=progress) as reviewer:
-        return reviewer.prove(context, heads, strict=strict)
+        return reviewer.prove(context, heads, strict=strict, as_of=as_of)
 
 
 class Reviewer:
@@ -170,12 +185,22 @@ class Reviewer:
             self._ledger.close()
         self._backend = self._ledger = None
 
+    def _open_log(self) -> Ledger:
+        """The log, opened once (refused first when a crash left a repair or a redaction
+        unfinished: its files are not what the log says yet)."""
+        if self._ledger is None:
+            refuse_unfinished(self.checkpoint)
+            self._ledger = Ledger.open_readonly(self.checkpoint)
+        return self._ledger
+
+    @property
+    def last_seq(self) -> int:
+        """The log's last seq: what an ``as_of`` may be at most (the log opened, once)."""
+        return self._open_log().last_seq
+
     def _verify(self, heads: list[str], context: Path | None) -> Verification:
-        """The log opened (once) and verified (refused first when a crash left a repair or a
-        redaction unfinished: its files are not what the log says yet)."""
-        refuse_unfinished(self.checkpoint)
-        self._ledger = Ledger.open_readonly(self.checkpoint)
-        return verify_open(self._ledger, heads, context, self.progress)
+        """The log opened (once) and verified."""
+        return verify_open(self._open_log(), heads, context, self.progress)
 
     def _open(self) -> MemoryBackend:
         """A read-only backend on the log already open (refused as an open refuses it)."""
@@ -185,28 +210,40 @@ class Reviewer:
         )
         return self._backend
 
-    def prove(self, context: str | Path | None = None, heads: Iterable[str] = (), *, strict: bool = False) -> Proof:
-        """The :class:`Proof` of the checkpoint (see :func:`prove`)."""
+    def prove(
+        self,
+        context: str | Path | None = None,
+        heads: Iterable[str] = (),
+        *,
+        strict: bool = False,
+        as_of: int | None = None,
+    ) -> Proof:
+        """The :class:`Proof` of the checkpoint (see :func:`prove`).
+
+        ``as_of``: what existed after that seq is proved — the context file when it was anchored
+        by then, else the context the library builds as of then from what the file records
+        (:func:`~projections.tools.context_check.context_as_of`), and only the reads recorded
+        by then. Files cannot travel in time: the log's chain and anchors, the access log and
+        every file re-hashed are checked as they are today, and the proof says so."""
         ckpt = self.checkpoint
         context_path = Path(context) if context is not None else ckpt / VERIFIED_CONTEXT_NAME
         ctx = _load_context(context_path, given=context is not None)
         heads = list(heads)
+        if as_of is not None:
+            _check_as_of(as_of, self.last_seq)
         failures: list[str] = []
         unchecked: list[str] = []
+        notes: list[str] = []
         found = self._verify(heads, context_path if context is not None else None)
         chain = found.as_dict()
         failures += [f"log: {line}" for line in found.rollback + found.problems]
         if found.report.reason is not None:
             failures.append(f"log: {found.report.summary()}")
         anchors = _anchors_found(self._ledger, found, heads)
-        anchor = _anchor(ctx, context_path.name) if ctx is not None else None
-        no_claims = None
-        if ctx is None:
-            no_claims = f"no verified context at {context_path}"
-        elif not ctx["claims"]:
-            no_claims = f"{context_path} lists no claims"
+        name = context_path.name
+        anchor = _anchor(ctx, name) if ctx is not None else None
         if anchor is not None:
-            anchors.append(context_path.name)
+            anchors.append(name)
         outside = heads or (context is not None and ckpt.resolve() not in context_path.resolve().parents)
         if not outside:
             unchecked.append(
@@ -215,11 +252,20 @@ class Reviewer:
             )
         roots = self.roots
         backend = self._open()
+        no_claims = None
+        if as_of is not None and ctx is not None and found.report.reason is None:
+            ctx, anchor, name, said = self._as_of(backend, ctx, name, anchor, as_of)
+            if ctx is None:
+                no_claims = said
+            else:
+                notes.append(said)
+        if ctx is None:
+            no_claims = no_claims or f"no verified context at {context_path}"
+        elif not ctx["claims"]:
+            no_claims = f"{context_path} lists no claims" if name == context_path.name else f"{name} has no claims"
         checked = ContextCheck()
         if ctx is not None and found.report.reason is None:
-            checked = check_context(
-                backend, ctx, context_path.name, anchor, roots, self.experiments_root, self.cited_files
-            )
+            checked = check_context(backend, ctx, name, anchor, roots, self.experiments_root, self.cited_files)
         failures += checked.failures
         unchecked += checked.unchecked
         failures += _nothing_rehashed(checked.claims, roots)
@@ -231,7 +277,11 @@ class Reviewer:
                 "paper stage were served cannot be replayed"
             )
         unchecked += [f"access log: {n}" for n in access.notes]
-        replayed = self.replayed = replay_all(backend, read_records(lines), checked.built)
+        records = read_records(lines)
+        if as_of is not None:
+            records, said = _reads_by(records, as_of)
+            notes.append(said)
+        replayed = self.replayed = replay_all(backend, records, checked.built)
         reads = {v: sum(1 for r in replayed if r.verdict == v) for v in ("same", "differs", "not_replayable")}
         if reads["not_replayable"]:
             whys = sorted({r.why for r in replayed if r.verdict == "not_replayable"})
@@ -248,10 +298,34 @@ class Reviewer:
             failures,
             unchecked,
             strict,
-            checked.notes,
+            notes + checked.notes,
             checked.recomputed,
             no_claims,
+            as_of,
+            None if as_of is None else _as_of_note(as_of, self.last_seq),
         )
+
+    def _as_of(
+        self, backend: MemoryBackend, ctx: dict[str, Any], name: str, anchor: Anchor | None, as_of: int
+    ) -> tuple[dict[str, Any] | None, Anchor | None, str, str]:
+        """The context to prove as of ``as_of``, its anchor and name, and a note saying which:
+        the file itself when its anchor is at or before ``as_of`` (it existed then), else the
+        context the library builds as of ``as_of`` from what the file records (None when it
+        records no lineage: nothing existed then that can be proved)."""
+        if anchor is not None and anchor.seq is not None and anchor.seq <= as_of:
+            return ctx, anchor, name, f"{name} was anchored at seq {anchor.seq}, by seq {as_of}: it is proved as it is"
+        if as_of == 0:
+            return None, None, name, "as of seq 0 the log had no event: no claim existed then"
+        when = "carries no anchor" if anchor is None else f"was built at seq {anchor.seq}, after seq {as_of}"
+        built = context_as_of(backend, ctx, as_of, self.experiments_root)
+        if built is None:
+            return None, None, name, f"{name} {when}, and records no lineage to build it as of seq {as_of} from"
+        lineage = " → ".join(built["lineage"])
+        said = (
+            f"{name} {when}: proving instead the verified context the library builds as of seq {as_of} "
+            f"for its lineage {lineage} ({built['purpose']})"
+        )
+        return built, _anchor(built, name), f"{name} as of seq {as_of}", said
 
     def lineage(self, proof: Proof) -> dict[str, Any]:
         """The lineage report's data (:func:`~projections.tools.lineage.lineage_data`) with each
@@ -259,7 +333,32 @@ class Reviewer:
         proof hashed not hashed again (its experiments root: the first of the roots that exists)."""
         backend = self._backend if self._backend is not None else self._open()
         root = next((r for r in self.roots if r.is_dir()), None)
-        return lineage_data(backend, root, traced=proof.claims, cited_files=self.cited_files)
+        return lineage_data(backend, root, traced=proof.claims, cited_files=self.cited_files, as_of=proof.as_of)
+
+
+def _check_as_of(as_of: int, last: int) -> None:
+    """A seq of this log, 0 to its last: past the end names no state of the log."""
+    if as_of < 0:
+        raise InvalidInput("as_of", f"must be a seq (0 or more), got {as_of}")
+    if as_of > last:
+        raise InvalidInput("as_of", f"seq {as_of} is beyond the log's last seq {last}")
+
+
+def _reads_by(records: list[ReadRecord], as_of: int) -> tuple[list[ReadRecord], str]:
+    """The recorded reads made by ``as_of`` (those that read at a seq at or before it), and a
+    note saying how many of all were kept: a read recorded at no position cannot be placed."""
+    kept = [r for r in records if r.at is not None and r.at <= as_of]
+    said = f"as of seq {as_of}: {len(kept)} of {len(records)} recorded read(s) were made by then, and only they are replayed"
+    return kept, said
+
+
+def _as_of_note(as_of: int, last: int) -> str:
+    """What a proof as of a seq is as of then, and what is today's."""
+    return (
+        f"as of seq {as_of} (the log is at seq {last}): the claims, the verified context and the reads as they "
+        "stood then; the files checked are today's — the log's chain and anchors, the access log, and every "
+        "artifact and node report re-hashed on disk (files cannot travel in time)"
+    )
 
 
 def _anchors_found(ledger: Ledger | None, found: Verification, heads: list[str]) -> list[str]:

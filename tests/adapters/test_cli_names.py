@@ -102,7 +102,8 @@ def test_node_options_have_one_meaning_each_from_one_place() -> None:
 def test_as_of_and_experiments_read_the_same_everywhere() -> None:
     parsers = subparsers()
     as_of = {n for n, p in parsers.items() if "--as-of" in visible(p)}
-    assert as_of == {"log", "search", "context", "verified"}  # where the library takes as_of
+    # every reading command of memory travels in time (tests/adapters/test_cli_as_of.py)
+    assert as_of == {"log", "search", "context", "verified", "tree", "report", "audit", "prove"}
     assert all(visible(parsers[n])["--as-of"].help == AS_OF_HELP for n in as_of)
     experiments = {n for n, p in parsers.items() if "--experiments" in visible(p)}
     assert experiments == {"audit", "tree", "report", "prove", "rebuild"}

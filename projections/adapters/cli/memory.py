@@ -6,6 +6,7 @@ Each opens the checkpoint read-only: a command for people changes nothing in it.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,7 @@ from projections.adapters.cli.framework import (
     said,
 )
 from projections.adapters.cli.progress import folding
-from projections.evidence.grounded_block import render_grounded_block
+from projections.evidence.grounded_block import grounded_block_data, render_grounded_block
 from projections.models.verdicts import EVIDENCE, check_evidence
 
 if TYPE_CHECKING:  # the backend (numpy, the engines), rich's tables: imported by the commands that use them
@@ -82,6 +83,29 @@ def check_as_of(backend: MemoryBackend, as_of: int | None) -> None:
     """``--as-of``: a seq of this log (0 to its last seq); past the end is one error line."""
     if as_of is not None:
         check_seq(as_of, "--as-of", backend.seq_on_disk())
+
+
+def as_of_seq(backend: MemoryBackend, as_of: int | None) -> int:
+    """The seq an answer is as of, what every ``--json`` says as ``as_of_seq``: the one asked,
+    else the end of the log the read folded."""
+    return backend.folded_seq if as_of is None else as_of
+
+
+def todays_files(seq: int, files: str = "files on disk (node reports, artifacts)") -> str:
+    """What a command reading files as of a seq says of them: memory is as of then, the files
+    are today's (they cannot travel in time)."""
+    return f"as of seq {seq}: memory as it stood then; {files} as they are today"
+
+
+def as_of_words(as_of: int | None) -> str:
+    """`` (as of seq N)`` after a title when ``--as-of`` was given; nothing otherwise."""
+    return "" if as_of is None else f" (as of seq {as_of})"
+
+
+def check_seq_and_experiments(args: argparse.Namespace) -> None:
+    """``--as-of`` a seq (0 or more), and an ``--experiments`` the user names must exist."""
+    check_seq(args.as_of)
+    check_dir(args.experiments, "--experiments")
 
 
 def check_kinds(backend: MemoryBackend, kinds: list[str]) -> None:
@@ -145,10 +169,10 @@ def cmd_search(args: argparse.Namespace) -> int:
     else:
         results = backend.search_memory(args.query, scope, limit=args.limit, as_of=args.as_of)["results"]
     if args.json:
-        emit({"scope": scope, "results": results})
+        emit({"scope": scope, "results": results, "as_of_seq": as_of_seq(backend, args.as_of)})
         return EXIT_OK
     title = f"{args.as_node} may read: {' → '.join(scope)}" if args.ancestors is None else f"read: {', '.join(scope)}"
-    table = Table(title=title)
+    table = Table(title=title + as_of_words(args.as_of))
     for col in ("score", "node", "kind", "text"):
         table.add_column(col)
     for r in results:
@@ -185,18 +209,41 @@ def cmd_context(args: argparse.Namespace) -> int:
         args.as_node, scope[:-1], info["eval_summary"] if info else None, as_of=args.as_of
     )
     if args.json:
-        emit(ctx)
+        emit({**ctx, "as_of_seq": as_of_seq(backend, args.as_of)})
+    elif not ctx["messages"]:
+        framework.console.print(no_context(backend, args.as_node, args.as_of))
     else:
+        if args.as_of is not None:
+            framework.console.print(f"as of seq {args.as_of}\n")
         for message in ctx["messages"]:
             framework.console.print(f"{message['role']}:\n{message['content']}\n")
     return EXIT_OK
+
+
+def no_context(backend: MemoryBackend, node: str, as_of: int | None) -> str:
+    """Why a node starts with nothing, in one line (an empty output would look like a failure
+    to read): the log had no event yet, the node did not exist yet, or nothing was written."""
+    if as_of is None:
+        return f"node {node} has no context: no experiment core is seeded and its ancestors wrote nothing for it"
+    since = backend.node_since(node)
+    if as_of == 0:
+        why = "the log had no event yet (its first is seq 1)"
+    elif since is not None and since > as_of:
+        why = f"the node did not exist then (its first event is seq {since})"
+    else:
+        why = "no experiment core was seeded and its ancestors had written nothing for it"
+    return f"node {node} had no context as of seq {as_of}: {why}"
 
 
 def _verified_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     as_arg(p, required=False, more=f" (default: the best node of {VERIFIED_CONTEXT_NAME})")
     as_of_arg(p)
-    p.add_argument("--block", action="store_true", help="print the grounded block for the paper prompt")
+    p.add_argument(
+        "--block",
+        action="store_true",
+        help="print the grounded block for the paper prompt (with --json: what it holds, as data, and its text)",
+    )
     p.add_argument(
         "--min-evidence",
         default=None,
@@ -231,12 +278,15 @@ def cmd_verified(args: argparse.Namespace) -> int:
         lineage = _saved_lineage(backend, Path(args.checkpoint) / VERIFIED_CONTEXT_NAME)
     check_as_of(backend, args.as_of)
     ctx = backend.get_verified_context(lineage, min_evidence=args.min_evidence, as_of=args.as_of)
-    if args.block:
+    seq = as_of_seq(backend, args.as_of)
+    if args.block and args.json:
+        emit(block_data(ctx, seq))
+    elif args.block:
         print(render_grounded_block(ctx), end="")
     elif args.json:
-        emit(ctx)
+        emit({**ctx, "as_of_seq": seq})
     else:
-        table = Table(title=f"claims of {' → '.join(lineage)}")
+        table = Table(title=f"claims of {' → '.join(lineage)}{as_of_words(args.as_of)}")
         for col in ("rank", "node", "repro", "evidence", "usable", "text"):
             table.add_column(col)
         usable = {c["entry_id"] for c in ctx["usable_for_claims"]}
@@ -257,6 +307,18 @@ def cmd_verified(args: argparse.Namespace) -> int:
             f"usable for claims: {len(ctx['usable_for_claims'])}; limitations: {len(ctx['limitations'])}"
         )
     return EXIT_OK
+
+
+def block_data(ctx: Mapping[str, Any], seq: int) -> dict[str, Any]:
+    """``verified --block --json``: what the grounded block holds as data, in the shape it is
+    rendered from (``usable_for_claims``, ``limitations``: render_grounded_block of it is the
+    block), its lineage and seq, and the block's text as ``--block`` prints it."""
+    return {
+        **grounded_block_data(ctx),
+        "lineage": ctx.get("lineage"),
+        "as_of_seq": seq,
+        "block": render_grounded_block(ctx),
+    }
 
 
 def _saved_lineage(backend: MemoryBackend, saved: Path) -> list[str]:
@@ -280,6 +342,7 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--run-id", default=None, help="audit one run only (a directory under the experiments root the log names)"
     )
+    as_of_arg(p)
 
 
 @command(
@@ -289,20 +352,22 @@ def _audit_args(p: argparse.ArgumentParser) -> None:
     exit_codes={
         EXIT_OK: "every cited artifact is there with its hash, every claim's numbers match",
         EXIT_CHECK_FAILED: "a missing or mismatching artifact, a value mismatch, or a broken chain",
-        EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory (or none found), an unknown --run-id",
+        EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory (or none found), an unknown --run-id, "
+        "an --as-of outside the log",
     },
-    check=lambda args: check_dir(args.experiments, "--experiments"),
+    check=check_seq_and_experiments,
 )
 def cmd_audit(args: argparse.Namespace) -> int:
     from projections.evidence.grounding import check_run
 
     backend = open_backend(args.checkpoint)
+    check_as_of(backend, args.as_of)
     root = _experiments_root(Path(args.checkpoint), args.experiments)
     if args.run_id is not None:
-        check_run(backend.fresh_catalog(), root, args.run_id, "--run-id")
-    audit = backend.audit_memory(root, args.run_id)
+        check_run(backend.fresh_catalog(), root, args.run_id, "--run-id", args.as_of)
+    audit = backend.audit_memory(root, args.run_id, as_of=args.as_of)
     if args.json:
-        emit(audit)
+        emit({**audit, "as_of_seq": as_of_seq(backend, args.as_of)})
     else:
         for r in audit["results"]:
             if r["status"] != "verified":
@@ -315,6 +380,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         framework.console.print(
             f"artifacts: {counts(audit['summary'])}; values: {counts(audit['value_summary'])}; "
             f"chain: {'ok' if audit['chain']['ok'] else 'BROKEN'}"
+            + (f"; {todays_files(args.as_of, 'files on disk and the log chain')}" if args.as_of is not None else "")
         )
     return EXIT_OK if audit["ok"] else EXIT_CHECK_FAILED
 
@@ -335,31 +401,38 @@ def _experiments_root(ckpt: Path, given: str | None) -> Path:
 def _tree_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     experiments_arg(p)
-
-
-def _check_experiments(args: argparse.Namespace) -> None:
-    """An --experiments the user names must exist; only one left out is looked for (or done without)."""
-    check_dir(args.experiments, "--experiments")
+    as_of_arg(p)
 
 
 @command(
     "tree",
     "the recorded node tree with memory counts per node",
     _tree_args,
-    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory"},
-    check=_check_experiments,
+    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory, an --as-of outside the log"},
+    check=check_seq_and_experiments,
 )
 def cmd_tree(args: argparse.Namespace) -> int:
     from projections.tools.lineage import lineage_data, render_tree
 
     backend = open_backend(args.checkpoint)
+    check_as_of(backend, args.as_of)
     root = _optional_experiments(Path(args.checkpoint), args.experiments)
-    data = lineage_data(backend, root)
+    data = lineage_data(backend, root, as_of=args.as_of)
     if args.json:
         emit(data)
-    else:
-        print(render_tree(data))
+        return EXIT_OK
+    if args.as_of is not None:
+        print(todays_files(args.as_of))
+    print(render_tree(data) if data["nodes"] else no_nodes(args.as_of))
     return EXIT_OK
+
+
+def no_nodes(as_of: int | None) -> str:
+    """``tree`` of a log with no node (yet), in one line rather than nothing."""
+    if as_of is None:
+        return "no nodes: the log records none"
+    why = "the log had no event yet" if as_of == 0 else "none had started or written"
+    return f"no nodes as of seq {as_of}: {why}"
 
 
 def _optional_experiments(ckpt: Path, given: str | None) -> Path | None:
@@ -373,14 +446,15 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     output_arg(p, "the HTML file to write", default="report.html")
     experiments_arg(p)
+    as_of_arg(p)
 
 
 @command(
     "report",
     "write the lineage report: one self-contained HTML file",
     _report_args,
-    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory"},
-    check=_check_experiments,
+    exit_codes={EXIT_ERROR: f"{ERROR_HELP}; an --experiments that is not a directory, an --as-of outside the log"},
+    check=check_seq_and_experiments,
 )
 def cmd_report(args: argparse.Namespace) -> int:
     from ledger.output import write_output
@@ -389,8 +463,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     with output_file(args.output) as out:
         backend = open_backend(args.checkpoint)
+        check_as_of(backend, args.as_of)
         root = _optional_experiments(Path(args.checkpoint), args.experiments)
-        data = lineage_data(backend, root)
+        data = lineage_data(backend, root, as_of=args.as_of)
         html = render_report(data).encode("utf-8")
         write_output(out, lambda raw: raw.write(html))
     if args.json:
@@ -401,5 +476,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
     else:
         where = "standard output" if args.output == STDOUT else args.output
-        print(f"wrote {where} ({len(data['nodes'])} nodes)", file=said(args.output))
+        at = "" if args.as_of is None else f", as of seq {args.as_of}"
+        print(f"wrote {where} ({len(data['nodes'])} nodes{at})", file=said(args.output))
     return EXIT_OK

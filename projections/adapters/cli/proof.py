@@ -17,7 +17,8 @@ from projections.adapters.cli.framework import (
     EXIT_OK,
     STDOUT,
     Deprecated,
-    check_dir,
+    as_of_arg,
+    check_seq,
     checkpoint_arg,
     command,
     emit,
@@ -27,7 +28,7 @@ from projections.adapters.cli.framework import (
     output_file,
     said,
 )
-from projections.adapters.cli.memory import open_backend
+from projections.adapters.cli.memory import check_seq_and_experiments, open_backend
 from projections.adapters.cli.progress import only_reading
 
 if TYPE_CHECKING:
@@ -49,10 +50,11 @@ PROVE_EXIT_CODES = {
     "the library judges it), the chains hold and every recorded read replays the same",
     EXIT_CHECK_FAILED: "NOT PROVED: something fails (each failure is printed), or, with --strict, something\n"
     "could not be checked",
-    EXIT_ERROR: "the command could not run: not a checkpoint, a --context file that is missing or not a\n"
-    "verified context, a bad --head, an --experiments that is not a directory (one error: line)",
-    EXIT_NOTHING_TO_PROVE: "NOTHING TO PROVE: no verified context, or one that lists no claims (the rest is\n"
-    f"still checked; a failure there makes it {EXIT_CHECK_FAILED})",
+    EXIT_ERROR: "the command could not run: not a checkpoint, a --context file that is missing or not a "
+    "verified context, a bad --head, an --experiments that is not a directory, an --as-of outside the log "
+    "(one error: line)",
+    EXIT_NOTHING_TO_PROVE: "NOTHING TO PROVE: no verified context, or one that lists no claims (with --as-of: "
+    f"none as of that seq); the rest is still checked, and a failure there makes it {EXIT_CHECK_FAILED}",
 }
 
 
@@ -130,6 +132,7 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     output_arg(p, "also write the lineage report, an HTML file, with failing claims marked")
     p.add_argument("--html", dest="output", action=Deprecated, new="-o/--output")
     p.add_argument("--strict", action="store_true", help="what could not be checked fails too")
+    as_of_arg(p)
 
 
 @command(
@@ -138,7 +141,7 @@ def _prove_args(p: argparse.ArgumentParser) -> None:
     "every read replayed (exit 0 only when all holds)",
     _prove_args,
     exit_codes=PROVE_EXIT_CODES,
-    check=lambda args: check_dir(args.experiments, "--experiments"),
+    check=check_seq_and_experiments,
 )
 def cmd_prove(args: argparse.Namespace) -> int:
     from ledger.output import write_output
@@ -149,7 +152,9 @@ def cmd_prove(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(output_file(args.output)) if args.output else None
         with Reviewer(args.checkpoint, args.experiments, progress=bar) as reviewer:  # the log opened once
-            proof = reviewer.prove(args.context, heads, strict=args.strict)
+            if args.as_of is not None:
+                check_seq(args.as_of, "--as-of", reviewer.last_seq)
+            proof = reviewer.prove(args.context, heads, strict=args.strict, as_of=args.as_of)
             if out is not None:
                 from projections.adapters.report import render_report
 
@@ -160,6 +165,8 @@ def cmd_prove(args: argparse.Namespace) -> int:
         emit(proof.as_dict() | ({"output": args.output} if args.output else {}), said(args.output or ""))
         return code
     con = framework.make_console(stderr=True) if args.output == STDOUT else framework.console
+    if proof.as_of_note:
+        con.print(proof.as_of_note)
     for claim in proof.claims:
         head = f"{claim.verdict:>5}  {claim.node_id}  [{claim.evidence}; values {claim.values and claim.values['verdict']}]"
         con.print(f"{head}  {claim.text}")
