@@ -223,6 +223,19 @@ def test_prove_as_of_proves_the_claims_and_reads_of_then(built: Built, step: int
     assert code == {"proved": 0, "not_proved": 1}[proof["verdict"]]
 
 
+@pytest.mark.parametrize("step", STEPS)
+def test_reads_as_of_lists_and_replays_only_the_reads_made_by_then(built: Built, step: int) -> None:
+    seq = built.seqs[step]
+    everything = _reads_at(built)
+    code, out, _ = run("reads", built.ckpt, "--as-of", seq, "--replay", "--json")
+    shown = json.loads(out)
+    assert code == 0 and shown["as_of_seq"] == seq
+    assert [r["at"] for r in shown["reads"]] == [at for at in everything if at <= seq]
+    code, text, _ = run("reads", built.ckpt, "--as-of", seq)
+    made = sum(at <= seq for at in everything)
+    assert f"as of seq {seq}: {made} of {len(everything)} recorded read(s) were made by then" in text
+
+
 def test_prove_as_of_0_has_nothing_to_prove(built: Built) -> None:
     code, out, _ = run("prove", built.ckpt, "--experiments", built.experiments, "--as-of", 0)
     assert (
@@ -304,6 +317,7 @@ COMMANDS = {
     "verified": ["verified", "{ckpt}", "--as", "root"],
     "search": ["search", "{ckpt}", "q", "--as", "root"],
     "log": ["log", "{ckpt}"],
+    "reads": ["reads", "{ckpt}"],
 }
 
 
@@ -318,7 +332,7 @@ def test_a_seq_past_the_end_is_one_error_line(built: Built, name: str, tmp_path:
     assert not (tmp_path / "r.html").exists()
 
 
-@pytest.mark.parametrize("name", ["tree", "report", "audit", "prove"])
+@pytest.mark.parametrize("name", ["tree", "report", "audit", "prove", "reads"])
 def test_the_new_as_of_reads_as_everywhere(name: str) -> None:
     code, out, _ = run(name, "--help")
     assert code == 0 and re.search(r"--as-of SEQ\s+as of this seq: the log up to and including it", out)

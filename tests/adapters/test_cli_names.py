@@ -103,7 +103,7 @@ def test_as_of_and_experiments_read_the_same_everywhere() -> None:
     parsers = subparsers()
     as_of = {n for n, p in parsers.items() if "--as-of" in visible(p)}
     # every reading command of memory travels in time (tests/adapters/test_cli_as_of.py)
-    assert as_of == {"log", "search", "context", "verified", "tree", "report", "audit", "prove"}
+    assert as_of == {"log", "search", "context", "verified", "tree", "report", "audit", "prove", "reads"}
     assert all(visible(parsers[n])["--as-of"].help == AS_OF_HELP for n in as_of)
     experiments = {n for n, p in parsers.items() if "--experiments" in visible(p)}
     assert experiments == {"audit", "tree", "report", "prove", "rebuild"}

@@ -40,8 +40,8 @@ READS_EXIT_CODES = {
     EXIT_OK: "the access log's chain holds (and, with --replay, every replayable read replays the same)",
     EXIT_CHECK_FAILED: "the chain is broken, or a read replays differently\n"
     f"(fields compared: {', '.join(READ_FIELDS)})",
-    EXIT_ERROR: "the command could not run: not a checkpoint, or --node names a node neither the log nor\n"
-    "the access log has (one error: line)",
+    EXIT_ERROR: "the command could not run: not a checkpoint, --node names a node neither the log nor\n"
+    "the access log has, or an --as-of outside the log (one error: line)",
 }
 
 PROVE_EXIT_CODES = {
@@ -61,6 +61,7 @@ PROVE_EXIT_CODES = {
 def _reads_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     node_arg(p)
+    as_of_arg(p)
     p.add_argument("--replay", action="store_true", help="run every read again as of its log position and compare")
 
 
@@ -76,8 +77,12 @@ def cmd_reads(args: argparse.Namespace) -> int:
 
     backend = open_backend(args.checkpoint)  # a checkpoint, or exit 2 saying so
     try:
+        check_seq(args.as_of, "--as-of", backend.last_seq)
         chain, lines = check_chain(Path(args.checkpoint))
         records = read_records(lines, args.node)
+        recorded = len(records)
+        if args.as_of is not None:  # the reads made by then: a read records the log position it saw
+            records = [r for r in records if r.at is not None and r.at <= args.as_of]
         if args.node is not None and not records and backend.lineage(args.node) is None:
             raise InvalidInput(
                 "--node",
@@ -92,6 +97,7 @@ def cmd_reads(args: argparse.Namespace) -> int:
             {
                 "chain": chain.as_dict(),
                 "reads": [r.as_dict() for r in replayed] if args.replay else [r.as_dict() for r in records],
+                "as_of_seq": backend.last_seq if args.as_of is None else args.as_of,
             }
         )
         return EXIT_CHECK_FAILED if failed else EXIT_OK
@@ -110,6 +116,11 @@ def cmd_reads(args: argparse.Namespace) -> int:
         framework.console.print(f"problem: {line}")
     for line in chain.notes:
         framework.console.print(f"note: {line}")
+    if args.as_of is not None:
+        framework.console.print(
+            f"as of seq {args.as_of}: {len(records)} of {recorded} recorded read(s) were made by then; "
+            "the access log's chain is checked as it is today"
+        )
     if args.replay:
         same = sum(r.verdict == "same" for r in replayed)
         framework.console.print(f"replayed {len(replayed)} read(s): {same} same, {len(replayed) - same} not")
