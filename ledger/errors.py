@@ -7,6 +7,7 @@ the seq or the byte offset, and the reason.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 # An error echoes what it was given; a value longer than this is cut to its first characters
@@ -19,16 +20,39 @@ _ESCAPED_BYTE = re.compile(r"\\udc([89a-f][0-9a-f])")  # a repr'd byte that is n
 
 def one_line(message: str) -> str:
     """How every surface (the command line, the MCP server, the library) shows a message: on
-    one line; a byte that is not UTF-8 as ``\\xff``, not as a surrogate; an echoed value longer
-    than :data:`ECHO_LIMIT` cut to its first characters and ``… (N characters)``."""
+    one line; a byte that is not UTF-8 as ``\\xff``, not as a surrogate; a character no line can
+    show (NUL, a form feed, U+2028) as ``repr`` writes it; an echoed value longer than
+    :data:`ECHO_LIMIT` cut to its first characters and ``… (N characters)``."""
     try:
         message = message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:  # a lone surrogate that stands for no byte
         message = message.encode("utf-8", "backslashreplace").decode("utf-8")
-    message = _ESCAPED_BYTE.sub(r"\\x\1", _LINE_BREAK.sub(" ", message.strip()))
+    message = "".join(map(_shown, _LINE_BREAK.sub(" ", message.strip())))
+    message = _ESCAPED_BYTE.sub(r"\\x\1", message)
     message = _LONG_WORD.sub(lambda m: f"{m.group()[:ECHO_LIMIT]}… ({len(m.group())} characters)", message)
     if len(message) > 10 * ECHO_LIMIT:
         message = f"{message[: 2 * ECHO_LIMIT]}… ({len(message)} characters)"
+    return message
+
+
+_LINE_BOUNDARIES = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines() breaks at besides \r \n
+
+
+def _shown(char: str) -> str:
+    """A character as a message line shows it: one that would break the line or shows nothing
+    (NUL, DEL, a form feed, U+2028) as ``repr`` writes it."""
+    if char in _LINE_BOUNDARIES or not (char.isprintable() or char == " "):
+        return repr(char)[1:-1]
+    return char
+
+
+def cut_echoes(message: str, values: Iterable[str]) -> str:
+    """``message`` with each of ``values`` longer than :data:`ECHO_LIMIT` that it echoes, spaces
+    and all (an argument, a call's string), cut to its first characters and ``… (N characters)``."""
+    for value in sorted({v for v in values if len(v) > ECHO_LIMIT}, key=len, reverse=True):
+        cut = f"{value[:ECHO_LIMIT]}… ({len(value)} characters)"
+        for form in (value, repr(value)[1:-1]):
+            message = message.replace(form, cut)
     return message
 
 

@@ -373,6 +373,16 @@ def check_node_id(node_id: object, field: str = "node_id") -> str:
     return node_id
 
 
+def check_seq(value: int | None, field: str = "--as-of", last: int | None = None) -> None:
+    """A log position: 0 or more and, given the log's ``last`` seq, not beyond it (None: not
+    given). A seq past the end names no state of the log: refused, not answered as now (the
+    rule of every surface's ``as_of``)."""
+    if value is not None and value < 0:
+        raise InvalidInput(field, f"must be a seq (0 or more), got {value}")
+    if value is not None and last is not None and value > last:
+        raise InvalidInput(field, f"seq {value} is beyond the log's last seq {last}")
+
+
 def check_text(text: object, field: str, limit: int = MAX_TEXT_BYTES) -> None:
     """Text must be valid UTF-8 (no lone surrogates) and within the size limit."""
     if not isinstance(text, str):

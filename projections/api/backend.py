@@ -428,6 +428,12 @@ class MemoryBackend:
     ) -> ResearchResult:
         return self._research.search(query, ancestor_ids, kinds, require_artifacts, limit, as_of)
 
+    def check_kinds(self, kinds: list[str] | None, field: str = "kinds") -> None:
+        """Refuse a kind that names nothing: not one of ARI's kinds, and no entry's label (the
+        CLI's ``--kind`` and the MCP tool's ``kinds``; ``search_research_memory`` itself keeps
+        ARI's answer, no result)."""
+        self._research.check_kinds(kinds, field)
+
     def ancestor_typed_memory(
         self, ancestor_ids: list[str], kinds: list[str] | None = None, *, as_of: int | None = None
     ) -> list[ResearchEntryView]:

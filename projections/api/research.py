@@ -55,6 +55,7 @@ class Research:
 
     def __init__(self, session: Session, nodes: Nodes, context: ExperimentContext) -> None:
         self.session, self.nodes, self.context = session, nodes, context
+        self._labels: tuple[int, set[str]] | None = None  # every entry's label, at a catalog change count
 
     # -- typed writers -----------------------------------------------------------------
 
@@ -215,6 +216,26 @@ class Research:
         return [spec_dict(s) for s in consolidation.specs]
 
     # -- typed reads -----------------------------------------------------------------
+
+    def check_kinds(self, kinds: Iterable[str] | None, field: str = "kinds") -> None:
+        """Each kind one of ARI's kinds or a label some entry of the checkpoint has (ARI's labels
+        are free text, ``result_summary``); anything else names nothing, and a surface a person
+        or an agent types into refuses it rather than answer with nothing. ARI's own call keeps
+        ARI's answer (none matched: no result)."""
+        wanted = checks.labels(kinds)
+        unknown = sorted(k for k in wanted or () if k not in KINDS)
+        if not unknown:
+            return
+        with self.session.reading() as catalog:
+            if self._labels is None or self._labels[0] != catalog.changes:  # kept until the next fold
+                self._labels = (catalog.changes, {e.label for e in catalog.entries.values() if e.label})
+            labels = self._labels[1]
+        for kind in unknown:
+            if kind not in labels:
+                raise InvalidInput(
+                    field,
+                    f"unknown kind {kind!r}: not one of {', '.join(KINDS)}, and no entry of this checkpoint has it",
+                )
 
     def search(
         self,

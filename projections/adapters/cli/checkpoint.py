@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ledger import InvalidInput, Ledger, layout
+from ledger.events import check_seq
 from ledger.layout import SNAPSHOT_NAME
 from ledger.progress import Interrupted
 from projections.adapters.cli.framework import (
@@ -22,7 +23,6 @@ from projections.adapters.cli.framework import (
     EXIT_ERROR,
     EXIT_OK,
     as_of_arg,
-    check_seq,
     checkpoint_arg,
     command,
     counts,

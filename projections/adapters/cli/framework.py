@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from ledger import InvalidInput
-from ledger.errors import ECHO_LIMIT, one_line
+from ledger.errors import cut_echoes, one_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -136,15 +136,6 @@ def command(
     return register
 
 
-def check_seq(value: int | None, field: str = "--as-of", last: int | None = None) -> None:
-    """A log position: 0 or more and, given the log's ``last`` seq, not beyond it (None: not
-    given). A seq past the end names no state of the log: one error line, not the head's."""
-    if value is not None and value < 0:
-        raise InvalidInput(field, f"must be a seq (0 or more), got {value}")
-    if value is not None and last is not None and value > last:
-        raise InvalidInput(field, f"seq {value} is beyond the log's last seq {last}")
-
-
 AS_OF_HELP = "as of this seq: the log up to and including it (0 or more, at most the last seq)"
 
 
@@ -255,13 +246,9 @@ def check_dir(value: str | None, field: str) -> None:
 
 
 def shorten(message: str, argv: list[str]) -> str:
-    """``message`` as one line (:func:`ledger.errors.one_line`), each argument longer than
-    :data:`ECHO_LIMIT` it echoes (spaces and all) cut to its first characters and ``… (N characters)``."""
-    for arg in sorted({a for a in argv if len(a) > ECHO_LIMIT}, key=len, reverse=True):
-        cut = f"{arg[:ECHO_LIMIT]}… ({len(arg)} characters)"
-        for form in (arg, repr(arg)[1:-1]):
-            message = message.replace(form, cut)
-    return one_line(message)
+    """``message`` as one line (:func:`ledger.errors.one_line`), each argument it echoes longer
+    than :data:`ECHO_LIMIT` cut (:func:`ledger.errors.cut_echoes`)."""
+    return one_line(cut_echoes(message, argv))
 
 
 class Parser(argparse.ArgumentParser):

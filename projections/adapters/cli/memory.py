@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from ledger import InvalidInput, LedgerNotFound, layout
 from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
+from ledger.events import check_seq
 from ledger.safe_io import read_json
-from ledger.vocabulary import KINDS
 from projections.adapters.cli import framework
 from projections.adapters.cli.framework import (
     ERROR_HELP,
@@ -24,7 +24,6 @@ from projections.adapters.cli.framework import (
     as_arg,
     as_of_arg,
     check_dir,
-    check_seq,
     checkpoint_arg,
     command,
     counts,
@@ -108,18 +107,6 @@ def check_seq_and_experiments(args: argparse.Namespace) -> None:
     check_dir(args.experiments, "--experiments")
 
 
-def check_kinds(backend: MemoryBackend, kinds: list[str]) -> None:
-    """``--kind``: one of ARI's kinds, or a label some entry of this checkpoint has (ARI's
-    labels are free text, e.g. ``result_summary``); anything else names nothing."""
-    labels = {e.label for e in backend.fresh_catalog().entries.values()}
-    for kind in kinds:
-        if kind not in KINDS and kind not in labels:
-            raise InvalidInput(
-                "--kind",
-                f"unknown kind {kind!r}: not one of {', '.join(KINDS)}, and no entry of this checkpoint has it",
-            )
-
-
 def _search_args(p: argparse.ArgumentParser) -> None:
     checkpoint_arg(p)
     p.add_argument("query", help="natural-language query (ARI uses the node's eval_summary)")
@@ -162,7 +149,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     check_as_of(backend, args.as_of)
     results: list[Any]
     if args.kind:
-        check_kinds(backend, args.kind)
+        backend.check_kinds(args.kind, "--kind")
         results = backend.search_research_memory(
             args.query, scope, kinds=args.kind, limit=args.limit, as_of=args.as_of
         )["results"]

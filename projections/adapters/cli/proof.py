@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger import InvalidInput
+from ledger.events import check_seq
 from projections.access.log import READ_FIELDS  # named in reads' --help
 from projections.adapters.cli import framework
 from projections.adapters.cli.checkpoint import hash_arg
@@ -18,7 +19,6 @@ from projections.adapters.cli.framework import (
     STDOUT,
     Deprecated,
     as_of_arg,
-    check_seq,
     checkpoint_arg,
     command,
     emit,
