@@ -100,6 +100,11 @@ def store_dir(checkpoint_dir: str | Path) -> Path:
     return store
 
 
+def shown(path: str | Path) -> str:
+    """A path as a message or a listing shows it: its bytes that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def not_utf8(path: str | Path, records: str) -> str | None:
     """Why a path that ``records`` (a checkpoint, a skill's files) keep as UTF-8 text cannot be
     used, before anything is written there; None when it can. Its bytes that are not UTF-8 are
@@ -108,8 +113,7 @@ def not_utf8(path: str | Path, records: str) -> str | None:
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
-        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
-        return f"{shown} is not a UTF-8 path ({records} as UTF-8 text); pass another"
+        return f"{shown(path)} is not a UTF-8 path ({records} as UTF-8 text); pass another"
     return None
 
 

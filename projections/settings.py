@@ -10,6 +10,7 @@ docstring says so. The write side reads only the current node (:mod:`ledger.conf
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from ledger.config import env, flag, number
@@ -27,7 +28,9 @@ def checkpoint_dir() -> Path | None:
 def checkpoint_hash(checkpoint_dir: Path) -> str:
     """ARI's namespace of a checkpoint: ``sha1(str(resolved path))[:12]`` (its Letta agent is
     ``ari_agent_<hash>``), so a copied checkpoint never shares an agent with the original."""
-    return hashlib.sha1(str(Path(checkpoint_dir).resolve()).encode()).hexdigest()[:12]
+    return hashlib.sha1(os.fsencode(Path(checkpoint_dir).resolve())).hexdigest()[
+        :12
+    ]  # a path that is not UTF-8: its bytes
 
 
 def memory_backend() -> str:

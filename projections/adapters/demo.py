@@ -47,11 +47,6 @@ class Replay:
     audit: AuditResult | None = None
 
 
-def shown(path: Path) -> str:
-    """A path for a message, its bytes that are not UTF-8 as ``\\xNN``."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
-
-
 @contextmanager
 def demo_output(out: Path, *, fresh: bool = False) -> Iterator[Path]:
     """The demo's output directory, all or nothing: refused before anything is written when it
@@ -61,7 +56,7 @@ def demo_output(out: Path, *, fresh: bool = False) -> Iterator[Path]:
     run does not find half a demo. ``fresh``: ``out`` is a new empty directory made for the demo
     (a temp dir), removed as well."""
     if out.exists() and not out.is_dir():
-        raise InvalidInput("dir", f"{shown(out)} is a file, not a directory; pass a new directory")
+        raise InvalidInput("dir", f"{layout.shown(out)} is a file, not a directory; pass a new directory")
     problem = layout.not_utf8(out, "the checkpoint records its paths")
     if problem is not None:
         raise InvalidInput("dir", problem)

@@ -151,3 +151,17 @@ def test_an_argument_too_long_for_int_is_cut_in_its_echo(capfd) -> None:
     code, _, err = answer(capfd, ["log", "/nowhere", "--as-of", "9" * 5000])
     assert code == 2 and err.count("\n") == 1
     assert "(5000 characters)" in err and len(err) < 400
+
+
+def test_a_checkpoint_copied_to_a_path_that_is_not_utf8_still_reads(capfd, demo: Path, tmp_path: Path) -> None:
+    """``cp -r`` can put a checkpoint anywhere: its reading commands still answer (the Letta
+    namespace hashes the path's bytes), and a path is shown with ``\\xff``, not a surrogate."""
+    import shutil
+
+    copy = tmp_path / NOT_UTF8
+    shutil.copytree(demo, copy)
+    for argv in (["status"], ["verify"], ["tree"], ["log"], ["search", "q", "--as", "root"]):
+        code, out, err = answer(capfd, [argv[0], str(copy), *argv[1:]])
+        assert code == 0 and err == "", (argv, err)
+    code, out, _ = answer(capfd, ["status", str(copy)])
+    assert "node_\\xff\\xfe" in out and "\ufffd" not in out

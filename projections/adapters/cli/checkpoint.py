@@ -158,7 +158,7 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     """``status`` for people: one labelled line per fact, counts in words, no Python reprs."""
     projections = data["projections"]
     rows = [
-        ("checkpoint", data["checkpoint"]),
+        ("checkpoint", layout.shown(data["checkpoint"])),
         ("ckpt", data["ckpt"]),
         ("events", f"{data['events']} ({counts(data['types'])}); {data['redacted']} redacted"),
         ("last seq", str(data["last_seq"])),

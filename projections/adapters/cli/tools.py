@@ -49,14 +49,14 @@ def _demo_args(p: argparse.ArgumentParser) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from projections.adapters.demo import FIXTURE_RUN, copy_run, demo_output, replay_run, shown
+    from projections.adapters.demo import FIXTURE_RUN, copy_run, demo_output, replay_run
     from projections.adapters.report import render_report
     from projections.api import MemoryBackend
     from projections.tools.lineage import lineage_data, render_tree
 
     out = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="ari-demo-"))
     if layout.has_ledger(out / "checkpoint") or (out / "experiments").exists():
-        raise InvalidInput("dir", f"{shown(out)} already holds a demo; pass a new directory")
+        raise InvalidInput("dir", f"{layout.shown(out)} already holds a demo; pass a new directory")
     try:
         with demo_output(out, fresh=not args.dir):  # all or nothing: a failed demo leaves no half of one
             experiments = copy_run(FIXTURE_RUN, out)
@@ -90,7 +90,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             finally:
                 backend.close()
     except KeyboardInterrupt:
-        raise Interrupted(f"the half-made demo in {shown(out)} was removed; nothing else was touched") from None
+        raise Interrupted(f"the half-made demo in {layout.shown(out)} was removed; nothing else was touched") from None
     audit = replay.audit
     assert audit is not None, "replay_run always audits"
     if args.json:
