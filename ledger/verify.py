@@ -66,7 +66,7 @@ class VerifyReport:
             return f"{what}: {where}: {reason}"
         if self.rollback:
             return f"rolled back: {self.rollback[0]}"
-        return f"ok: {self.events:,} events, chain intact, last seq {self.last_seq:,}"
+        return f"ok: {self.events:,} events, chain intact, last seq {self.last_seq}"  # a seq as typed back
 
 
 PARALLEL_FROM = 4 << 20  # bytes of log from which "auto" shares it with a second process (fork: milliseconds)

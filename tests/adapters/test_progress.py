@@ -226,7 +226,7 @@ def test_verify_draws_a_bar_on_a_terminal_and_nothing_on_a_pipe(folded: Path) ->
 
     assert code == 0, terminal
     assert "verifying" in terminal and BAR in terminal
-    assert stdout == f"ok: {CHECKED} events, chain intact, last seq {CHECKED}\n"
+    assert stdout == f"ok: {CHECKED:,} events, chain intact, last seq {CHECKED}\n"
     run = cli("verify", folded)
     assert (run.returncode, run.stdout, run.stderr) == (0, stdout, "")
 
@@ -322,7 +322,7 @@ def test_ctrl_c_during_rebuild_saves_what_was_folded_and_rebuild_folds_the_rest(
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
     again = cli("rebuild", big)
-    assert f"at seq {EVENTS} (folded {EVENTS - folded} events after the snapshot)" in again.stdout, again.stdout
+    assert f"at seq {EVENTS} (folded {EVENTS - folded:,} events after the snapshot)" in again.stdout, again.stdout
 
 
 # ---------------------------------------------------------------------------- the reporter
