@@ -233,8 +233,10 @@ class MemoryBackend:
         """Add a node-scope entry; only the current node may write its own memory (CoW).
         Entries ARI's writer typed (``metadata`` with ``mem_kind``, refs, …) are typed here too."""
         from projections.api.checks import metadata as checked
+        from projections.api.checks import text_type
 
-        return self._nodes.add(node_id, {"text": text, "metadata": checked(metadata)}, "add_memory", current_node)
+        body = {"text": text_type(text), "metadata": checked(metadata)}
+        return self._nodes.add(node_id, body, "add_memory", current_node)
 
     def search_memory(
         self, query: str, ancestor_ids: list[str], limit: int = DEFAULT_LIMIT, *, as_of: int | None = None

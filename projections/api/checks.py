@@ -24,6 +24,14 @@ def node_ids(ids: object, field: str = "ancestor_ids") -> list[str]:
     return list(ids)
 
 
+def text_type(value: object, field: str = "text") -> str:
+    """A text argument's type, worded as every surface words it (its size is the writer's to
+    fit, as ARI's writer does, not refused here)."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be a string, got {kind_of(value)}")
+    return value
+
+
 def metadata(value: object, field: str = "metadata") -> dict[str, Any]:
     if value is None:
         return {}

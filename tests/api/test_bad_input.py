@@ -28,7 +28,7 @@ LIBRARY = [
     (lambda b: b.add_memory("", "x"), "node_id", "must not be empty"),
     (lambda b: b.add_memory("a/b", "x"), "node_id", "forbidden character"),
     (lambda b: b.add_memory("a\x00b", "x"), "node_id", "forbidden character"),
-    (lambda b: b.add_memory("root", 3), "body.text", "expected a string"),
+    (lambda b: b.add_memory("root", 3), "text", "must be a string, got a number"),
     (lambda b: b.add_memory("root", "bad \udc80"), "body.text", "UTF-8"),
     (lambda b: b.add_memory("root", "x", 0), "metadata", "must be an object"),
     (lambda b: b.add_memory("root", "x", []), "metadata", "must be an object"),
