@@ -166,6 +166,12 @@ def _check_head(check: ChainCheck, ckpt: Path, last_n: int | None, hashes: dict[
         )
 
 
+def made_by(records: list[ReadRecord], as_of: int) -> list[ReadRecord]:
+    """The reads made by ``as_of``: those recorded as reading at a seq at or before it (a read
+    recorded at no position cannot be placed in time, so it is not among them)."""
+    return [r for r in records if r.at is not None and r.at <= as_of]
+
+
 def read_records(lines: list[dict[str, Any]], node: str | None = None) -> list[ReadRecord]:
     """The read lines (of one node: its own reads, and those scoped to it as the last node)."""
     out = []

@@ -58,8 +58,9 @@ from typing import Any
 from ledger import InvalidInput, Ledger
 from ledger.anchor import Anchor
 from ledger.checkpoint_format import VERIFIED_CONTEXT_NAME
+from ledger.events import check_seq
 from ledger.safe_io import SIDE_FILE_LIMIT, UnsafeFile, read_file
-from projections.access.reader import ReadRecord, check_chain, read_records
+from projections.access.reader import ReadRecord, check_chain, made_by, read_records
 from projections.api import MemoryBackend, refuse_unfinished
 from projections.engines.protocol import Progress
 from projections.evidence.grounding import CitedFiles, experiments_roots
@@ -230,7 +231,7 @@ class Reviewer:
         ctx = _load_context(context_path, given=context is not None)
         heads = list(heads)
         if as_of is not None:
-            _check_as_of(as_of, self.last_seq)
+            check_seq(as_of, "as_of", self.last_seq)
         failures: list[str] = []
         unchecked: list[str] = []
         notes: list[str] = []
@@ -336,18 +337,10 @@ class Reviewer:
         return lineage_data(backend, root, traced=proof.claims, cited_files=self.cited_files, as_of=proof.as_of)
 
 
-def _check_as_of(as_of: int, last: int) -> None:
-    """A seq of this log, 0 to its last: past the end names no state of the log."""
-    if as_of < 0:
-        raise InvalidInput("as_of", f"must be a seq (0 or more), got {as_of}")
-    if as_of > last:
-        raise InvalidInput("as_of", f"seq {as_of} is beyond the log's last seq {last}")
-
-
 def _reads_by(records: list[ReadRecord], as_of: int) -> tuple[list[ReadRecord], str]:
     """The recorded reads made by ``as_of`` (those that read at a seq at or before it), and a
     note saying how many of all were kept: a read recorded at no position cannot be placed."""
-    kept = [r for r in records if r.at is not None and r.at <= as_of]
+    kept = made_by(records, as_of)
     said = f"as of seq {as_of}: {len(kept)} of {len(records)} recorded read(s) were made by then, and only they are replayed"
     return kept, said
 

@@ -257,25 +257,28 @@ class Parser(argparse.ArgumentParser):
     usage block: ``--help`` prints it)."""
 
     def error(self, message: str) -> NoReturn:
-        print(f"error: {one_line(parser_error(message, self.prog))}", file=sys.stderr)
-        raise SystemExit(EXIT_ERROR)
+        _refuse(parser_error(message, self.prog))
 
     def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
-        """argparse's, with an argument no command takes named against the command given."""
+        """argparse's, with an argument no command takes named against the command given (argparse
+        says it against the top level's usage)."""
         parsed, unknown = self.parse_known_args(args, namespace)
         if unknown:
             name = getattr(parsed, "command", None)
-            prog = f"{self.prog} {name}" if name else self.prog
-            print(f"error: {one_line(f'{unknown[0]}: unknown argument; see `{prog} --help`')}", file=sys.stderr)
-            raise SystemExit(EXIT_ERROR)
+            _refuse(f"{unknown[0]}: unknown argument; see `{self.prog}{f' {name}' if name else ''} --help`")
         return parsed
+
+
+def _refuse(line: str) -> NoReturn:
+    """A parser's refusal: one ``error:`` line, exit 2."""
+    print(f"error: {one_line(line)}", file=sys.stderr)
+    raise SystemExit(EXIT_ERROR)
 
 
 _REQUIRED = re.compile(r"the following arguments are required: (?P<names>.+)")
 _CHOICE = re.compile(r"argument (?P<arg>\S+): invalid choice: (?P<value>.+?) \(choose from (?P<choices>.+)\)")
 _TYPE = re.compile(r"argument (?P<arg>\S+): invalid (?P<type>\w+) value: (?P<value>.+)")
 _ARGUMENT = re.compile(r"argument (?P<arg>\S+): (?P<reason>.+)")
-_UNKNOWN = re.compile(r"unrecognized arguments: (?P<args>.+)")
 _AMBIGUOUS = re.compile(r"ambiguous option: (?P<arg>\S+) could match (?P<matches>.+)")
 _TYPE_WORDS = {"int": "a whole number", "float": "a number"}
 
@@ -303,9 +306,6 @@ def parser_error(message: str, prog: str) -> str:
         return f"{_long(m['arg'])}: expected {kind}, got {m['value']}"
     if m := _ARGUMENT.fullmatch(message):
         return f"{_long(m['arg'])}: {m['reason']}; {see}"
-    if m := _UNKNOWN.fullmatch(message):
-        first = m["args"].split(" ")[0]
-        return f"{first}: unknown argument; {see}"
     if m := _AMBIGUOUS.fullmatch(message):
         return f"{m['arg']}: ambiguous option, it could be {m['matches']}"
     return f"{message}; {see}"

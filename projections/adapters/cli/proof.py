@@ -72,7 +72,7 @@ def _reads_args(p: argparse.ArgumentParser) -> None:
     exit_codes=READS_EXIT_CODES,
 )
 def cmd_reads(args: argparse.Namespace) -> int:
-    from projections.access.reader import check_chain, read_records
+    from projections.access.reader import check_chain, made_by, read_records
     from projections.tools.reads import replay_all
 
     backend = open_backend(args.checkpoint)  # a checkpoint, or exit 2 saying so
@@ -82,7 +82,7 @@ def cmd_reads(args: argparse.Namespace) -> int:
         records = read_records(lines, args.node)
         recorded = len(records)
         if args.as_of is not None:  # the reads made by then: a read records the log position it saw
-            records = [r for r in records if r.at is not None and r.at <= args.as_of]
+            records = made_by(records, args.as_of)
         if args.node is not None and not records and backend.lineage(args.node) is None:
             raise InvalidInput(
                 "--node",
@@ -163,8 +163,6 @@ def cmd_prove(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         out = stack.enter_context(output_file(args.output)) if args.output else None
         with Reviewer(args.checkpoint, args.experiments, progress=bar) as reviewer:  # the log opened once
-            if args.as_of is not None:
-                check_seq(args.as_of, "--as-of", reviewer.last_seq)
             proof = reviewer.prove(args.context, heads, strict=args.strict, as_of=args.as_of)
             if out is not None:
                 from projections.adapters.report import render_report
